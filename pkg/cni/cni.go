@@ -1,0 +1,166 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
+	cnitypes "github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// ErrNoNetwork is returned while the configuration directory holds no usable network configuration.
+var ErrNoNetwork = errors.New("cni: no network configuration")
+
+// PortMapping is one hostPort published by a pod, in the shape the portmap plugin's capability expects.
+type PortMapping struct {
+	HostPort      int32  `json:"hostPort"`
+	ContainerPort int32  `json:"containerPort"`
+	Protocol      string `json:"protocol"`
+	HostIP        string `json:"hostIP,omitempty"`
+}
+
+// Pod identifies the pod a network attachment is for; the values reach the plugins as CNI_ARGS.
+type Pod struct {
+	Name      string
+	Namespace string
+	UID       string
+	Ports     []PortMapping
+}
+
+// Config configures a Manager.
+type Config struct {
+	ConfDir  string   // directory of .conflist/.conf files; the first in lexical order is used
+	BinDirs  []string // plugin directories
+	CacheDir string   // libcni's result cache; "" means libcni's default
+	// Exec runs plugins; nil means the real exec. Tests record plugin calls through it.
+	Exec invoke.Exec
+}
+
+// Manager attaches pod network namespaces to the node's pod network. It is safe for concurrent use.
+type Manager struct {
+	cfg Config
+	cni *libcni.CNIConfig
+
+	mu  sync.Mutex
+	net *libcni.NetworkConfigList
+}
+
+// New returns a Manager; the configuration is read lazily, so a network configured after start is picked up.
+func New(cfg Config) *Manager {
+	return &Manager{cfg: cfg, cni: libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, cfg.Exec)}
+}
+
+// Status returns nil when a network configuration is loaded and its plugins are found.
+func (m *Manager) Status() error {
+	_, err := m.network()
+	return err
+}
+
+func (m *Manager) network() (*libcni.NetworkConfigList, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.net != nil {
+		return m.net, nil
+	}
+	files, err := libcni.ConfFiles(m.cfg.ConfDir, []string{".conflist", ".conf", ".json"})
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrNoNetwork, m.cfg.ConfDir, err)
+	}
+	sort.Strings(files)
+	var lastErr error
+	for _, f := range files {
+		list, err := loadFile(f)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		m.net = list
+		return list, nil
+	}
+	if lastErr != nil {
+		return nil, fmt.Errorf("%w in %s: %v", ErrNoNetwork, m.cfg.ConfDir, lastErr)
+	}
+	return nil, fmt.Errorf("%w in %s", ErrNoNetwork, m.cfg.ConfDir)
+}
+
+func loadFile(path string) (*libcni.NetworkConfigList, error) {
+	if list, err := libcni.ConfListFromFile(path); err == nil {
+		return list, nil
+	}
+	conf, err := libcni.ConfFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return libcni.ConfListFromConf(conf)
+}
+
+func runtimeConf(id, netnsPath string, pod Pod) *libcni.RuntimeConf {
+	rt := &libcni.RuntimeConf{
+		ContainerID: id,
+		NetNS:       netnsPath,
+		IfName:      "eth0",
+		Args: [][2]string{
+			{"IgnoreUnknown", "1"},
+			{"K8S_POD_NAMESPACE", pod.Namespace},
+			{"K8S_POD_NAME", pod.Name},
+			{"K8S_POD_INFRA_CONTAINER_ID", id},
+			{"K8S_POD_UID", pod.UID},
+		},
+	}
+	if len(pod.Ports) > 0 {
+		rt.CapabilityArgs = map[string]interface{}{"portMappings": pod.Ports}
+	}
+	return rt
+}
+
+// Setup attaches the namespace at netnsPath to the pod network and returns the pod's IPs, IPv4 first.
+func (m *Manager) Setup(ctx context.Context, id, netnsPath string, pod Pod) ([]net.IP, error) {
+	list, err := m.network()
+	if err != nil {
+		return nil, err
+	}
+	res, err := m.cni.AddNetworkList(ctx, list, runtimeConf(id, netnsPath, pod))
+	if err != nil {
+		return nil, fmt.Errorf("cni add %q: %w", list.Name, err)
+	}
+	return resultIPs(res)
+}
+
+// Teardown detaches the sandbox from the pod network and releases its IPs. It is idempotent: the plugins
+// treat a missing namespace or attachment as done.
+func (m *Manager) Teardown(ctx context.Context, id, netnsPath string, pod Pod) error {
+	list, err := m.network()
+	if err != nil {
+		return err
+	}
+	if err := m.cni.DelNetworkList(ctx, list, runtimeConf(id, netnsPath, pod)); err != nil {
+		return fmt.Errorf("cni del %q: %w", list.Name, err)
+	}
+	return nil
+}
+
+func resultIPs(res cnitypes.Result) ([]net.IP, error) {
+	r, err := current.NewResultFromResult(res)
+	if err != nil {
+		return nil, fmt.Errorf("convert cni result: %w", err)
+	}
+	var v4, v6 []net.IP
+	for _, ip := range r.IPs {
+		if ip.Address.IP.To4() != nil {
+			v4 = append(v4, ip.Address.IP)
+		} else {
+			v6 = append(v6, ip.Address.IP)
+		}
+	}
+	ips := append(v4, v6...)
+	if len(ips) == 0 {
+		return nil, errors.New("cni result carries no IP")
+	}
+	return ips, nil
+}

@@ -1,0 +1,147 @@
+package runtime
+
+import (
+	"github.com/containerd/containerd/contrib/seccomp"
+	"github.com/containerd/containerd/oci"
+	capability "github.com/containerd/containerd/pkg/cap"
+	criopts "github.com/containerd/containerd/pkg/cri/opts"
+	osinterface "github.com/containerd/containerd/pkg/os"
+	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// allCapabilities is what "ALL" means in capability add/drop lists: the capabilities this host knows.
+var allCapabilities = func() []string {
+	caps, err := capability.Current()
+	if err != nil {
+		return capability.Known()
+	}
+	return caps
+}()
+
+// containerSpecOpts builds the OCI spec of an app container: the image's process merged with the CRI config
+// as Kubernetes does, the sandbox's namespaces, mounts, resources and security settings.
+func (r *Runtime) containerSpecOpts(id string, sandboxPid uint32, sb *sandboxMeta, meta *containerMeta, config *runtimeapi.ContainerConfig, img *imagespec.ImageConfig) ([]oci.SpecOpts, error) {
+	sc := config.GetLinux().GetSecurityContext()
+	opts := []oci.SpecOpts{
+		oci.WithDefaultSpec(),
+		oci.WithoutRunMount,
+		criopts.WithoutDefaultSecuritySettings,
+		criopts.WithProcessArgs(config, img),
+		oci.WithDefaultPathEnv,
+		oci.WithNewPrivileges,
+	}
+	if config.GetWorkingDir() != "" {
+		opts = append(opts, oci.WithProcessCwd(config.GetWorkingDir()))
+	} else if img.WorkingDir != "" {
+		opts = append(opts, oci.WithProcessCwd(img.WorkingDir))
+	}
+	if config.GetTty() {
+		opts = append(opts, oci.WithTTY)
+	}
+	env := []string{"HOSTNAME=" + sb.Hostname}
+	env = append(env, img.Env...)
+	for _, e := range config.GetEnvs() {
+		env = append(env, e.GetKey()+"="+e.GetValue())
+	}
+	opts = append(opts, oci.WithEnv(env))
+
+	// The sandbox's hosts, resolv.conf and hostname, unless the caller mounts its own there.
+	var extra []*runtimeapi.Mount
+	for _, m := range hostFileMounts(r.sandboxDir(meta.SandboxID)) {
+		if !hasMount(config.GetMounts(), m.Destination) {
+			extra = append(extra, &runtimeapi.Mount{ContainerPath: m.Destination, HostPath: m.Source})
+		}
+	}
+	opts = append(opts,
+		criopts.WithMounts(osinterface.RealOS{}, config, extra, ""),
+		oci.WithMaskedPaths(nil), oci.WithReadonlyPaths(nil),
+	)
+	if mp := sc.GetMaskedPaths(); mp != nil {
+		opts = append(opts, oci.WithMaskedPaths(mp))
+	}
+	if rp := sc.GetReadonlyPaths(); rp != nil {
+		opts = append(opts, oci.WithReadonlyPaths(rp))
+	}
+	opts = append(opts,
+		criopts.WithDevices(osinterface.RealOS{}, config, false),
+		criopts.WithCapabilities(sc, allCapabilities),
+	)
+	if sc.GetPrivileged() {
+		opts = append(opts, oci.WithPrivileged, oci.WithHostDevices, oci.WithAllDevicesAllowed)
+	}
+	opts = append(opts, criopts.WithoutAmbientCaps)
+	if sc.GetNoNewPrivs() {
+		opts = append(opts, oci.WithNoNewPrivileges)
+	}
+	if sc.GetReadonlyRootfs() {
+		opts = append(opts, oci.WithRootFSReadonly())
+	}
+	userOpt, err := userSpecOpt(sc, img.User)
+	if err != nil {
+		return nil, err
+	}
+	if userOpt != nil {
+		opts = append(opts, userOpt)
+	}
+	if sp := seccompOpt(sc); sp != nil && !sc.GetPrivileged() {
+		opts = append(opts, sp)
+	}
+	res := config.GetLinux().GetResources()
+	if res != nil {
+		adj := r.oom.clamp(int(res.GetOomScoreAdj()))
+		clamped := proto.Clone(res).(*runtimeapi.LinuxContainerResources)
+		clamped.OomScoreAdj = int64(adj)
+		opts = append(opts, criopts.WithResources(clamped, true, false), criopts.WithPodOOMScoreAdj(adj, false))
+	}
+	if meta.CgroupsPath != "" {
+		opts = append(opts, oci.WithCgroup(meta.CgroupsPath))
+	}
+	opts = append(opts,
+		criopts.WithPodNamespaces(sc, sandboxPid, sandboxPid, nil, nil),
+		criopts.WithSupplementalGroups(sc.GetSupplementalGroups()),
+		oci.WithAnnotations(map[string]string{shimGroupAnnotation: meta.SandboxID}),
+	)
+	return opts, nil
+}
+
+func hasMount(ms []*runtimeapi.Mount, dest string) bool {
+	for _, m := range ms {
+		if m.GetContainerPath() == dest {
+			return true
+		}
+	}
+	return false
+}
+
+// userSpecOpt sets the process user: runAsUser/runAsGroup, runAsUsername, or the image's User.
+func userSpecOpt(sc *runtimeapi.LinuxContainerSecurityContext, imageUser string) (oci.SpecOpts, error) {
+	switch {
+	case sc.GetRunAsUser() != nil && sc.GetRunAsGroup() != nil:
+		return oci.WithUIDGID(uint32(sc.GetRunAsUser().GetValue()), uint32(sc.GetRunAsGroup().GetValue())), nil
+	case sc.GetRunAsUser() != nil:
+		return oci.WithUserID(uint32(sc.GetRunAsUser().GetValue())), nil
+	case sc.GetRunAsUsername() != "":
+		return oci.WithUsername(sc.GetRunAsUsername()), nil
+	case imageUser != "":
+		return oci.WithUser(imageUser), nil
+	}
+	return nil, nil
+}
+
+// seccompOpt applies the runtime's default profile for RuntimeDefault; Unconfined (Kubernetes' default) and
+// unset leave the process unfiltered. Localhost profiles are read from the given path.
+func seccompOpt(sc *runtimeapi.LinuxContainerSecurityContext) oci.SpecOpts {
+	p := sc.GetSeccomp()
+	if p == nil {
+		return nil
+	}
+	switch p.GetProfileType() {
+	case runtimeapi.SecurityProfile_RuntimeDefault:
+		return seccomp.WithDefaultProfile()
+	case runtimeapi.SecurityProfile_Localhost:
+		return seccomp.WithProfile(p.GetLocalhostRef())
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// containerView is what one container looks like to CRI, derived from its record and task.
+type containerView struct {
+	rec        containers.Container
+	meta       *containerMeta
+	state      runtimeapi.ContainerState
+	startedAt  int64
+	finishedAt int64
+	exitCode   int32
+	reason     string
+	message    string
+	pid        uint32
+}
+
+// viewContainer derives a container's state: recorded exit first, then the live task, then what is left
+// (started but neither running nor recorded means its task vanished, e.g. with a host reboot).
+func viewContainer(rec containers.Container, t *task.Process) (*containerView, error) {
+	meta, err := decodeContainerMeta(rec)
+	if err != nil {
+		return nil, err
+	}
+	v := &containerView{
+		rec:        rec,
+		meta:       meta,
+		startedAt:  labelInt64(rec.Labels, labelStartedAt),
+		finishedAt: labelInt64(rec.Labels, labelFinishedAt),
+		reason:     rec.Labels[labelReason],
+		message:    rec.Labels[labelMessage],
+	}
+	switch {
+	case v.finishedAt != 0:
+		v.state = runtimeapi.ContainerState_CONTAINER_EXITED
+		code, _ := strconv.ParseInt(rec.Labels[labelExitCode], 10, 32)
+		v.exitCode = int32(code)
+	case t != nil && (t.Status == task.Status_RUNNING || t.Status == task.Status_PAUSED || t.Status == task.Status_PAUSING):
+		v.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+		v.pid = t.Pid
+	case t != nil && t.Status == task.Status_STOPPED:
+		// The exit is being recorded; report it already.
+		v.state = runtimeapi.ContainerState_CONTAINER_EXITED
+		v.exitCode = int32(t.ExitStatus)
+		v.reason = exitReason(t.ExitStatus, false)
+		if t.ExitedAt != nil {
+			v.finishedAt = t.ExitedAt.AsTime().UnixNano()
+		}
+	case t != nil: // created but not yet started
+		v.state = runtimeapi.ContainerState_CONTAINER_CREATED
+	case v.startedAt != 0:
+		v.state = runtimeapi.ContainerState_CONTAINER_EXITED
+		v.exitCode = 255
+		v.reason = reasonUnknown
+		v.message = "container process is gone and its exit was not recorded"
+	default:
+		v.state = runtimeapi.ContainerState_CONTAINER_CREATED
+	}
+	return v, nil
+}
+
+// ContainerStatus returns a container's state, exit details, image and mounts.
+func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	ctx = r.ns(ctx)
+	rec, err := r.findContainer(ctx, containerID, kindContainer)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", containerID, err)
+	}
+	var t *task.Process
+	if resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: rec.ID}); err == nil {
+		t = resp.Process
+	} else if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+		return nil, fmt.Errorf("container %q: task: %w", containerID, err)
+	}
+	v, err := viewContainer(rec, t)
+	if err != nil {
+		return nil, err
+	}
+	st := &runtimeapi.ContainerStatus{
+		Id:          rec.ID,
+		Metadata:    v.meta.Metadata,
+		State:       v.state,
+		CreatedAt:   v.meta.CreatedAt,
+		StartedAt:   v.startedAt,
+		FinishedAt:  v.finishedAt,
+		ExitCode:    v.exitCode,
+		Image:       &runtimeapi.ImageSpec{Image: v.meta.Image},
+		ImageRef:    v.meta.ImageRef,
+		ImageId:     v.meta.ImageRef,
+		Reason:      v.reason,
+		Message:     v.message,
+		Labels:      v.meta.Labels,
+		Annotations: v.meta.Annotations,
+		Mounts:      v.meta.Mounts,
+		LogPath:     v.meta.LogPath,
+	}
+	resp := &runtimeapi.ContainerStatusResponse{Status: st}
+	if verbose {
+		resp.Info = map[string]string{"pid": strconv.FormatUint(uint64(v.pid), 10), "sandboxID": v.meta.SandboxID}
+	}
+	return resp, nil
+}
+
+// ListContainers lists containers matching the filter, with one containerd call for the records and one for
+// the tasks, whatever the number of containers.
+func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	ctx = r.ns(ctx)
+	views, err := r.listContainerViews(ctx, filter.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	var out []*runtimeapi.Container
+	for _, v := range views {
+		c := &runtimeapi.Container{
+			Id:           v.rec.ID,
+			PodSandboxId: v.meta.SandboxID,
+			Metadata:     v.meta.Metadata,
+			Image:        &runtimeapi.ImageSpec{Image: v.meta.Image},
+			ImageRef:     v.meta.ImageRef,
+			ImageId:      v.meta.ImageRef,
+			State:        v.state,
+			CreatedAt:    v.meta.CreatedAt,
+			Labels:       v.meta.Labels,
+			Annotations:  v.meta.Annotations,
+		}
+		if filter != nil {
+			if filter.Id != "" && !strings.HasPrefix(c.Id, filter.Id) {
+				continue
+			}
+			if filter.State != nil && filter.State.State != c.State {
+				continue
+			}
+			if !matchLabels(filter.LabelSelector, c.Labels) {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string) ([]*containerView, error) {
+	recs, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==%s`, labelKind, kindContainer))
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	tasks, err := r.tasksByContainer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*containerView
+	for _, rec := range recs {
+		if sandboxPrefix != "" && !strings.HasPrefix(rec.Labels[labelSandboxID], sandboxPrefix) {
+			continue
+		}
+		v, err := viewContainer(rec, tasks[rec.ID])
+		if err != nil {
+			logger(ctx).Error(err, "Skipping container with unreadable metadata", "id", rec.ID)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// sandboxContainers lists the containers of one sandbox.
+func (r *Runtime) sandboxContainers(ctx context.Context, sandboxID string) ([]*runtimeapi.Container, error) {
+	recs, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==%s`, labelSandboxID, sandboxID))
+	if err != nil {
+		return nil, fmt.Errorf("list containers of sandbox %s: %w", sandboxID, err)
+	}
+	out := make([]*runtimeapi.Container, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, &runtimeapi.Container{Id: rec.ID, PodSandboxId: sandboxID})
+	}
+	return out, nil
+}

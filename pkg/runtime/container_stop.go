@@ -1,0 +1,116 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/moby/sys/signal"
+	"golang.org/x/sys/unix"
+)
+
+// StopContainer sends the container's stop signal (the image's, else SIGTERM), waits up to timeout seconds,
+// then kills it. Stopping a stopped container is not an error.
+func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout int64) error {
+	ctx = r.ns(ctx)
+	rec, err := r.findContainer(ctx, containerID, kindContainer)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop container %q: %w", containerID, err)
+	}
+	meta, err := decodeContainerMeta(rec)
+	if err != nil {
+		return err
+	}
+	cont, err := r.client.LoadContainer(ctx, rec.ID)
+	if err != nil {
+		return fmt.Errorf("stop container %q: %w", containerID, err)
+	}
+	task, err := cont.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop container %q: %w", containerID, err)
+	}
+	waitCh, err := task.Wait(ctx)
+	if err != nil {
+		return fmt.Errorf("stop container %q: wait: %w", containerID, err)
+	}
+	if timeout > 0 {
+		sig := unix.SIGTERM
+		if meta.StopSignal != "" {
+			if s, err := signal.ParseSignal(meta.StopSignal); err == nil {
+				sig = s
+			}
+		}
+		if err := task.Kill(ctx, sig); err != nil {
+			if taskGone(ctx, cont) {
+				return nil
+			}
+			return fmt.Errorf("stop container %q: signal %v: %w", containerID, sig, err)
+		}
+		timer := time.NewTimer(time.Duration(timeout) * time.Second)
+		defer timer.Stop()
+		select {
+		case st := <-waitCh:
+			return r.persistExit(ctx, cont, st.ExitCode(), st.ExitTime())
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(ctx, unix.SIGKILL, containerd.WithKillAll); err != nil {
+		if taskGone(ctx, cont) {
+			return nil
+		}
+		return fmt.Errorf("stop container %q: kill: %w", containerID, err)
+	}
+	select {
+	case st := <-waitCh:
+		return r.persistExit(ctx, cont, st.ExitCode(), st.ExitTime())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RemoveContainer kills the container if it still runs and removes it with its snapshot. Removing a container
+// that does not exist is not an error. The log file stays: it belongs to the caller.
+func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error {
+	ctx = r.ns(ctx)
+	rec, err := r.findContainer(ctx, containerID, kindContainer)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove container %q: %w", containerID, err)
+	}
+	cont, err := r.client.LoadContainer(ctx, rec.ID)
+	if err != nil {
+		return fmt.Errorf("remove container %q: %w", containerID, err)
+	}
+	if err := deleteTask(ctx, cont); err != nil {
+		return fmt.Errorf("remove container %q: %w", containerID, err)
+	}
+	if c := r.io.take(rec.ID); c != nil {
+		c.finish()
+	}
+	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container %q: %w", containerID, err)
+	}
+	_ = os.RemoveAll(r.fifoDir(rec.ID))
+	r.events.publishContainer(rec.ID, rec.Labels[labelSandboxID], eventDeleted)
+	return nil
+}
+
+// taskGone reports whether a container's task has been deleted meanwhile (its exit recorded by the event
+// watch); a signal sent to it then fails with NotFound or a closed shim connection.
+func taskGone(ctx context.Context, cont containerd.Container) bool {
+	_, err := cont.Task(ctx, nil)
+	return errdefs.IsNotFound(err)
+}

@@ -1,0 +1,242 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	eventtypes "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/typeurl/v2"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+type containerEvent = runtimeapi.ContainerEventType
+
+const (
+	eventStarted = runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT
+	eventStopped = runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
+	eventDeleted = runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
+	eventCreated = runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT
+)
+
+// eventHub fans container lifecycle events out to GetContainerEvents subscribers. Publishing never blocks: a
+// subscriber that does not keep up misses events and relies on its relist, as the CRI contract allows.
+type eventHub struct {
+	mu     sync.Mutex
+	subs   map[chan *runtimeapi.ContainerEventResponse]struct{}
+	closed bool
+	clock  func() time.Time
+}
+
+func newEventHub() *eventHub {
+	return &eventHub{subs: map[chan *runtimeapi.ContainerEventResponse]struct{}{}, clock: time.Now}
+}
+
+func (h *eventHub) subscribe() (chan *runtimeapi.ContainerEventResponse, func()) {
+	ch := make(chan *runtimeapi.ContainerEventResponse, 256)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs, ch)
+		h.mu.Unlock()
+	}
+}
+
+func (h *eventHub) publishContainer(id, sandboxID string, typ containerEvent) {
+	ev := &runtimeapi.ContainerEventResponse{
+		ContainerId:        id,
+		ContainerEventType: typ,
+		CreatedAt:          h.clock().UnixNano(),
+		PodSandboxStatus:   &runtimeapi.PodSandboxStatus{Id: sandboxID},
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+func (h *eventHub) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+}
+
+// GetContainerEvents streams container lifecycle events to ch until ctx is done. Events of this runtime come
+// from containerd's task events, so an exit reaches the caller within milliseconds.
+func (r *Runtime) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, connected func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	sub, cancel := r.events.subscribe()
+	defer cancel()
+	if connected != nil {
+		connected(nil)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-sub:
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+// watchEvents follows containerd's task events: exits are recorded at once, OOM events remembered for the exit
+// that follows. It resubscribes after errors and then reconciles what it may have missed.
+func (r *Runtime) watchEvents(ctx context.Context) {
+	for {
+		r.followEvents(ctx)
+		r.events.mu.Lock()
+		closed := r.events.closed
+		r.events.mu.Unlock()
+		if closed || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(time.Second)
+		if err := r.reconcileExits(ctx); err != nil {
+			logger(ctx).Error(err, "Reconciling container exits failed")
+		}
+	}
+}
+
+func (r *Runtime) followEvents(ctx context.Context) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	evCh, errCh := r.client.Subscribe(sctx, `namespace==`+r.cfg.Namespace+`,topic~="^/tasks/"`)
+	for {
+		select {
+		case env := <-evCh:
+			if env == nil {
+				return
+			}
+			r.handleEvent(ctx, env.Topic, env.Event)
+		case err := <-errCh:
+			if err != nil && !r.events.closed {
+				logger(ctx).V(2).Info("Event subscription ended", "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any) {
+	if !strings.HasPrefix(topic, "/tasks/") {
+		return
+	}
+	v, err := typeurl.UnmarshalAny(ev)
+	if err != nil {
+		return
+	}
+	switch e := v.(type) {
+	case *eventtypes.TaskOOM:
+		r.oomSeen.Store(e.ContainerID, struct{}{})
+	case *eventtypes.TaskExit:
+		if e.ID != e.ContainerID { // an exec'd process
+			return
+		}
+		cont, err := r.client.LoadContainer(ctx, e.ContainerID)
+		if err != nil {
+			return
+		}
+		labels, err := cont.Labels(ctx)
+		if err != nil || labels[labelKind] != kindContainer {
+			if err == nil && labels[labelKind] == kindSandbox {
+				r.events.publishContainer(e.ContainerID, e.ContainerID, eventStopped)
+			}
+			return
+		}
+		var at time.Time
+		if e.ExitedAt != nil {
+			at = e.ExitedAt.AsTime()
+		}
+		if err := r.persistExit(ctx, cont, e.ExitStatus, at); err != nil {
+			logger(ctx).Error(err, "Recording container exit failed", "id", e.ContainerID)
+		}
+	}
+}
+
+// reconcileExits records the exit of every container whose task stopped while nobody watched.
+func (r *Runtime) reconcileExits(ctx context.Context) error {
+	tasks, err := r.tasksByContainer(ctx)
+	if err != nil {
+		return err
+	}
+	for id, t := range tasks {
+		if t.Status != task.Status_STOPPED {
+			continue
+		}
+		cont, err := r.client.LoadContainer(ctx, id)
+		if err != nil {
+			continue
+		}
+		labels, err := cont.Labels(ctx)
+		if err != nil || labels[labelKind] != kindContainer {
+			continue
+		}
+		var at time.Time
+		if t.ExitedAt != nil {
+			at = t.ExitedAt.AsTime()
+		}
+		if err := r.persistExit(ctx, cont, t.ExitStatus, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recover runs at start: it re-attaches the log copies of running containers and records exits that happened
+// while this process was not running.
+func (r *Runtime) recover(ctx context.Context) error {
+	recs, err := r.client.ContainerService().List(ctx, `labels."`+labelKind+`"==`+kindContainer)
+	if err != nil {
+		return err
+	}
+	tasks, err := r.tasksByContainer(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		t := tasks[rec.ID]
+		if t == nil || t.Status != task.Status_RUNNING {
+			continue
+		}
+		meta, err := decodeContainerMeta(rec)
+		if err != nil {
+			continue
+		}
+		cont, err := r.client.LoadContainer(ctx, rec.ID)
+		if err != nil {
+			continue
+		}
+		log, err := openLogFile(meta.LogPath, r.clock)
+		if err != nil {
+			logger(ctx).Error(err, "Reopening container log failed", "id", rec.ID)
+			continue
+		}
+		c := newContainerIO(log, meta)
+		_, err = cont.Task(ctx, func(fifos *cio.FIFOSet) (cio.IO, error) {
+			io, err := cio.NewAttach(c.streamOpts(r.fifoDir(rec.ID))...)(fifos)
+			c.cio = io
+			return io, err
+		})
+		if err != nil && !errdefs.IsNotFound(err) {
+			logger(ctx).Error(err, "Re-attaching container output failed", "id", rec.ID)
+			c.finish()
+			continue
+		}
+		r.io.put(rec.ID, c)
+	}
+	return r.reconcileExits(ctx)
+}

@@ -1,0 +1,156 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// maxExecSyncOutput caps what ExecSync returns of each stream, as other CRI runtimes do.
+const maxExecSyncOutput = 16 * 1024 * 1024
+
+// ErrExecTimeout is returned by ExecSync when the command outlives its timeout; the command is killed.
+var ErrExecTimeout = errors.New("exec: command timed out")
+
+// ExecSync runs cmd in a running container and returns its output once it exits. A zero timeout waits
+// forever. A non-zero exit is not an error: CRI reports it through the returned error's ExitCode.
+func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+	var stdout, stderr cappedBuffer
+	code, err := r.exec(ctx, containerID, execOptions{cmd: cmd, stdout: &stdout, stderr: &stderr, timeout: timeout})
+	if err != nil {
+		return stdout.Bytes(), stderr.Bytes(), err
+	}
+	if code != 0 {
+		return stdout.Bytes(), stderr.Bytes(), &ExitError{Code: code}
+	}
+	return stdout.Bytes(), stderr.Bytes(), nil
+}
+
+// ExitError carries the exit code of a command that ran and failed.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("command terminated with exit code %d", e.Code)
+}
+
+// ExitStatus returns the exit code (the shape remotecommand's streaming callers look for).
+func (e *ExitError) ExitStatus() int { return e.Code }
+
+type execOptions struct {
+	cmd     []string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	tty     bool
+	resize  <-chan remotecommand.TerminalSize
+	timeout time.Duration
+}
+
+// exec runs a process in a container's namespaces and waits for it, returning its exit code.
+func (r *Runtime) exec(ctx context.Context, containerID string, o execOptions) (int, error) {
+	ctx = r.ns(ctx)
+	if len(o.cmd) == 0 {
+		return 0, fmt.Errorf("exec in %q: empty command: %w", containerID, errdefs.ErrInvalidArgument)
+	}
+	rec, err := r.findContainer(ctx, containerID, kindContainer)
+	if err != nil {
+		return 0, fmt.Errorf("exec in %q: %w", containerID, err)
+	}
+	cont, err := r.client.LoadContainer(ctx, rec.ID)
+	if err != nil {
+		return 0, fmt.Errorf("exec in %q: %w", containerID, err)
+	}
+	task, err := cont.Task(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("exec in %q: container is not running: %w", containerID, err)
+	}
+	spec, err := cont.Spec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("exec in %q: %w", containerID, err)
+	}
+	pspec := *spec.Process
+	pspec.Args = o.cmd
+	pspec.Terminal = o.tty
+	execID := newID()[:32]
+	streamOpts := []cio.Opt{cio.WithStreams(o.stdin, o.stdout, o.stderr), cio.WithFIFODir(r.fifoDir(rec.ID))}
+	if o.tty {
+		streamOpts = append(streamOpts, cio.WithTerminal)
+	}
+	proc, err := task.Exec(ctx, execID, &pspec, cio.NewCreator(streamOpts...))
+	if err != nil {
+		return 0, fmt.Errorf("exec in %q: %w", containerID, err)
+	}
+	cctx, cancel := r.cleanupContext(ctx)
+	defer cancel()
+	defer func() { _, _ = proc.Delete(cctx, containerd.WithProcessKill) }()
+	waitCh, err := proc.Wait(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("exec in %q: %w", containerID, err)
+	}
+	if err := proc.Start(ctx); err != nil {
+		return 0, fmt.Errorf("exec in %q: start: %w", containerID, err)
+	}
+	if o.resize != nil {
+		go func() {
+			for size := range o.resize {
+				_ = proc.Resize(cctx, uint32(size.Width), uint32(size.Height))
+			}
+		}()
+	}
+	var timer <-chan time.Time
+	if o.timeout > 0 {
+		t := time.NewTimer(o.timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case st := <-waitCh:
+		// Let the output copies drain before the caller reads the buffers.
+		if io := proc.IO(); io != nil {
+			io.Wait()
+		}
+		return int(st.ExitCode()), nil
+	case <-timer:
+		_ = proc.Kill(cctx, unix.SIGKILL)
+		<-waitCh
+		return 0, fmt.Errorf("exec in %q: %w after %v", containerID, ErrExecTimeout, o.timeout)
+	case <-ctx.Done():
+		_ = proc.Kill(cctx, unix.SIGKILL)
+		return 0, ctx.Err()
+	}
+}
+
+// cappedBuffer is a concurrency-safe buffer that keeps at most maxExecSyncOutput bytes.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := maxExecSyncOutput - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}

@@ -1,0 +1,127 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/errdefs"
+)
+
+// Reasons a terminated container reports, as Kubernetes names them.
+const (
+	reasonCompleted = "Completed"
+	reasonError     = "Error"
+	reasonOOMKilled = "OOMKilled"
+	reasonUnknown   = "Unknown"
+)
+
+// persistExit records a container's exit in its labels (so it survives restarts of this process and of
+// containerd), deletes its task, and closes its log. Calling it again for the same exit is harmless.
+func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, exitCode uint32, exitedAt time.Time) error {
+	id := cont.ID()
+	unlock := r.exitLocks.lock(id)
+	defer unlock()
+	labels, err := cont.Labels(ctx)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("record exit of %s: %w", id, err)
+	}
+	if labels[labelFinishedAt] == "" {
+		reason := exitReason(exitCode, r.oomKilled(id, labels))
+		if exitedAt.IsZero() {
+			exitedAt = r.clock.Now()
+		}
+		_, err := cont.SetLabels(ctx, map[string]string{
+			labelFinishedAt: unixNanoLabel(exitedAt),
+			labelExitCode:   strconv.FormatUint(uint64(exitCode), 10),
+			labelReason:     reason,
+		})
+		if err != nil {
+			return fmt.Errorf("record exit of %s: %w", id, err)
+		}
+		r.oomSeen.Delete(id)
+		logger(ctx).V(2).Info("Container exited", "id", id, "exitCode", exitCode, "reason", reason)
+	}
+	if task, err := cont.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task of %s: %w", id, err)
+		}
+	}
+	if c := r.io.take(id); c != nil {
+		done := make(chan struct{})
+		go func() { c.finish(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	r.events.publishContainer(id, labels[labelSandboxID], eventStopped)
+	return nil
+}
+
+func exitReason(code uint32, oom bool) string {
+	switch {
+	case oom:
+		return reasonOOMKilled
+	case code == 0:
+		return reasonCompleted
+	default:
+		return reasonError
+	}
+}
+
+// oomKilled reports whether the kernel OOM-killed in the container's cgroup: from containerd's OOM event when
+// this process saw it, else from the cgroup's own oom_kill counter, read before the task is deleted.
+func (r *Runtime) oomKilled(id string, _ map[string]string) bool {
+	if _, ok := r.oomSeen.Load(id); ok {
+		return true
+	}
+	path := r.containerCgroupPath(id)
+	for _, f := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"), // v1
+		filepath.Join("/sys/fs/cgroup", path, "memory.events"),             // v2
+	} {
+		if n, ok := readKeyedCounter(f, "oom_kill"); ok {
+			return n > 0
+		}
+	}
+	return false
+}
+
+// containerCgroupPath is the cgroupfs path of a container: what CreateContainer set, or containerd's default.
+func (r *Runtime) containerCgroupPath(id string) string {
+	rec, err := r.client.ContainerService().Get(r.ns(context.Background()), id)
+	if err == nil {
+		if meta, err := decodeContainerMeta(rec); err == nil && meta.CgroupsPath != "" && !strings.Contains(meta.CgroupsPath, ":") {
+			return meta.CgroupsPath
+		}
+	}
+	return filepath.Join("/", r.cfg.Namespace, id)
+}
+
+// readKeyedCounter reads "key value" lines (memory.oom_control, memory.events) and returns key's value.
+func readKeyedCounter(path, key string) (uint64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) == 2 && fields[0] == key {
+			n, err := strconv.ParseUint(fields[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,352 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/remotes/docker"
+	"github.com/containerd/containerd/remotes/docker/config"
+	"github.com/containerd/platforms"
+	"github.com/distribution/reference"
+	digest "github.com/opencontainers/go-digest"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// imageCache remembers each image's config digest (its CRI image ID) by manifest digest, so that listing
+// images does not read every manifest from the content store each time.
+type imageCache struct {
+	mu       sync.Mutex
+	configOf map[digest.Digest]digest.Digest
+}
+
+func newImageCache() *imageCache { return &imageCache{configOf: map[digest.Digest]digest.Digest{}} }
+
+// imageID returns the image's config digest.
+func (r *Runtime) imageID(ctx context.Context, img images.Image) (digest.Digest, error) {
+	r.images.mu.Lock()
+	id, ok := r.images.configOf[img.Target.Digest]
+	r.images.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	desc, err := img.Config(ctx, r.client.ContentStore(), platforms.Default())
+	if err != nil {
+		return "", fmt.Errorf("config of image %s: %w", img.Name, err)
+	}
+	r.images.mu.Lock()
+	r.images.configOf[img.Target.Digest] = desc.Digest
+	r.images.mu.Unlock()
+	return desc.Digest, nil
+}
+
+// normalizeRef turns a user's image reference into the full name containerd stores ("busybox" becomes
+// "docker.io/library/busybox:latest").
+func normalizeRef(ref string) (string, error) {
+	named, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("parse image reference %q: %w", ref, err)
+	}
+	return named.String(), nil
+}
+
+// findImages returns the stored images a reference or image ID (full or prefix of the config digest) names.
+func (r *Runtime) findImages(ctx context.Context, ref string) ([]images.Image, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("empty image reference: %w", errdefs.ErrInvalidArgument)
+	}
+	if name, err := normalizeRef(ref); err == nil {
+		if img, err := r.client.ImageService().Get(ctx, name); err == nil {
+			return []images.Image{img}, nil
+		}
+	}
+	// An image ID: "sha256:<hex>" or a hex prefix of it.
+	id := strings.TrimPrefix(ref, "sha256:")
+	if len(id) < 3 || strings.Trim(id, "0123456789abcdef") != "" {
+		return nil, errdefs.ErrNotFound
+	}
+	all, err := r.client.ImageService().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []images.Image
+	for _, img := range all {
+		cfg, err := r.imageID(ctx, img)
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(cfg.Encoded(), id) {
+			out = append(out, img)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errdefs.ErrNotFound
+	}
+	return out, nil
+}
+
+// resolveImage returns the image a container asks for, which must be present (the kubelet pulls first).
+func (r *Runtime) resolveImage(ctx context.Context, ref string) (containerd.Image, error) {
+	imgs, err := r.findImages(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("image %q not present: %w", ref, err)
+	}
+	return containerd.NewImage(r.client, imgs[0]), nil
+}
+
+// toCRIImage groups the names of one image ID into a CRI image.
+func (r *Runtime) toCRIImage(ctx context.Context, id digest.Digest, imgs []images.Image) (*runtimeapi.Image, error) {
+	out := &runtimeapi.Image{Id: id.String(), Spec: &runtimeapi.ImageSpec{Image: id.String()}}
+	for _, img := range imgs {
+		if strings.HasPrefix(img.Name, "sha256:") {
+			continue
+		}
+		named, err := reference.ParseNormalizedNamed(img.Name)
+		if err != nil {
+			continue
+		}
+		if _, ok := named.(reference.Digested); ok {
+			out.RepoDigests = append(out.RepoDigests, img.Name)
+			continue
+		}
+		out.RepoTags = append(out.RepoTags, img.Name)
+		out.RepoDigests = append(out.RepoDigests, named.Name()+"@"+img.Target.Digest.String())
+	}
+	cimg := containerd.NewImage(r.client, imgs[0])
+	if size, err := cimg.Size(ctx); err == nil {
+		out.Size = uint64(size)
+	}
+	if cfg, err := readImageConfig(ctx, cimg); err == nil && cfg.User != "" {
+		user := strings.Split(cfg.User, ":")[0]
+		if uid, err := parseUint(user); err == nil {
+			out.Uid = &runtimeapi.Int64Value{Value: uid}
+		} else {
+			out.Username = user
+		}
+	}
+	return out, nil
+}
+
+func parseUint(s string) (int64, error) {
+	var n int64
+	if s == "" {
+		return 0, errors.New("empty")
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, errors.New("not a number")
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
+
+// ListImages lists images, one entry per image ID with all its names.
+func (r *Runtime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	ctx = r.ns(ctx)
+	var all []images.Image
+	if ref := filter.GetImage().GetImage(); ref != "" {
+		imgs, err := r.findImages(ctx, ref)
+		if errdefs.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = imgs
+	} else {
+		var err error
+		if all, err = r.client.ImageService().List(ctx); err != nil {
+			return nil, fmt.Errorf("list images: %w", err)
+		}
+	}
+	byID := map[digest.Digest][]images.Image{}
+	var order []digest.Digest
+	for _, img := range all {
+		id, err := r.imageID(ctx, img)
+		if err != nil {
+			continue
+		}
+		if _, ok := byID[id]; !ok {
+			order = append(order, id)
+		}
+		byID[id] = append(byID[id], img)
+	}
+	out := make([]*runtimeapi.Image, 0, len(order))
+	for _, id := range order {
+		ci, err := r.toCRIImage(ctx, id, byID[id])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ci)
+	}
+	return out, nil
+}
+
+// ImageStatus returns the image a reference or ID names, or a nil image when it is not present.
+func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	ctx = r.ns(ctx)
+	imgs, err := r.findImages(ctx, image.GetImage())
+	if errdefs.IsNotFound(err) {
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, err := r.imageID(ctx, imgs[0])
+	if err != nil {
+		return nil, err
+	}
+	ci, err := r.toCRIImage(ctx, id, imgs)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ImageStatusResponse{Image: ci}, nil
+}
+
+// PullImage pulls an image from its registry (plain HTTP is tried for registries on localhost), with the
+// credentials given, unpacks it and returns its image ID.
+func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	ctx = r.ns(ctx)
+	ref, err := normalizeRef(image.GetImage())
+	if err != nil {
+		return "", err
+	}
+	hosts := config.ConfigureHosts(ctx, config.HostOptions{
+		Credentials: func(host string) (string, string, error) { return credentials(auth, host) },
+	})
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
+	img, err := r.client.Pull(ctx, ref,
+		containerd.WithResolver(resolver),
+		containerd.WithPullUnpack,
+		containerd.WithPullSnapshotter(r.cfg.Snapshotter),
+	)
+	if err != nil {
+		return "", fmt.Errorf("pull image %q: %w", ref, err)
+	}
+	cfg, err := img.Config(ctx)
+	if err != nil {
+		return "", fmt.Errorf("pull image %q: %w", ref, err)
+	}
+	return cfg.Digest.String(), nil
+}
+
+// credentials picks what to send to host from a CRI AuthConfig.
+func credentials(auth *runtimeapi.AuthConfig, host string) (string, string, error) {
+	if auth == nil {
+		return "", "", nil
+	}
+	if auth.ServerAddress != "" {
+		server := strings.TrimPrefix(strings.TrimPrefix(auth.ServerAddress, "https://"), "http://")
+		server = strings.SplitN(server, "/", 2)[0]
+		if server != host && !(host == "registry-1.docker.io" && server == "docker.io") {
+			return "", "", nil
+		}
+	}
+	if auth.IdentityToken != "" {
+		return "", auth.IdentityToken, nil
+	}
+	if auth.Username != "" {
+		return auth.Username, auth.Password, nil
+	}
+	if auth.Auth != "" {
+		user, pass, err := decodeAuth(auth.Auth)
+		return user, pass, err
+	}
+	return "", "", nil
+}
+
+// RemoveImage removes every name of the image a reference or ID names. Removing a missing image is not an
+// error.
+func (r *Runtime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
+	ctx = r.ns(ctx)
+	imgs, err := r.findImages(ctx, image.GetImage())
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	id, err := r.imageID(ctx, imgs[0])
+	if err != nil {
+		return err
+	}
+	all, err := r.client.ImageService().List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, img := range all {
+		if other, err := r.imageID(ctx, img); err == nil && other == id {
+			if err := r.client.ImageService().Delete(ctx, img.Name); err != nil && !errdefs.IsNotFound(err) {
+				return fmt.Errorf("remove image %s: %w", img.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ImageFsInfo reports the filesystem holding containerd's content and snapshots.
+func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	root := r.cfg.ImageFsDir
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(root, &st); err != nil {
+		return nil, fmt.Errorf("statfs %s: %w", root, err)
+	}
+	used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
+	usage := &runtimeapi.FilesystemUsage{
+		Timestamp:  r.clock.Now().UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: root},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
+		InodesUsed: &runtimeapi.UInt64Value{Value: st.Files - st.Ffree},
+	}
+	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{usage}, ContainerFilesystems: []*runtimeapi.FilesystemUsage{usage}}, nil
+}
+
+// ImportImage imports the images of an OCI or Docker archive and unpacks them; it returns their names.
+func (r *Runtime) ImportImage(ctx context.Context, archive io.Reader) ([]string, error) {
+	ctx = r.ns(ctx)
+	imgs, err := r.client.Import(ctx, archive, containerd.WithAllPlatforms(false))
+	if err != nil {
+		return nil, fmt.Errorf("import images: %w", err)
+	}
+	var names []string
+	for _, img := range imgs {
+		if err := containerd.NewImage(r.client, img).Unpack(ctx, r.cfg.Snapshotter); err != nil {
+			return nil, fmt.Errorf("unpack %s: %w", img.Name, err)
+		}
+		names = append(names, img.Name)
+	}
+	return names, nil
+}
+
+// ensurePauseImage imports the pause image from its archive when it is missing.
+func (r *Runtime) ensurePauseImage(ctx context.Context) error {
+	if _, err := r.client.GetImage(ctx, r.cfg.PauseImage); err == nil {
+		return nil
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("look up pause image %q: %w", r.cfg.PauseImage, err)
+	}
+	if r.cfg.PauseImageArchive == "" {
+		return fmt.Errorf("pause image %q is not present and no archive is configured", r.cfg.PauseImage)
+	}
+	f, err := os.Open(r.cfg.PauseImageArchive)
+	if err != nil {
+		return fmt.Errorf("pause image %q is not present: %w", r.cfg.PauseImage, err)
+	}
+	defer f.Close()
+	if _, err := r.ImportImage(ctx, f); err != nil {
+		return err
+	}
+	if _, err := r.client.GetImage(ctx, r.cfg.PauseImage); err != nil {
+		return fmt.Errorf("archive %s does not hold %q: %w", r.cfg.PauseImageArchive, r.cfg.PauseImage, err)
+	}
+	return nil
+}

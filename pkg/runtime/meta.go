@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/typeurl/v2"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// containerd labels. Immutable facts live in the metadata extension; the labels carry what changes over a
+// container's life, so that a List call shows the current state without reading anything else.
+const (
+	labelKind       = "io.nodeagent.kind" // kindSandbox or kindContainer
+	labelSandboxID  = "io.nodeagent.sandbox-id"
+	labelStartedAt  = "io.nodeagent.started-at"  // unix nanoseconds
+	labelFinishedAt = "io.nodeagent.finished-at" // unix nanoseconds
+	labelExitCode   = "io.nodeagent.exit-code"
+	labelReason     = "io.nodeagent.reason"
+	labelMessage    = "io.nodeagent.message"
+	labelStopped    = "io.nodeagent.stopped" // sandbox: "true" once StopPodSandbox ran
+
+	kindSandbox   = "sandbox"
+	kindContainer = "container"
+
+	extensionMeta = "io.nodeagent.meta"
+
+	// shimGroupAnnotation makes containerd's runc v2 shim serve every container of a pod in one process.
+	shimGroupAnnotation = "io.containerd.runc.v2.group"
+)
+
+// sandboxMeta is what RunPodSandbox fixed for a sandbox's whole life.
+type sandboxMeta struct {
+	Metadata     *runtimeapi.PodSandboxMetadata `json:"metadata"`
+	Labels       map[string]string              `json:"labels,omitempty"`
+	Annotations  map[string]string              `json:"annotations,omitempty"`
+	Hostname     string                         `json:"hostname,omitempty"`
+	LogDirectory string                         `json:"logDirectory,omitempty"`
+	NetnsPath    string                         `json:"netnsPath,omitempty"`
+	NetnsName    string                         `json:"netnsName,omitempty"`
+	HostNetwork  bool                           `json:"hostNetwork,omitempty"`
+	HostPID      bool                           `json:"hostPID,omitempty"`
+	HostIPC      bool                           `json:"hostIPC,omitempty"`
+	IPs          []string                       `json:"ips,omitempty"`
+	CgroupParent string                         `json:"cgroupParent,omitempty"`
+	Ports        []*runtimeapi.PortMapping      `json:"ports,omitempty"`
+	Handler      string                         `json:"handler,omitempty"`
+	CreatedAt    int64                          `json:"createdAt"`
+}
+
+// containerMeta is what CreateContainer fixed for a container's whole life.
+type containerMeta struct {
+	Metadata    *runtimeapi.ContainerMetadata `json:"metadata"`
+	SandboxID   string                        `json:"sandboxID"`
+	Labels      map[string]string             `json:"labels,omitempty"`
+	Annotations map[string]string             `json:"annotations,omitempty"`
+	Image       string                        `json:"image"`    // as asked
+	ImageRef    string                        `json:"imageRef"` // image ID (config digest)
+	LogPath     string                        `json:"logPath,omitempty"`
+	Mounts      []*runtimeapi.Mount           `json:"mounts,omitempty"`
+	StopSignal  string                        `json:"stopSignal,omitempty"`
+	Stdin       bool                          `json:"stdin,omitempty"`
+	StdinOnce   bool                          `json:"stdinOnce,omitempty"`
+	TTY         bool                          `json:"tty,omitempty"`
+	CgroupsPath string                        `json:"cgroupsPath,omitempty"`
+	CreatedAt   int64                         `json:"createdAt"`
+}
+
+func init() {
+	typeurl.Register(&sandboxMeta{}, "io.nodeagent", "SandboxMeta")
+	typeurl.Register(&containerMeta{}, "io.nodeagent", "ContainerMeta")
+}
+
+// newID returns a random 64-hex-digit ID, as other CRI runtimes use.
+func newID() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("read random: %v", err)) // the kernel's RNG does not fail
+	}
+	return hex.EncodeToString(b)
+}
+
+func decodeSandboxMeta(c containers.Container) (*sandboxMeta, error) {
+	var m sandboxMeta
+	if err := decodeExtension(c, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func decodeContainerMeta(c containers.Container) (*containerMeta, error) {
+	var m containerMeta
+	if err := decodeExtension(c, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func decodeExtension(c containers.Container, out interface{}) error {
+	ext, ok := c.Extensions[extensionMeta]
+	if !ok {
+		return fmt.Errorf("container %s has no %s extension", c.ID, extensionMeta)
+	}
+	if err := typeurl.UnmarshalTo(ext, out); err != nil {
+		return fmt.Errorf("decode metadata of %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func unixNanoLabel(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
+
+func labelInt64(labels map[string]string, key string) int64 {
+	v, err := strconv.ParseInt(labels[key], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// matchLabels reports whether every key of selector is in labels with the same value.
+func matchLabels(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}

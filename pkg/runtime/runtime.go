@@ -1,0 +1,180 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+)
+
+// Name and Version identify the runtime in CRI Version responses and node status.
+const (
+	Name       = "nodeagent"
+	APIVersion = "v1"
+)
+
+// Version is the runtime's version; set by the linker for releases.
+var Version = "0.1.0"
+
+// network is what the runtime needs of pod networking; *cni.Manager implements it.
+type network interface {
+	Setup(ctx context.Context, id, netnsPath string, pod cni.Pod) ([]net.IP, error)
+	Teardown(ctx context.Context, id, netnsPath string, pod cni.Pod) error
+	Status() error
+}
+
+var _ network = (*cni.Manager)(nil)
+
+// Config configures the built-in runtime.
+type Config struct {
+	// Address is containerd's socket.
+	Address string
+	// Namespace is the containerd namespace holding this runtime's containers and images.
+	Namespace string
+	// StateDir holds per-sandbox files (hosts, resolv.conf, hostname); it should survive restarts.
+	StateDir string
+	// FIFODir holds the FIFOs of container stdio; under /run so that it is cleared at boot.
+	FIFODir string
+	// Snapshotter is the containerd snapshotter ("" means overlayfs).
+	Snapshotter string
+	// PauseImage is the sandbox image; PauseImageArchive, when set, is imported if the image is missing.
+	PauseImage        string
+	PauseImageArchive string
+	// ImageFsDir is the directory whose filesystem holds images (containerd's root), for ImageFsInfo.
+	ImageFsDir string
+	// Network attaches pods to the pod network.
+	Network network
+	// Clock is injected for tests; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Runtime is the built-in CRI runtime. It is safe for concurrent use.
+type Runtime struct {
+	cfg    Config
+	client *containerd.Client
+	clock  clock.PassiveClock
+	oom    *oomScoreClamp
+	images *imageCache
+	io     *ioRegistry
+	events *eventHub
+
+	// sandboxLocks serialises the lifecycle calls of one sandbox (run/stop/remove), so a stop racing a
+	// remove never tears the network down twice.
+	sandboxLocks keyedMutex
+	exitLocks    keyedMutex
+	// oomSeen holds the IDs of containers containerd reported an OOM kill for, until their exit is recorded.
+	oomSeen sync.Map
+	stream  urlServer
+}
+
+// New connects to containerd, makes sure the pause image is present, re-attaches log copies of running
+// containers and starts watching task events. Close releases it.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Namespace == "" {
+		cfg.Namespace = "nodeagent"
+	}
+	if cfg.Snapshotter == "" {
+		cfg.Snapshotter = "overlayfs"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Network == nil {
+		return nil, errors.New("runtime: no network configured")
+	}
+	for _, d := range []string{cfg.StateDir, cfg.FIFODir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	client, err := containerd.New(cfg.Address, containerd.WithDefaultNamespace(cfg.Namespace), containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
+	}
+	r := &Runtime{
+		cfg:    cfg,
+		client: client,
+		clock:  cfg.Clock,
+		oom:    newOOMScoreClamp(),
+		images: newImageCache(),
+		io:     newIORegistry(),
+		events: newEventHub(),
+	}
+	ctx = r.ns(ctx)
+	if err := r.ensurePauseImage(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	if err := r.recover(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	go r.watchEvents(context.WithoutCancel(ctx))
+	return r, nil
+}
+
+// Close stops the event watch and closes the containerd connection. Containers keep running.
+func (r *Runtime) Close() error {
+	r.events.close()
+	return r.client.Close()
+}
+
+// ns returns ctx with this runtime's containerd namespace.
+func (r *Runtime) ns(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}
+
+func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.cfg.StateDir, "sandboxes", id) }
+
+// cleanupContext returns a fresh context for undoing a failed step, detached from the caller's cancellation.
+func (r *Runtime) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.ns(context.WithoutCancel(ctx)), 30*time.Second)
+}
+
+// keyedMutex is a set of mutexes by key, created on demand and dropped when unused.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedEntry{}
+	}
+	e := k.locks[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.locks[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		e.refs--
+		if e.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+func logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }

@@ -1,0 +1,215 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/containerd"
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/oci"
+	criopts "github.com/containerd/containerd/pkg/cri/opts"
+	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+)
+
+// sandboxOOMScoreAdj is what the pause container asks for (as upstream); clamped on hosts that refuse it.
+const sandboxOOMScoreAdj = -998
+
+// RunPodSandbox creates the pod's network namespace, attaches it to the pod network, and starts the pause
+// container in it. Every step is undone if a later one fails.
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (_ string, retErr error) {
+	ctx = r.ns(ctx)
+	md := config.GetMetadata()
+	if md == nil || md.Name == "" || md.Namespace == "" || md.Uid == "" {
+		return "", fmt.Errorf("run pod sandbox: metadata name, namespace and uid are required")
+	}
+	podRef := md.Namespace + "/" + md.Name
+	id := newID()
+	unlock := r.sandboxLocks.lock(id)
+	defer unlock()
+
+	nsOpts := config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	meta := &sandboxMeta{
+		Metadata:     md,
+		Labels:       config.GetLabels(),
+		Annotations:  config.GetAnnotations(),
+		LogDirectory: config.GetLogDirectory(),
+		HostNetwork:  nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE,
+		HostPID:      nsOpts.GetPid() == runtimeapi.NamespaceMode_NODE,
+		HostIPC:      nsOpts.GetIpc() == runtimeapi.NamespaceMode_NODE,
+		CgroupParent: config.GetLinux().GetCgroupParent(),
+		Ports:        config.GetPortMappings(),
+		Handler:      runtimeHandler,
+		CreatedAt:    r.clock.Now().UnixNano(),
+	}
+	meta.Hostname = sandboxHostname(config, meta.HostNetwork)
+
+	image, err := r.client.GetImage(ctx, r.cfg.PauseImage)
+	if err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: get pause image %q: %w", podRef, r.cfg.PauseImage, err)
+	}
+
+	dir := r.sandboxDir(id)
+	if err := writeSandboxFiles(dir, config, meta.HostNetwork); err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = removeAll(dir)
+		}
+	}()
+
+	if !meta.HostNetwork {
+		meta.NetnsName = "nodeagent-" + id[:16]
+		path, err := cni.CreateNetns(meta.NetnsName)
+		if err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+		}
+		meta.NetnsPath = path
+		defer func() {
+			if retErr != nil {
+				_ = cni.DeleteNetns(meta.NetnsName)
+			}
+		}()
+		ips, err := r.cfg.Network.Setup(ctx, id, path, cniPod(meta))
+		if err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: setup network: %w", podRef, err)
+		}
+		defer func() {
+			if retErr != nil {
+				cctx, cancel := r.cleanupContext(ctx)
+				defer cancel()
+				if err := r.cfg.Network.Teardown(cctx, id, path, cniPod(meta)); err != nil {
+					logger(ctx).Error(err, "Undo network setup failed", "pod", podRef, "sandbox", id)
+				}
+			}
+		}()
+		for _, ip := range ips {
+			meta.IPs = append(meta.IPs, ip.String())
+		}
+	}
+
+	specOpts := r.sandboxSpecOpts(id, meta, config, image)
+	cont, err := r.client.NewContainer(ctx, id,
+		containerd.WithImage(image),
+		containerd.WithSnapshotter(r.cfg.Snapshotter),
+		containerd.WithNewSnapshot(id, image),
+		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
+		containerd.WithNewSpec(specOpts...),
+		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox}),
+		containerd.WithContainerExtension(extensionMeta, meta),
+	)
+	if err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: create pause container: %w", podRef, err)
+	}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := r.cleanupContext(ctx)
+			defer cancel()
+			_ = cont.Delete(cctx, containerd.WithSnapshotCleanup)
+		}
+	}()
+	task, err := cont.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: create pause task: %w", podRef, err)
+	}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := r.cleanupContext(ctx)
+			defer cancel()
+			_, _ = task.Delete(cctx, containerd.WithProcessKill)
+		}
+	}()
+	if err := task.Start(ctx); err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, err)
+	}
+	logger(ctx).V(2).Info("Started pod sandbox", "pod", podRef, "sandbox", id, "ips", meta.IPs)
+	return id, nil
+}
+
+func cniPod(meta *sandboxMeta) cni.Pod {
+	p := cni.Pod{Name: meta.Metadata.Name, Namespace: meta.Metadata.Namespace, UID: meta.Metadata.Uid}
+	for _, pm := range meta.Ports {
+		if pm.HostPort <= 0 {
+			continue
+		}
+		p.Ports = append(p.Ports, cni.PortMapping{
+			HostPort:      pm.HostPort,
+			ContainerPort: pm.ContainerPort,
+			Protocol:      strings.ToLower(pm.Protocol.String()),
+			HostIP:        pm.HostIp,
+		})
+	}
+	return p
+}
+
+func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimeapi.PodSandboxConfig, image containerd.Image) []oci.SpecOpts {
+	sc := config.GetLinux().GetSecurityContext()
+	opts := []oci.SpecOpts{
+		oci.WithDefaultSpec(),
+		oci.WithoutRunMount,
+		criopts.WithoutDefaultSecuritySettings,
+		oci.WithImageConfig(image),
+		oci.WithRootFSReadonly(),
+		oci.WithHostname(meta.Hostname),
+		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
+		criopts.WithDefaultSandboxShares,
+		criopts.WithPodOOMScoreAdj(r.oom.clamp(sandboxOOMScoreAdj), false),
+		withMountsOf(hostFileMounts(r.sandboxDir(id))),
+	}
+	if meta.HostNetwork {
+		opts = append(opts, oci.WithHostNamespace(runtimespec.NetworkNamespace), oci.WithHostNamespace(runtimespec.UTSNamespace))
+	} else {
+		opts = append(opts, oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace, Path: meta.NetnsPath}))
+	}
+	if meta.HostPID {
+		opts = append(opts, oci.WithHostNamespace(runtimespec.PIDNamespace))
+	}
+	if meta.HostIPC {
+		opts = append(opts, oci.WithHostNamespace(runtimespec.IPCNamespace))
+	}
+	if sc.GetRunAsUser() != nil {
+		opts = append(opts, oci.WithUserID(uint32(sc.GetRunAsUser().GetValue())))
+	}
+	if sc.GetPrivileged() {
+		opts = append(opts, oci.WithPrivileged)
+	}
+	if len(config.GetLinux().GetSysctls()) > 0 {
+		opts = append(opts, criopts.WithSysctls(config.GetLinux().GetSysctls()))
+	}
+	if meta.CgroupParent != "" {
+		opts = append(opts, oci.WithCgroup(cgroupsPath(meta.CgroupParent, id)))
+	}
+	return opts
+}
+
+// cgroupsPath is the container's cgroup under its parent: a path for cgroupfs, "slice:prefix:name" for systemd.
+func cgroupsPath(parent, id string) string {
+	if strings.HasSuffix(parent, ".slice") {
+		return parent + ":nodeagent:" + id
+	}
+	return filepath.Join(parent, id)
+}
+
+// hostFileMounts binds the sandbox's hosts, resolv.conf and hostname files into a container.
+func hostFileMounts(dir string) []runtimespec.Mount {
+	var ms []runtimespec.Mount
+	for _, f := range []string{hostsFile, resolvFile, hostnameFile} {
+		ms = append(ms, runtimespec.Mount{
+			Destination: "/etc/" + f,
+			Type:        "bind",
+			Source:      filepath.Join(dir, f),
+			Options:     []string{"rbind", "rprivate", "rw"},
+		})
+	}
+	return ms
+}
+
+func withMountsOf(ms []runtimespec.Mount) oci.SpecOpts {
+	return oci.WithMounts(ms)
+}

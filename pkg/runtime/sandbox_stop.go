@@ -1,0 +1,135 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/errdefs"
+	"golang.org/x/sys/unix"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+)
+
+// StopPodSandbox kills every container of the sandbox and the pause container, detaches the network and
+// removes the network namespace. It is idempotent, and a sandbox that is already gone is not an error.
+func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error {
+	ctx = r.ns(ctx)
+	unlock := r.sandboxLocks.lock(podSandboxID)
+	defer unlock()
+	cont, meta, err := r.loadSandbox(ctx, podSandboxID)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return r.stopSandbox(ctx, cont, meta)
+}
+
+func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, meta *sandboxMeta) error {
+	id := cont.ID()
+	ctrs, err := r.sandboxContainers(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range ctrs {
+		if err := r.StopContainer(ctx, c.Id, 0); err != nil {
+			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
+		}
+	}
+	if err := deleteTask(ctx, cont); err != nil {
+		return fmt.Errorf("stop pod sandbox %s: stop pause: %w", id, err)
+	}
+	if !meta.HostNetwork {
+		if err := r.cfg.Network.Teardown(ctx, id, meta.NetnsPath, cniPod(meta)); err != nil {
+			return fmt.Errorf("stop pod sandbox %s: teardown network: %w", id, err)
+		}
+		if err := cni.DeleteNetns(meta.NetnsName); err != nil {
+			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
+		}
+	}
+	labels, err := cont.Labels(ctx)
+	if err != nil {
+		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
+	}
+	if labels[labelStopped] != "true" {
+		if _, err := cont.SetLabels(ctx, map[string]string{labelStopped: "true"}); err != nil {
+			return fmt.Errorf("stop pod sandbox %s: record state: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// RemovePodSandbox stops the sandbox if needed, removes its containers, the pause container and its files.
+// Removing a sandbox that does not exist is not an error.
+func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) error {
+	ctx = r.ns(ctx)
+	unlock := r.sandboxLocks.lock(podSandboxID)
+	defer unlock()
+	cont, meta, err := r.loadSandbox(ctx, podSandboxID)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.stopSandbox(ctx, cont, meta); err != nil {
+		return err
+	}
+	ctrs, err := r.sandboxContainers(ctx, podSandboxID)
+	if err != nil {
+		return err
+	}
+	for _, c := range ctrs {
+		if err := r.RemoveContainer(ctx, c.Id); err != nil {
+			return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
+		}
+	}
+	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove pod sandbox %s: delete pause container: %w", podSandboxID, err)
+	}
+	if err := removeAll(r.sandboxDir(podSandboxID)); err != nil {
+		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
+	}
+	return nil
+}
+
+// deleteTask kills a container's task (if any), waits for it and deletes it.
+func deleteTask(ctx context.Context, cont containerd.Container) error {
+	task, err := cont.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st, err := task.Status(ctx)
+	if err == nil && st.Status != containerd.Stopped {
+		waitCh, werr := task.Wait(ctx)
+		if err := task.Kill(ctx, unix.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("kill: %w", err)
+		}
+		if werr == nil {
+			select {
+			case <-waitCh:
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete task: %w", err)
+	}
+	return nil
+}
+
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+
+	"github.com/containerd/containerd/errdefs"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+)
+
+// Streamer runs the interactive calls (exec, attach, port-forward) of a Runtime with Go streams. The kubelet's
+// endpoint and the CRI streaming server call it; it implements k8s.io/kubelet/pkg/cri/streaming.Runtime.
+type Streamer struct{ r *Runtime }
+
+// Streamer returns the runtime's interactive-call implementation.
+func (r *Runtime) Streamer() *Streamer { return &Streamer{r: r} }
+
+// Exec runs cmd in the container with the given streams, resizing its terminal as sizes arrive. A non-zero
+// exit is returned as an error with an ExitStatus method.
+func (s *Streamer) Exec(ctx context.Context, containerID string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+	o := execOptions{cmd: cmd, tty: tty, resize: resize}
+	if in != nil {
+		o.stdin = in
+	}
+	if out != nil {
+		o.stdout = out
+	}
+	if errw != nil && !tty {
+		o.stderr = errw
+	}
+	code, err := s.r.exec(ctx, containerID, o)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+// Attach joins the container's own stdio: its output from now on, and its stdin when it keeps one open.
+func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+	ctx = s.r.ns(ctx)
+	rec, err := s.r.findContainer(ctx, containerID, kindContainer)
+	if err != nil {
+		return fmt.Errorf("attach to %q: %w", containerID, err)
+	}
+	c := s.r.io.get(rec.ID)
+	if c == nil {
+		return fmt.Errorf("attach to %q: container is not running: %w", containerID, errdefs.ErrFailedPrecondition)
+	}
+	if out != nil {
+		defer c.stdout.fanout.add(out)()
+	}
+	if errw != nil && !c.tty {
+		defer c.stderr.fanout.add(errw)()
+	}
+	if resize != nil {
+		if cont, err := s.r.client.LoadContainer(ctx, rec.ID); err == nil {
+			if task, err := cont.Task(ctx, nil); err == nil {
+				go func() {
+					for size := range resize {
+						_ = task.Resize(ctx, uint32(size.Width), uint32(size.Height))
+					}
+				}()
+			}
+		}
+	}
+	stdinDone := make(chan struct{})
+	if in != nil && c.stdinW != nil {
+		go func() {
+			defer close(stdinDone)
+			_, _ = io.Copy(c.stdinW, in)
+			if c.stdinOnce {
+				_ = c.stdinW.Close()
+			}
+		}()
+	}
+	cont, err := s.r.client.LoadContainer(ctx, rec.ID)
+	if err != nil {
+		return err
+	}
+	task, err := cont.Task(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	waitCh, err := task.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-waitCh:
+	case <-ctx.Done():
+	case <-stdinDone:
+		if c.stdinOnce {
+			<-waitCh
+		}
+	}
+	return nil
+}
+
+// PortForward connects stream to port on the pod's loopback, inside its network namespace.
+func (s *Streamer) PortForward(ctx context.Context, podSandboxID string, port int32, stream io.ReadWriteCloser) error {
+	ctx = s.r.ns(ctx)
+	defer stream.Close()
+	_, meta, err := s.r.loadSandbox(ctx, podSandboxID)
+	if err != nil {
+		return fmt.Errorf("port-forward: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	var conn net.Conn
+	dial := func() error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		conn = c
+		return err
+	}
+	if meta.HostNetwork {
+		err = dial()
+	} else {
+		err = cni.DoInNetns(meta.NetnsPath, dial)
+	}
+	if err != nil {
+		return fmt.Errorf("port-forward to %s in pod %s/%s: %w", addr, meta.Metadata.Namespace, meta.Metadata.Name, err)
+	}
+	defer conn.Close()
+	done := make(chan error, 2)
+	go func() { _, err := io.Copy(conn, stream); done <- err }()
+	go func() { _, err := io.Copy(stream, conn); done <- err }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+	}
+	return nil
+}

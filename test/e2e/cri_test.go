@@ -1,0 +1,235 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// An HTTP server in one pod answers a client in another, over the CNI bridge.
+func TestPodToPodTCP(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		server := runPod(t, b, "server", nil)
+		server.start(t, containerConfig("web", "sh", "-c", "mkdir -p /www && echo hello-from-server > /www/index.html && exec httpd -f -p 8080 -h /www"))
+		client := runPod(t, b, "client", nil)
+		cid := client.start(t, containerConfig("client", "sleep", "3600"))
+
+		ip := server.ip(t)
+		if ip == client.ip(t) {
+			t.Fatalf("both pods got IP %s", ip)
+		}
+		eventually(t, 20*time.Second, "fetch from the server pod", func() error {
+			out, err := execSync(t, client, cid, "wget", "-q", "-O", "-", "http://"+ip+":8080/index.html")
+			if err != nil {
+				return err
+			}
+			if out != "hello-from-server" {
+				return fmt.Errorf("got %q", out)
+			}
+			return nil
+		})
+	})
+}
+
+// A hostPort published by a pod answers on the host's loopback.
+func TestHostPortFromLoopback(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		hostPort := int32(18080)
+		if b.name != "builtin" {
+			hostPort = 18081
+		}
+		p := runPod(t, b, "hostport", func(c *runtimeapi.PodSandboxConfig) {
+			c.PortMappings = []*runtimeapi.PortMapping{{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 8080, HostPort: hostPort}}
+		})
+		p.start(t, containerConfig("web", "sh", "-c", "mkdir -p /www && echo hostport-ok > /www/index.html && exec httpd -f -p 8080 -h /www"))
+		url := fmt.Sprintf("http://127.0.0.1:%d/index.html", hostPort)
+		eventually(t, 20*time.Second, "GET "+url, func() error {
+			resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if strings.TrimSpace(string(body)) != "hostport-ok" {
+				return fmt.Errorf("got %q", body)
+			}
+			return nil
+		})
+	})
+}
+
+// CPU and memory limits reach the container's cgroup files.
+func TestResourceLimitsInCgroup(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "limits", nil)
+		cfg := containerConfig("limited", "sleep", "3600")
+		cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{
+			CpuShares: 512, CpuPeriod: 100000, CpuQuota: 50000, MemoryLimitInBytes: 64 << 20,
+		}
+		id := p.start(t, cfg)
+		dir := filepath.Join(p.cfg.Linux.CgroupParent, id)
+		for file, want := range map[string]string{
+			"/sys/fs/cgroup/cpu" + dir + "/cpu.shares":                strings.TrimSpace("512"),
+			"/sys/fs/cgroup/cpu" + dir + "/cpu.cfs_quota_us":          "50000",
+			"/sys/fs/cgroup/cpu" + dir + "/cpu.cfs_period_us":         "100000",
+			"/sys/fs/cgroup/memory" + dir + "/memory.limit_in_bytes": fmt.Sprint(64 << 20),
+		} {
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Errorf("read %s: %v", file, err)
+				continue
+			}
+			if strings.TrimSpace(string(got)) != want {
+				t.Errorf("%s = %q, want %q", file, strings.TrimSpace(string(got)), want)
+			}
+		}
+	})
+}
+
+// A container allocating past its memory limit is reported exit 137, reason OOMKilled.
+func TestOOMKilled(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "oom", nil)
+		cfg := containerConfig("hog", "sh", "-c", "dd if=/dev/zero of=/dev/null bs=256M count=1")
+		cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 32 << 20}
+		id := p.start(t, cfg)
+		st := waitExited(t, b, id, 30*time.Second)
+		if st.ExitCode != 137 || st.Reason != "OOMKilled" {
+			t.Fatalf("exit %d reason %q, want 137 OOMKilled", st.ExitCode, st.Reason)
+		}
+	})
+}
+
+// StopContainer waits the timeout for a process that ignores SIGTERM, then kills it; a process that handles
+// SIGTERM stops at once.
+func TestStopHonoursTimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "stop", nil)
+		stubborn := p.start(t, containerConfig("stubborn", "sh", "-c", "trap '' TERM; while true; do sleep 1; done"))
+		polite := p.start(t, containerConfig("polite", "sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"))
+		time.Sleep(500 * time.Millisecond) // let the shells install their traps
+
+		start := time.Now()
+		if err := b.rt.StopContainer(ctxT(t), stubborn, 2); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		if d := time.Since(start); d < 2*time.Second || d > 6*time.Second {
+			t.Errorf("stopping a SIGTERM-ignoring container took %v, want about 2s", d)
+		}
+		if st := waitExited(t, b, stubborn, 5*time.Second); st.ExitCode != 137 {
+			t.Errorf("stubborn exit code %d, want 137", st.ExitCode)
+		}
+
+		start = time.Now()
+		if err := b.rt.StopContainer(ctxT(t), polite, 10); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("stopping a SIGTERM-handling container took %v", d)
+		}
+		if st := waitExited(t, b, polite, 5*time.Second); st.ExitCode != 0 {
+			t.Errorf("polite exit code %d, want 0", st.ExitCode)
+		}
+	})
+}
+
+// A container's output lands in its log file in the CRI format, and its status says how it ended.
+func TestLogsAndExitStatus(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "logs", nil)
+		id := p.start(t, containerConfig("talker", "sh", "-c", "echo out-line; echo err-line >&2; exit 3"))
+		st := waitExited(t, b, id, 20*time.Second)
+		if st.ExitCode != 3 || st.Reason != "Error" {
+			t.Errorf("exit %d reason %q, want 3 Error", st.ExitCode, st.Reason)
+		}
+		if st.StartedAt == 0 || st.FinishedAt < st.StartedAt {
+			t.Errorf("startedAt %d finishedAt %d", st.StartedAt, st.FinishedAt)
+		}
+		logPath := filepath.Join(p.cfg.LogDirectory, "talker/0.log")
+		eventually(t, 5*time.Second, "log lines", func() error {
+			b, err := os.ReadFile(logPath)
+			if err != nil {
+				return err
+			}
+			s := string(b)
+			if !strings.Contains(s, " stdout F out-line\n") || !strings.Contains(s, " stderr F err-line\n") {
+				return fmt.Errorf("log %q lacks CRI-format lines", s)
+			}
+			return nil
+		})
+	})
+}
+
+// ExecSync returns output and the exit code; a command that outlives its timeout is an error.
+func TestExecSync(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "exec", nil)
+		id := p.start(t, containerConfig("sleeper", "sleep", "3600"))
+		out, err := execSync(t, p, id, "hostname")
+		if err != nil || out != "exec" {
+			t.Errorf("hostname: %q, %v; want the pod's hostname", out, err)
+		}
+		if _, _, err := b.rt.ExecSync(ctxT(t), id, []string{"sh", "-c", "exit 7"}, 10*time.Second); err == nil || !strings.Contains(err.Error(), "7") {
+			t.Errorf("exit 7: err %v, want one naming exit code 7", err)
+		}
+		start := time.Now()
+		if _, _, err := b.rt.ExecSync(ctxT(t), id, []string{"sleep", "30"}, time.Second); err == nil {
+			t.Errorf("a command outliving its timeout returned no error")
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Errorf("timeout not honoured: %v", time.Since(start))
+		}
+	})
+}
+
+// ListContainers and ListPodSandbox filter by sandbox, state and labels.
+func TestListFilters(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "list", nil)
+		running := p.start(t, containerConfig("running", "sleep", "3600"))
+		done := p.start(t, containerConfig("done", "true"))
+		waitExited(t, b, done, 20*time.Second)
+
+		ctrs, err := b.rt.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{
+			PodSandboxId: p.id,
+			State:        &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ctrs) != 1 || ctrs[0].Id != running {
+			t.Errorf("running containers of the pod = %v, want only %s", ids(ctrs), running)
+		}
+		ctrs, err = b.rt.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.container.name": "done"}, PodSandboxId: p.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ctrs) != 1 || ctrs[0].Id != done {
+			t.Errorf("containers labelled done = %v, want %s", ids(ctrs), done)
+		}
+		sbs, err := b.rt.ListPodSandbox(ctxT(t), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": p.cfg.Metadata.Uid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sbs) != 1 || sbs[0].Id != p.id || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			t.Errorf("sandboxes of the pod = %v", sbs)
+		}
+	})
+}
+
+func ids(cs []*runtimeapi.Container) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Id)
+	}
+	return out
+}
