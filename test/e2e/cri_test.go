@@ -78,9 +78,9 @@ func TestResourceLimitsInCgroup(t *testing.T) {
 		id := p.start(t, cfg)
 		dir := filepath.Join(p.cfg.Linux.CgroupParent, id)
 		for file, want := range map[string]string{
-			"/sys/fs/cgroup/cpu" + dir + "/cpu.shares":                strings.TrimSpace("512"),
-			"/sys/fs/cgroup/cpu" + dir + "/cpu.cfs_quota_us":          "50000",
-			"/sys/fs/cgroup/cpu" + dir + "/cpu.cfs_period_us":         "100000",
+			"/sys/fs/cgroup/cpu" + dir + "/cpu.shares":               strings.TrimSpace("512"),
+			"/sys/fs/cgroup/cpu" + dir + "/cpu.cfs_quota_us":         "50000",
+			"/sys/fs/cgroup/cpu" + dir + "/cpu.cfs_period_us":        "100000",
 			"/sys/fs/cgroup/memory" + dir + "/memory.limit_in_bytes": fmt.Sprint(64 << 20),
 		} {
 			got, err := os.ReadFile(file)
