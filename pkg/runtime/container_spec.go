@@ -1,12 +1,17 @@
 package runtime
 
 import (
+	"context"
+	"fmt"
+
+	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/contrib/seccomp"
 	"github.com/containerd/containerd/oci"
 	capability "github.com/containerd/containerd/pkg/cap"
 	criopts "github.com/containerd/containerd/pkg/cri/opts"
 	osinterface "github.com/containerd/containerd/pkg/os"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
+	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -123,11 +128,21 @@ func userSpecOpt(sc *runtimeapi.LinuxContainerSecurityContext, imageUser string)
 	case sc.GetRunAsUser() != nil:
 		return oci.WithUserID(uint32(sc.GetRunAsUser().GetValue())), nil
 	case sc.GetRunAsUsername() != "":
-		return oci.WithUsername(sc.GetRunAsUsername()), nil
+		return explain(fmt.Sprintf("user %q", sc.GetRunAsUsername()), oci.WithUsername(sc.GetRunAsUsername())), nil
 	case imageUser != "":
-		return oci.WithUser(imageUser), nil
+		return explain(fmt.Sprintf("image user %q", imageUser), oci.WithUser(imageUser)), nil
 	}
 	return nil, nil
+}
+
+// explain prefixes the error of a spec option with what it was doing.
+func explain(what string, opt oci.SpecOpts) oci.SpecOpts {
+	return func(ctx context.Context, c oci.Client, ctr *containers.Container, s *runtimespec.Spec) error {
+		if err := opt(ctx, c, ctr, s); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
 }
 
 // seccompOpt applies the runtime's default profile for RuntimeDefault; Unconfined (Kubernetes' default) and

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -20,9 +22,10 @@ const cgroupRoot = "/nodeagent-e2e"
 
 // testPod is a running sandbox of one backend, stopped and removed when the test ends.
 type testPod struct {
-	b   backend
-	id  string
-	cfg *runtimeapi.PodSandboxConfig
+	b       backend
+	id      string
+	cfg     *runtimeapi.PodSandboxConfig
+	removed bool
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -58,20 +61,26 @@ func runPod(t *testing.T, b backend, name string, mutate func(*runtimeapi.PodSan
 		t.Fatalf("run sandbox %s: %v", name, err)
 	}
 	p := &testPod{b: b, id: id, cfg: cfg}
-	t.Cleanup(func() { p.remove(t) })
+	t.Cleanup(func() {
+		if !p.removed {
+			p.remove(t)
+		}
+	})
 	return p
 }
 
 func (p *testPod) remove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := p.b.rt.StopPodSandbox(ctx, p.id); err != nil {
+	// containerd's CRI plugin answers NotFound for a sandbox already removed; the kubelet treats that as done.
+	if err := p.b.rt.StopPodSandbox(ctx, p.id); err != nil && status.Code(err) != codes.NotFound {
 		t.Errorf("stop sandbox: %v", err)
 	}
-	if err := p.b.rt.RemovePodSandbox(ctx, p.id); err != nil {
+	if err := p.b.rt.RemovePodSandbox(ctx, p.id); err != nil && status.Code(err) != codes.NotFound {
 		t.Errorf("remove sandbox: %v", err)
 	}
 	removeCgroup(p.cfg.Linux.CgroupParent)
+	p.removed = true
 	_ = os.RemoveAll(p.cfg.LogDirectory)
 }
 

@@ -1,0 +1,129 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/vishvananda/netlink"
+)
+
+// hostNetState is what a pod may leave on the host: network namespaces, veths on the bridge, IP reservations.
+type hostNetState struct {
+	netns, veths, ips []string
+}
+
+func readHostNetState(t *testing.T) hostNetState {
+	t.Helper()
+	var s hostNetState
+	ents, _ := os.ReadDir("/var/run/netns")
+	for _, e := range ents {
+		s.netns = append(s.netns, e.Name())
+	}
+	if br, err := netlink.LinkByName("nodeagent0"); err == nil {
+		links, err := netlink.LinkList()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range links {
+			if l.Attrs().MasterIndex == br.Attrs().Index {
+				s.veths = append(s.veths, l.Attrs().Name)
+			}
+		}
+	}
+	files, _ := os.ReadDir(filepath.Join("/var/lib/cni/networks", cniNetwork))
+	for _, f := range files {
+		if strings.Count(f.Name(), ".") == 3 { // an IPv4 reservation, not the lock or last_reserved_ip files
+			s.ips = append(s.ips, f.Name())
+		}
+	}
+	sort.Strings(s.netns)
+	sort.Strings(s.veths)
+	sort.Strings(s.ips)
+	return s
+}
+
+func containerdClient(t *testing.T) *containerd.Client {
+	t.Helper()
+	c, err := containerd.New(containerdSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// assertContainerdClean checks that containerd holds no container, task or snapshot with these IDs.
+func assertContainerdClean(t *testing.T, b backend, ids ...string) {
+	t.Helper()
+	c := containerdClient(t)
+	ctx := namespaces.WithNamespace(context.Background(), b.ns)
+	for _, id := range ids {
+		if _, err := c.ContainerService().Get(ctx, id); err == nil {
+			t.Errorf("containerd still has container %s", id)
+		}
+		if _, err := c.SnapshotService("overlayfs").Stat(ctx, id); err == nil {
+			t.Errorf("containerd still has snapshot %s", id)
+		}
+	}
+	resp, err := c.TaskService().List(ctx, nil)
+	if err == nil {
+		for _, task := range resp.Tasks {
+			for _, id := range ids {
+				if task.ID == id {
+					t.Errorf("containerd still has task %s", id)
+				}
+			}
+		}
+	}
+}
+
+func diff(before, after []string) []string {
+	seen := map[string]bool{}
+	for _, b := range before {
+		seen[b] = true
+	}
+	var out []string
+	for _, a := range after {
+		if !seen[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Stopping and removing a pod leaves no network namespace, veth, IP reservation, containerd container,
+// snapshot or task behind, and doing it twice is fine.
+func TestNothingLeftAfterRemove(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		before := readHostNetState(t)
+		p := runPod(t, b, "cleanup", nil)
+		ip := p.ip(t)
+		c1 := p.start(t, containerConfig("one", "sleep", "3600"))
+		c2 := p.start(t, containerConfig("two", "true"))
+		during := readHostNetState(t)
+		if len(diff(before.ips, during.ips)) != 1 || len(diff(before.veths, during.veths)) != 1 || len(diff(before.netns, during.netns)) != 1 {
+			t.Fatalf("while running, want one new netns, veth and IP; got %+v -> %+v", before, during)
+		}
+		p.remove(t)
+		p.remove(t) // idempotent
+		after := readHostNetState(t)
+		if d := diff(before.netns, after.netns); len(d) > 0 {
+			t.Errorf("network namespaces left: %v", d)
+		}
+		if d := diff(before.veths, after.veths); len(d) > 0 {
+			t.Errorf("veths left: %v", d)
+		}
+		if d := diff(before.ips, after.ips); len(d) > 0 {
+			t.Errorf("IP reservations left: %v (pod had %s)", d, ip)
+		}
+		assertContainerdClean(t, b, p.id, c1, c2)
+	})
+}

@@ -1,0 +1,145 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/internal/ociimage"
+)
+
+const (
+	registryAddr = "127.0.0.1:5000"
+	registryUser = "e2e"
+	registryPass = "s3cret"
+)
+
+// startRegistry runs Debian's docker-registry (distribution v2) on loopback with htpasswd authentication.
+func startRegistry(t *testing.T) {
+	t.Helper()
+	bin, err := exec.LookPath("docker-registry")
+	if err != nil {
+		t.Fatalf("docker-registry is not installed (hack/setup.sh installs it): %v", err)
+	}
+	dir := t.TempDir()
+	hash, err := bcrypt.GenerateFromPassword([]byte(registryPass), bcrypt.DefaultCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	htpasswd := filepath.Join(dir, "htpasswd")
+	if err := os.WriteFile(htpasswd, []byte(registryUser+":"+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`version: 0.1
+log:
+  level: error
+storage:
+  filesystem:
+    rootdirectory: %s
+http:
+  addr: %s
+auth:
+  htpasswd:
+    realm: nodeagent-e2e
+    path: %s
+`, filepath.Join(dir, "data"), registryAddr, htpasswd)
+	cfgPath := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", cfgPath)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	eventually(t, 15*time.Second, "registry listening", func() error {
+		c, err := net.DialTimeout("tcp", registryAddr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+}
+
+// pushBusybox pushes the host's busybox as repo:tag to the test registry.
+func pushBusybox(t *testing.T, repo, tag string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	applets, err := ociimage.BusyboxApplets(ctx, "/bin/busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ociimage.Busybox("/bin/busybox", applets)
+	// A file of its own makes the pushed image differ from the local busybox, so the pull transfers it.
+	spec.Files = append(spec.Files, ociimage.File{Path: "/etc/e2e-pushed", Data: []byte(time.Now().String())})
+	img, err := ociimage.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := img.Push(ctx, "http://"+registryAddr, repo, tag, &ociimage.BasicAuth{Username: registryUser, Password: registryPass}); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+}
+
+// Pulls from a real registry on loopback work with the right credentials and fail clearly otherwise.
+func TestRegistryPull(t *testing.T) {
+	startRegistry(t)
+	pushBusybox(t, "e2e/busybox", "pushed")
+	ref := registryAddr + "/e2e/busybox:pushed"
+	good := &runtimeapi.AuthConfig{Username: registryUser, Password: registryPass, ServerAddress: "http://" + registryAddr}
+
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := ctxT(t)
+		t.Cleanup(func() { _ = b.images.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: ref}) })
+		if st, err := b.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err != nil || st.Image != nil {
+			t.Fatalf("image present before the pull: %v %v", st, err)
+		}
+
+		_, err := b.images.PullImage(ctx, &runtimeapi.ImageSpec{Image: ref}, &runtimeapi.AuthConfig{Username: registryUser, Password: "wrong", ServerAddress: "http://" + registryAddr}, nil)
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
+			t.Errorf("pull with a wrong password: err %v, want an unauthorized error", err)
+		}
+		_, err = b.images.PullImage(ctx, &runtimeapi.ImageSpec{Image: registryAddr + "/e2e/busybox:missing"}, good, nil)
+		if err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("pull of a missing tag: err %v, want a not found error", err)
+		}
+
+		id, err := b.images.PullImage(ctx, &runtimeapi.ImageSpec{Image: ref}, good, nil)
+		if err != nil {
+			t.Fatalf("pull with the right credentials: %v", err)
+		}
+		st, err := b.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false)
+		if err != nil || st.Image == nil {
+			t.Fatalf("image status after pull: %v, %v", st, err)
+		}
+		if st.Image.Id != id {
+			t.Errorf("image status ID %s, pull returned %s", st.Image.Id, id)
+		}
+		// The pulled image runs, with its own content.
+		p := runPod(t, b, "pulled", nil)
+		cfg := containerConfig("pulled", "cat", "/etc/e2e-pushed")
+		cfg.Image.Image = ref
+		cid := p.start(t, cfg)
+		if st := waitExited(t, b, cid, 20*time.Second); st.ExitCode != 0 {
+			t.Errorf("pulled image exit %d", st.ExitCode)
+		}
+	})
+}

@@ -1,0 +1,89 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/runtime"
+)
+
+// A restarted built-in runtime finds its sandboxes and containers again in containerd, keeps copying their
+// output to their logs, and records exits it did not see.
+func TestBuiltinRuntimeRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := runtime.Config{
+		Address: containerdSock, Namespace: "nodeagent", StateDir: filepath.Join(dir, "state"),
+		FIFODir: filepath.Join("/run/nodeagent/e2e-fifo", filepath.Base(dir)), PauseImage: pauseImage,
+		ImageFsDir: "/var/lib/nodeagent/containerd",
+		Network:    cni.New(cni.Config{ConfDir: cniConfDir, BinDirs: []string{cniBinDir}}),
+	}
+	start := func() *runtime.Runtime {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rt, err := runtime.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	first := start()
+	b := backend{name: "builtin", rt: first, images: first, ns: "nodeagent"}
+	p := runPod(t, b, "restart", nil)
+	ticker := p.start(t, containerConfig("ticker", "sh", "-c", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.1; done"))
+	short := p.start(t, containerConfig("short", "sh", "-c", "sleep 1; exit 4"))
+	time.Sleep(300 * time.Millisecond)
+	first.Close()
+
+	time.Sleep(1500 * time.Millisecond) // "short" exits while no runtime watches
+	second := start()
+	defer second.Close()
+	p.b = backend{name: "builtin", rt: second, images: second, ns: "nodeagent"}
+
+	ctrs, err := second.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{PodSandboxId: p.id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]runtimeapi.ContainerState{}
+	for _, c := range ctrs {
+		states[c.Id] = c.State
+	}
+	if states[ticker] != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("ticker after restart: %v, want running", states[ticker])
+	}
+	st, err := second.ContainerStatus(ctxT(t), short, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Status.ExitCode != 4 {
+		t.Errorf("short after restart: %v exit %d, want exited 4", st.Status.State, st.Status.ExitCode)
+	}
+
+	logPath := filepath.Join(p.cfg.LogDirectory, "ticker/0.log")
+	size := func() int {
+		b, _ := os.ReadFile(logPath)
+		return strings.Count(string(b), "tick-")
+	}
+	n := size()
+	eventually(t, 5*time.Second, "log grows after restart", func() error {
+		if size() <= n+3 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	if err := second.StopContainer(ctxT(t), ticker, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExited(t, p.b, ticker, 5*time.Second); st.ExitCode != 137 && st.ExitCode != 143 {
+		t.Errorf("ticker exit %d after stop", st.ExitCode)
+	}
+	p.remove(t)
+}
