@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# Sets up a Debian/Ubuntu host for the node agent and starts its containerd:
+# packages, containerd config, CNI config, sysctls, containerd, and the local
+# pause and busybox images. Idempotent: each step checks before it acts, so
+# running it again, or while everything is up, changes nothing.
+#
+# Env knobs:
+#   POD_CIDR=10.88.0.0/16       subnet of the CNI bridge network
+#   NODEAGENT_SKIP_APT=1        never run apt-get (fail if a package is missing)
+#   CONTAINERD_START_TIMEOUT=30 seconds to wait for containerd to answer
+set -euo pipefail
+
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(dirname "$HACK_DIR")
+. "$HACK_DIR/lib.sh"
+
+POD_CIDR=${POD_CIDR:-10.88.0.0/16}
+NODEAGENT_SKIP_APT=${NODEAGENT_SKIP_APT:-0}
+CONTAINERD_START_TIMEOUT=${CONTAINERD_START_TIMEOUT:-30}
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 iptables)
+
+# sudo resets PATH; Go lives in /usr/local/go/bin on these hosts.
+export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+
+# write_file PATH MODE: writes stdin to PATH when the content differs.
+# Returns 0 when it wrote, 1 when the file was already up to date.
+write_file() {
+	local dst=$1 mode=$2 tmp
+	mkdir -p "$(dirname "$dst")"
+	tmp=$(mktemp "$dst.XXXXXX")
+	cat >"$tmp"
+	chmod "$mode" "$tmp"
+	if [ -f "$dst" ] && cmp -s "$tmp" "$dst"; then
+		rm -f "$tmp"
+		return 1
+	fi
+	mv -f "$tmp" "$dst"
+}
+
+install_packages() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		say "packages: all present"
+		return
+	fi
+	[ "$NODEAGENT_SKIP_APT" = 1 ] && die "packages missing and NODEAGENT_SKIP_APT=1: ${missing[*]}"
+	say "packages: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Debian starts the packaged containerd on the default socket where
+	# systemd runs; ours is separate and does not need it.
+}
+
+CONTAINERD_CONFIG_CHANGED=0
+
+write_containerd_config() {
+	if write_file "$NODEAGENT_CTRD_CONFIG" 0644 <<-TOML; then
+		# Written by hack/setup.sh: the node agent's own containerd, apart from
+		# any containerd on the default socket.
+		version = 2
+		root = "$NODEAGENT_CTRD_ROOT"
+		state = "$NODEAGENT_CTRD_STATE"
+
+		[grpc]
+		  address = "$NODEAGENT_SOCK"
+		  uid = 0
+		  gid = 0
+
+		[ttrpc]
+		  address = "$NODEAGENT_SOCK.ttrpc"
+
+		[debug]
+		  address = ""
+		  level = "info"
+
+		[metrics]
+		  address = ""
+
+		[plugins."io.containerd.internal.v1.opt"]
+		  path = "/var/lib/nodeagent/opt"
+
+		[plugins."io.containerd.grpc.v1.cri"]
+		  sandbox_image = "$NODEAGENT_PAUSE_IMAGE"
+		  restrict_oom_score_adj = true
+		  stream_server_address = "127.0.0.1"
+		  stream_server_port = "0"
+
+		  [plugins."io.containerd.grpc.v1.cri".containerd]
+		    snapshotter = "overlayfs"
+		    default_runtime_name = "runc"
+
+		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+
+		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+		        SystemdCgroup = false
+		        Root = "/run/nodeagent/runc"
+
+		  [plugins."io.containerd.grpc.v1.cri".cni]
+		    bin_dir = "$NODEAGENT_CNI_BIN_DIR"
+		    conf_dir = "$NODEAGENT_CNI_CONF_DIR"
+		    max_conf_num = 1
+
+		  [plugins."io.containerd.grpc.v1.cri".registry]
+		    config_path = "/etc/nodeagent/containerd/certs.d"
+	TOML
+		CONTAINERD_CONFIG_CHANGED=1
+		say "containerd config: wrote $NODEAGENT_CTRD_CONFIG"
+	else
+		say "containerd config: up to date"
+	fi
+	mkdir -p /etc/nodeagent/containerd/certs.d
+}
+
+write_cni_config() {
+	if write_file "$NODEAGENT_CNI_CONF_DIR/10-nodeagent.conflist" 0644 <<-JSON; then
+		{
+		  "cniVersion": "1.0.0",
+		  "name": "nodeagent",
+		  "plugins": [
+		    {
+		      "type": "bridge",
+		      "bridge": "nodeagent0",
+		      "isGateway": true,
+		      "ipMasq": true,
+		      "hairpinMode": true,
+		      "ipam": {
+		        "type": "host-local",
+		        "ranges": [[{"subnet": "$POD_CIDR"}]],
+		        "routes": [{"dst": "0.0.0.0/0"}]
+		      }
+		    },
+		    {
+		      "type": "portmap",
+		      "capabilities": {"portMappings": true},
+		      "snat": true
+		    }
+		  ]
+		}
+	JSON
+		say "cni config: wrote $NODEAGENT_CNI_CONF_DIR/10-nodeagent.conflist (subnet $POD_CIDR)"
+	else
+		say "cni config: up to date (subnet $POD_CIDR)"
+	fi
+}
+
+# enable_sysctls turns on IPv4 forwarding, which the bridge's gateway and
+# masquerading need. route_localnet is set per bridge by portmap (snat).
+enable_sysctls() {
+	write_file /etc/sysctl.d/99-nodeagent.conf 0644 <<<"net.ipv4.ip_forward = 1" || true
+	if [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ]; then
+		say "sysctl: net.ipv4.ip_forward already 1"
+		return
+	fi
+	echo 1 >/proc/sys/net/ipv4/ip_forward
+	say "sysctl: net.ipv4.ip_forward set to 1"
+}
+
+start_containerd() {
+	local pid i
+	if containerd_answers; then
+		if [ "$CONTAINERD_CONFIG_CHANGED" = 1 ] && our_containerd_pid >/dev/null; then
+			say "containerd: config changed, restarting"
+			"$HACK_DIR/stop-containerd.sh" >/dev/null
+		else
+			say "containerd: already answering on $NODEAGENT_SOCK (pid $(our_containerd_pid || echo unknown))"
+			return
+		fi
+	fi
+	if pid=$(our_containerd_pid); then
+		say "containerd: pid $pid is up but not answering; waiting"
+	else
+		mkdir -p "$NODEAGENT_CTRD_STATE" "$NODEAGENT_CTRD_ROOT" "$(dirname "$NODEAGENT_CTRD_LOG")"
+		chmod 0711 /run/nodeagent "$NODEAGENT_CTRD_STATE"
+		chmod 0700 "$NODEAGENT_CTRD_ROOT"
+		printf '\n=== %s start\n' "$(date -u +%FT%TZ)" >>"$NODEAGENT_CTRD_LOG"
+		# setsid detaches it from our session, so it outlives this script
+		# and the terminal; as a non-leader it execs, so $! is containerd.
+		nohup setsid containerd --config "$NODEAGENT_CTRD_CONFIG" \
+			</dev/null >>"$NODEAGENT_CTRD_LOG" 2>&1 &
+		pid=$!
+		echo "$pid" >"$NODEAGENT_CTRD_PIDFILE"
+	fi
+	for i in $(seq 1 $((CONTAINERD_START_TIMEOUT * 5))); do
+		if containerd_answers; then
+			say "containerd: started, pid $pid, socket $NODEAGENT_SOCK, log $NODEAGENT_CTRD_LOG"
+			return
+		fi
+		if [ ! -d "/proc/$pid" ]; then
+			break
+		fi
+		sleep 0.2
+	done
+	printf 'nodeagent-setup: containerd did not answer; last log lines:\n' >&2
+	tail -n 30 "$NODEAGENT_CTRD_LOG" >&2 || true
+	die "containerd failed to start (pid $pid)"
+}
+
+# build_images builds the pause binary and the mkimage tool, and writes both
+# image archives. The archives are reproducible, so an unchanged tree gives
+# unchanged digests.
+PAUSE_DIGEST=
+BUSYBOX_DIGEST=
+
+build_images() {
+	command -v go >/dev/null || die "go not found (expected /usr/local/go/bin/go)"
+	mkdir -p "$NODEAGENT_BIN_DIR" "$NODEAGENT_IMAGE_DIR"
+	(
+		cd "$REPO_DIR"
+		CGO_ENABLED=0 go build -buildvcs=false -trimpath -ldflags '-s -w' -o "$NODEAGENT_BIN_DIR/pause" ./cmd/pause
+		go build -buildvcs=false -o "$NODEAGENT_BIN_DIR/mkimage" ./hack/mkimage
+	) || die "go build of cmd/pause or hack/mkimage failed"
+	PAUSE_DIGEST=$("$NODEAGENT_BIN_DIR/mkimage" pause --binary "$NODEAGENT_BIN_DIR/pause" \
+		--out "$NODEAGENT_IMAGE_DIR/pause.tar" --name "$NODEAGENT_PAUSE_IMAGE")
+	BUSYBOX_DIGEST=$("$NODEAGENT_BIN_DIR/mkimage" busybox --binary /bin/busybox \
+		--out "$NODEAGENT_IMAGE_DIR/busybox.tar" --name "$NODEAGENT_BUSYBOX_IMAGE")
+	say "images: built $NODEAGENT_IMAGE_DIR/pause.tar ($PAUSE_DIGEST), busybox.tar ($BUSYBOX_DIGEST)"
+}
+
+# import_image NS REF DIGEST ARCHIVE imports unless NS already holds REF at
+# DIGEST.
+import_image() {
+	local ns=$1 ref=$2 want=$3 archive=$4 have
+	have=$(ctrd -n "$ns" images ls "name==$ref" | awk 'NR > 1 { print $3 }')
+	if [ "$have" = "$want" ]; then
+		say "import: $ref already in namespace $ns"
+		return
+	fi
+	ctrd -n "$ns" images import "$archive" >/dev/null
+	have=$(ctrd -n "$ns" images ls "name==$ref" | awk 'NR > 1 { print $3 }')
+	[ "$have" = "$want" ] || die "import of $archive into $ns gave '$have', want $want"
+	say "import: $ref into namespace $ns"
+}
+
+import_images() {
+	local ns
+	for ns in nodeagent k8s.io; do
+		import_image "$ns" "$NODEAGENT_PAUSE_IMAGE" "$PAUSE_DIGEST" "$NODEAGENT_IMAGE_DIR/pause.tar"
+		import_image "$ns" "$NODEAGENT_BUSYBOX_IMAGE" "$BUSYBOX_DIGEST" "$NODEAGENT_IMAGE_DIR/busybox.tar"
+	done
+}
+
+main() {
+	require_root
+	install_packages
+	write_containerd_config
+	write_cni_config
+	enable_sysctls
+	start_containerd
+	build_images
+	import_images
+	say "done: containerd pid $(our_containerd_pid || echo unknown) on $NODEAGENT_SOCK"
+}
+
+main "$@"
