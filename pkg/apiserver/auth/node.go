@@ -1,0 +1,285 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/request"
+	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
+)
+
+// NodeLeaseNamespace holds the nodes' heartbeat Leases.
+const NodeLeaseNamespace = "kube-node-lease"
+
+// MirrorPodAnnotation marks a pod the kubelet created for a static pod.
+const MirrorPodAnnotation = "kubernetes.io/config.mirror"
+
+// PodIndex gives the pods bound to a node; the objects are read-only.
+type PodIndex interface {
+	PodsOnNode(node string) []*corev1.Pod
+}
+
+// ErrForbidden is wrapped by every authorization and admission refusal.
+var ErrForbidden = errors.New("forbidden")
+
+// Authorizer decides what a user may do: members of system:masters anything,
+// nodes what upstream's Node authorizer and system:node role allow, others
+// only discovery. It is safe for concurrent use.
+type Authorizer struct {
+	pods PodIndex
+}
+
+// NewAuthorizer returns an Authorizer that looks pods up in pods.
+func NewAuthorizer(pods PodIndex) *Authorizer { return &Authorizer{pods: pods} }
+
+// NodeName returns the node a user acts for, if it is a node identity.
+func NodeName(u *request.User) (string, bool) {
+	name, ok := strings.CutPrefix(u.Name, NodeUserPrefix)
+	if !ok || name == "" || !u.InGroup(GroupNodes) {
+		return "", false
+	}
+	return name, true
+}
+
+// Authorize returns nil when u may make the request, else an error wrapping
+// ErrForbidden.
+func (a *Authorizer) Authorize(u *request.User, info *request.Info, query url.Values) error {
+	if u.InGroup(GroupMasters) {
+		return nil
+	}
+	if !info.IsResource {
+		return nil // discovery, version, health and OpenAPI are open to every authenticated user
+	}
+	node, ok := NodeName(u)
+	if !ok {
+		return fmt.Errorf("%w: user %q cannot %s resource %q", ErrForbidden, u.Name, info.Verb, info.Resource)
+	}
+	if a.nodeMay(node, info, query) {
+		return nil
+	}
+	what := info.Resource
+	if info.Subresource != "" {
+		what += "/" + info.Subresource
+	}
+	return fmt.Errorf("%w: node %q cannot %s %s %q in namespace %q", ErrForbidden, node, info.Verb, what, info.Name, info.Namespace)
+}
+
+func isRead(verb string) bool { return verb == "get" || verb == "list" || verb == "watch" }
+
+func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) bool {
+	switch info.Group + "/" + info.Resource {
+	case "/nodes":
+		switch info.Subresource {
+		case "":
+			return isRead(info.Verb) || info.Verb == "create" ||
+				info.Name == node && (info.Verb == "update" || info.Verb == "patch" || info.Verb == "delete")
+		case "status":
+			return info.Name == node && (info.Verb == "get" || info.Verb == "update" || info.Verb == "patch")
+		}
+	case "/pods":
+		switch info.Subresource {
+		case "":
+			return isRead(info.Verb) || info.Verb == "create" || info.Verb == "delete"
+		case "status":
+			return info.Verb == "get" || info.Verb == "update" || info.Verb == "patch"
+		case "eviction":
+			return info.Verb == "create"
+		}
+	case "/events", "events.k8s.io/events":
+		return info.Subresource == "" && (info.Verb == "create" || info.Verb == "update" || info.Verb == "patch")
+	case "coordination.k8s.io/leases":
+		if info.Subresource != "" || info.Namespace != NodeLeaseNamespace {
+			return false
+		}
+		return info.Verb == "get" || info.Verb == "create" ||
+			info.Name == node && (info.Verb == "update" || info.Verb == "patch" || info.Verb == "delete")
+	case "/secrets", "/configmaps", "/serviceaccounts":
+		if info.Subresource != "" {
+			return false
+		}
+		name := info.Name
+		switch info.Verb {
+		case "get":
+		case "list", "watch":
+			sel, err := fields.ParseSelector(query.Get("fieldSelector"))
+			if err != nil {
+				return false
+			}
+			n, ok := sel.RequiresExactMatch("metadata.name")
+			if !ok || len(sel.Requirements()) != 1 || info.Namespace == "" {
+				return false
+			}
+			name = n
+		default:
+			return false
+		}
+		return a.referenced(node, info.Resource, info.Namespace, name)
+	}
+	return false
+}
+
+// referenced reports whether a pod bound to node uses the named object.
+func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
+	for _, pod := range a.pods.PodsOnNode(node) {
+		if pod.Namespace != namespace {
+			continue
+		}
+		var refs []string
+		switch resource {
+		case "secrets":
+			refs = PodSecrets(pod)
+		case "configmaps":
+			refs = PodConfigMaps(pod)
+		case "serviceaccounts":
+			refs = []string{pod.Spec.ServiceAccountName}
+		}
+		for _, r := range refs {
+			if r == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func forEachContainer(pod *corev1.Pod, fn func(c *corev1.Container)) {
+	for i := range pod.Spec.InitContainers {
+		fn(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		fn(&pod.Spec.Containers[i])
+	}
+}
+
+// PodSecrets returns the names of the secrets pod refers to.
+func PodSecrets(pod *corev1.Pod) []string {
+	var out []string
+	for _, s := range pod.Spec.ImagePullSecrets {
+		out = append(out, s.Name)
+	}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			out = append(out, v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					out = append(out, src.Secret.Name)
+				}
+			}
+		}
+	}
+	forEachContainer(pod, func(c *corev1.Container) {
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil {
+				out = append(out, e.SecretRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				out = append(out, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+	})
+	return out
+}
+
+// PodConfigMaps returns the names of the configmaps pod refers to.
+func PodConfigMaps(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.ConfigMap != nil:
+			out = append(out, v.ConfigMap.Name)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil {
+					out = append(out, src.ConfigMap.Name)
+				}
+			}
+		}
+	}
+	forEachContainer(pod, func(c *corev1.Container) {
+		for _, e := range c.EnvFrom {
+			if e.ConfigMapRef != nil {
+				out = append(out, e.ConfigMapRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				out = append(out, e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+		}
+	})
+	return out
+}
+
+// NodeRestriction is the admission half of node limits: it checks the
+// objects a node writes, as upstream's NodeRestriction plugin does.
+type NodeRestriction struct{}
+
+var _ rest.Admitter = NodeRestriction{}
+
+// Admit implements rest.Admitter.
+func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
+	if a.User == nil || a.User.InGroup(GroupMasters) {
+		return nil
+	}
+	node, ok := NodeName(a.User)
+	if !ok {
+		return nil
+	}
+	deny := func(format string, args ...any) error {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), nameOf(a.Object, a.Old),
+			fmt.Errorf("node %q %s", node, fmt.Sprintf(format, args...)))
+	}
+	switch a.Resource.Group + "/" + a.Resource.Name {
+	case "/pods":
+		if a.Old == nil {
+			pod := a.Object.(*corev1.Pod)
+			if _, mirror := pod.Annotations[MirrorPodAnnotation]; !mirror {
+				return deny("can only create mirror pods")
+			}
+			if pod.Spec.NodeName != node {
+				return deny("can only create pods with spec.nodeName set to itself")
+			}
+			if len(PodSecrets(pod)) > 0 || len(PodConfigMaps(pod)) > 0 {
+				return deny("cannot create pods that reference secrets or configmaps")
+			}
+			return nil
+		}
+		if old := a.Old.(*corev1.Pod); old.Spec.NodeName != node {
+			return deny("can only modify or delete pods bound to itself")
+		}
+	case "/nodes":
+		if nameOf(a.Object, a.Old) != node {
+			return deny("can only modify its own node object")
+		}
+	case "coordination.k8s.io/leases":
+		if nameOf(a.Object, a.Old) != node {
+			return deny("can only modify its own lease")
+		}
+	}
+	return nil
+}
+
+func nameOf(obj, old runtime.Object) string {
+	o := obj
+	if o == nil {
+		o = old
+	}
+	acc, err := meta.Accessor(o)
+	if err != nil {
+		return ""
+	}
+	return acc.GetName()
+}

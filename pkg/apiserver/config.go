@@ -1,0 +1,74 @@
+package apiserver
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
+)
+
+// DefaultPort is the conventional apiserver port.
+const DefaultPort = 6443
+
+// NodeLeaseNS holds the nodes' heartbeat Leases.
+const NodeLeaseNS = "kube-node-lease"
+
+// Config configures a Server.
+type Config struct {
+	// DataDir holds the store (state.db) and, unless given, the PKI (pki/).
+	DataDir string
+	// BindAddress is the address to listen on; 127.0.0.1 if empty.
+	BindAddress string
+	// Port to listen on; 0 picks a free port (see Server.URL). Callers wanting
+	// the conventional port set DefaultPort.
+	Port int
+	// TokenFile is an optional static token file (token,user,uid,"groups").
+	TokenFile string
+	// CACertFile and CAKeyFile name the CA that signs client and serving
+	// certificates; generated in DataDir/pki when empty and missing.
+	CACertFile, CAKeyFile string
+	// TLSCertFile and TLSKeyFile name the serving pair; issued by the CA in
+	// DataDir/pki when empty.
+	TLSCertFile, TLSKeyFile string
+	// ServingHosts are extra names and addresses for a generated serving
+	// certificate (localhost, 127.0.0.1 and the bind address are always in).
+	ServingHosts []string
+	// EventWindow is how many recent changes watches can resume from.
+	EventWindow int
+	// BookmarkInterval is how often watches asking for bookmarks get one; 1m if 0.
+	BookmarkInterval time.Duration
+	// Clock is the time source; the real clock if nil.
+	Clock clock.WithTicker
+}
+
+func (c *Config) setDefaults() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("apiserver: DataDir is required")
+	}
+	if c.BindAddress == "" {
+		c.BindAddress = "127.0.0.1"
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("apiserver: invalid port %d", c.Port)
+	}
+	pki := filepath.Join(c.DataDir, "pki")
+	if c.CACertFile == "" {
+		c.CACertFile = filepath.Join(pki, auth.CACertFile)
+	}
+	if c.CAKeyFile == "" {
+		c.CAKeyFile = filepath.Join(pki, auth.CAKeyFile)
+	}
+	if c.TLSCertFile == "" {
+		c.TLSCertFile = filepath.Join(pki, auth.ServingCertFile)
+	}
+	if c.TLSKeyFile == "" {
+		c.TLSKeyFile = filepath.Join(pki, auth.ServingKeyFile)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
+	"github.com/nodeagent/kubelet/pkg/apiserver/placement"
+	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
+	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
+)
+
+// controllerResync is how often the control loops run without changes.
+const controllerResync = time.Second
+
+// startControllers starts the control loop that does what upstream's
+// namespace, service-account and pod GC controllers and its scheduler do, in
+// the small: it observes the store directly and acts through the API as an
+// admin client, so every write goes through the same rules as a user's.
+func (s *Server) startControllers(ctx context.Context) error {
+	rc, err := s.ClientConfig("system:apiserver", []string{auth.GroupMasters})
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	c := &controller{s: s, client: client}
+	go c.run(ctx)
+	return nil
+}
+
+type controller struct {
+	s      *Server
+	client kubernetes.Interface
+}
+
+func (c *controller) run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	w, err := c.s.store.Watch("", c.s.store.CurrentRV())
+	if err != nil {
+		logger.Error(err, "Control loop cannot watch the store")
+		return
+	}
+	tick := time.NewTicker(controllerResync)
+	defer tick.Stop()
+	for {
+		c.sync(ctx)
+		wake := make(chan struct{})
+		go func() {
+			defer close(wake)
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			evs, err := w.Next(ctx, wake)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil { // fell out of the window: start over from now
+				w, _ = c.s.store.Watch("", c.s.store.CurrentRV())
+				break
+			}
+			if evs == nil || len(evs) > 0 {
+				break
+			}
+		}
+	}
+}
+
+// sync runs one pass of every loop; errors are retried on the next pass.
+func (c *controller) sync(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	nodes := c.nodes()
+	if err := c.syncNamespaces(ctx, nodes); err != nil && ctx.Err() == nil {
+		logger.V(2).Info("Namespace sync failed", "err", err)
+	}
+	if err := c.schedule(ctx, nodes); err != nil && ctx.Err() == nil {
+		logger.V(2).Info("Placement failed", "err", err)
+	}
+	if err := c.collectPods(ctx, nodes); err != nil && ctx.Err() == nil {
+		logger.V(2).Info("Pod cleanup failed", "err", err)
+	}
+}
+
+func decodeAll[T any](s *Server, objs []*storage.Object) []*T {
+	out := make([]*T, 0, len(objs))
+	for _, o := range objs {
+		obj, err := s.store.Decode(o)
+		if err != nil {
+			continue
+		}
+		if t, ok := any(obj).(*T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (c *controller) nodes() map[string]*corev1.Node {
+	objs, _ := c.s.store.List("nodes/")
+	out := map[string]*corev1.Node{}
+	for _, n := range decodeAll[corev1.Node](c.s, objs) {
+		out[n.Name] = n
+	}
+	return out
+}
+
+// namespacedStorage lists the stored resources that live in namespaces.
+func (c *controller) namespacedStorage() []string {
+	var out []string
+	for _, r := range c.s.reg.All() {
+		if r.Namespaced && r.Converter == nil {
+			out = append(out, r.Storage)
+		}
+	}
+	return out
+}
+
+// syncNamespaces gives new namespaces their default service account, and
+// empties deleting ones (pods gracefully) before finalizing them.
+func (c *controller) syncNamespaces(ctx context.Context, nodes map[string]*corev1.Node) error {
+	objs, _ := c.s.store.List("namespaces/")
+	for _, ns := range decodeAll[corev1.Namespace](c.s, objs) {
+		if ns.DeletionTimestamp == nil {
+			if err := c.s.ensureServiceAccount(ctx, ns.Name); err != nil {
+				return err
+			}
+			continue
+		}
+		remaining := 0
+		for _, storageName := range c.namespacedStorage() {
+			res, _ := c.s.reg.ForStorage(storageName)
+			for _, o := range c.s.store.Select(storageName+"/"+ns.Name+"/", func(*storage.Object) bool { return true }) {
+				remaining++
+				obj, err := c.s.store.Decode(o)
+				if err != nil {
+					continue
+				}
+				m := obj.(metav1.Object)
+				if m.GetDeletionTimestamp() != nil {
+					continue
+				}
+				err = c.client.CoreV1().RESTClient().Delete().AbsPath(apiPath(res.Group, res.Version)).
+					Namespace(ns.Name).Resource(res.Name).Name(m.GetName()).Do(ctx).Error()
+				if err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("delete %s %s/%s: %w", res.Name, ns.Name, m.GetName(), err)
+				}
+			}
+		}
+		if remaining > 0 || len(ns.Spec.Finalizers) == 0 {
+			continue
+		}
+		ns.Spec.Finalizers = nil
+		if _, err := c.client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("finalize namespace %s: %w", ns.Name, err)
+		}
+	}
+	return nil
+}
+
+func apiPath(group, version string) string {
+	if group == "" {
+		return "/api/" + version
+	}
+	return "/apis/" + group + "/" + version
+}
+
+// schedule binds unbound pods to a node that fits, or says why none does.
+func (c *controller) schedule(ctx context.Context, nodes map[string]*corev1.Node) error {
+	pending := c.s.store.Select("pods/", func(o *storage.Object) bool {
+		return o.Fields["spec.nodeName"] == "" && o.Fields["spec.schedulerName"] == corev1.DefaultSchedulerName
+	})
+	if len(pending) == 0 {
+		return nil
+	}
+	nodeList := make([]*corev1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		nodeList = append(nodeList, n)
+	}
+	bound := map[string][]*corev1.Pod{}
+	for _, p := range decodeAll[corev1.Pod](c.s, c.s.store.Select("pods/", func(o *storage.Object) bool {
+		return o.Fields["spec.nodeName"] != ""
+	})) {
+		bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+	}
+	for _, pod := range decodeAll[corev1.Pod](c.s, pending) {
+		if pod.DeletionTimestamp != nil || len(pod.Spec.SchedulingGates) > 0 {
+			continue
+		}
+		node, msg := placement.Choose(pod, nodeList, bound)
+		if node == "" {
+			if err := c.markUnschedulable(ctx, pod, msg); err != nil {
+				return err
+			}
+			continue
+		}
+		err := c.client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("bind pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if err == nil {
+			pod.Spec.NodeName = node
+			bound[node] = append(bound[node], pod)
+		}
+	}
+	return nil
+}
+
+func (c *controller) markUnschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Message == msg {
+			return nil
+		}
+	}
+	rest.SetPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: msg,
+		LastTransitionTime: metav1.NewTime(c.s.cfg.Clock.Now().Truncate(time.Second))})
+	_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// collectPods removes terminating pods whose node no longer exists, as
+// upstream's pod GC does: no kubelet will confirm their deletion.
+func (c *controller) collectPods(ctx context.Context, nodes map[string]*corev1.Node) error {
+	orphans := c.s.store.Select("pods/", func(o *storage.Object) bool {
+		n := o.Fields["spec.nodeName"]
+		return n != "" && nodes[n] == nil
+	})
+	for _, pod := range decodeAll[corev1.Pod](c.s, orphans) {
+		if pod.DeletionTimestamp == nil {
+			continue
+		}
+		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete orphaned pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package apiserver is the lightweight Kubernetes API server: it wires the
+// store (package storage), the resource table (registry), the REST handlers
+// (rest), discovery, TLS and the auth filters (auth), and the small control
+// loops upstream's controller-manager and scheduler would run (namespace
+// deletion, placement of unbound pods, orphan cleanup).
+//
+// It is run by cmd/apiserver or embedded by the kubelet: New, then Start (or
+// Run), then Stop. It owns its data directory and nothing else on the host.
+package apiserver

@@ -1,0 +1,205 @@
+package registry
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
+
+// DefaultTolerationSeconds is how long pods tolerate a not-ready or unreachable
+// node by default, as upstream's DefaultTolerationSeconds admission sets it.
+const DefaultTolerationSeconds = 300
+
+// DefaultPod applies the defaults the real apiserver (defaulting plus its
+// default admission plugins) applies to a new pod.
+func DefaultPod(pod *corev1.Pod) {
+	s := &pod.Spec
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		s.TerminationGracePeriodSeconds = ptr.To[int64](corev1.DefaultTerminationGracePeriodSeconds)
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if s.EnableServiceLinks == nil {
+		s.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
+	}
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = "default"
+	}
+	s.DeprecatedServiceAccount = s.ServiceAccountName //nolint:staticcheck // kept in step as upstream does
+	if s.PriorityClassName == "" && s.Priority == nil {
+		s.Priority = ptr.To[int32](0)
+	}
+	if s.PreemptionPolicy == nil {
+		p := corev1.PreemptLowerPriority
+		s.PreemptionPolicy = &p
+	}
+	for i := range s.InitContainers {
+		defaultContainer(&s.InitContainers[i], s.HostNetwork)
+	}
+	for i := range s.Containers {
+		defaultContainer(&s.Containers[i], s.HostNetwork)
+	}
+	for i := range s.Volumes {
+		defaultVolume(&s.Volumes[i])
+	}
+	addDefaultToleration(s, corev1.TaintNodeNotReady)
+	addDefaultToleration(s, corev1.TaintNodeUnreachable)
+}
+
+func defaultContainer(c *corev1.Container, hostNetwork bool) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = pullPolicyFor(c.Image)
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if hostNetwork && p.HostPort == 0 {
+			p.HostPort = p.ContainerPort
+		}
+	}
+	for name, lim := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; !ok {
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = corev1.ResourceList{}
+			}
+			c.Resources.Requests[name] = lim.DeepCopy()
+		}
+	}
+	for i := range c.Env {
+		if fr := c.Env[i].ValueFrom; fr != nil && fr.FieldRef != nil && fr.FieldRef.APIVersion == "" {
+			fr.FieldRef.APIVersion = "v1"
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(p)
+	}
+}
+
+// pullPolicyFor returns Always for an untagged or :latest image, else
+// IfNotPresent (a digest counts as a tag).
+func pullPolicyFor(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	last := image[strings.LastIndex(image, "/")+1:]
+	_, tag, ok := strings.Cut(last, ":")
+	if !ok || tag == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if h := p.HTTPGet; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Scheme == "" {
+			h.Scheme = corev1.URISchemeHTTP
+		}
+	}
+}
+
+func defaultVolume(v *corev1.Volume) {
+	src := &v.VolumeSource
+	if (*src == corev1.VolumeSource{}) {
+		src.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+	mode := ptr.To(corev1.SecretVolumeSourceDefaultMode)
+	switch {
+	case src.Secret != nil && src.Secret.DefaultMode == nil:
+		src.Secret.DefaultMode = mode
+	case src.ConfigMap != nil && src.ConfigMap.DefaultMode == nil:
+		src.ConfigMap.DefaultMode = mode
+	case src.DownwardAPI != nil && src.DownwardAPI.DefaultMode == nil:
+		src.DownwardAPI.DefaultMode = mode
+	case src.Projected != nil && src.Projected.DefaultMode == nil:
+		src.Projected.DefaultMode = mode
+	case src.HostPath != nil && src.HostPath.Type == nil:
+		src.HostPath.Type = ptr.To(corev1.HostPathUnset)
+	}
+}
+
+func addDefaultToleration(s *corev1.PodSpec, key string) {
+	for _, t := range s.Tolerations {
+		if (t.Key == key || t.Key == "" && t.Operator == corev1.TolerationOpExists) &&
+			(t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
+			return
+		}
+	}
+	s.Tolerations = append(s.Tolerations, corev1.Toleration{
+		Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
+		TolerationSeconds: ptr.To[int64](DefaultTolerationSeconds),
+	})
+}
+
+// PodQOS returns the pod's QoS class from its containers' cpu and memory
+// requests and limits, as upstream computes it.
+func PodQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
+	guaranteed := true
+	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			req, hasReq := c.Resources.Requests[name]
+			lim, hasLim := c.Resources.Limits[name]
+			if hasReq && !req.IsZero() {
+				addQuantity(requests, name, req)
+			}
+			if hasLim && !lim.IsZero() {
+				addQuantity(limits, name, lim)
+			}
+			if !hasLim || lim.IsZero() || (hasReq && req.Cmp(lim) != 0) {
+				guaranteed = false
+			}
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed {
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+func addQuantity(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	cur := l[name]
+	cur.Add(q)
+	l[name] = cur
+}

@@ -1,0 +1,190 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func validateQualifiedName(v string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(v) {
+		errs = append(errs, field.Invalid(path, v, msg))
+	}
+	return errs
+}
+
+func validateDNSLabel(v string, path *field.Path) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(v) {
+		errs = append(errs, field.Invalid(path, v, msg))
+	}
+	return errs
+}
+
+func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	vols := sets.New[string]()
+	for i, v := range s.Volumes {
+		p := path.Child("volumes").Index(i)
+		errs = append(errs, validateDNSLabel(v.Name, p.Child("name"))...)
+		if vols.Has(v.Name) {
+			errs = append(errs, field.Duplicate(p.Child("name"), v.Name))
+		}
+		vols.Insert(v.Name)
+		if n := countSources(&v.VolumeSource); n != 1 {
+			msg := "must specify a volume type"
+			if n > 1 {
+				msg = "may not specify more than 1 volume type"
+			}
+			errs = append(errs, field.Invalid(p, v.Name, msg))
+		}
+	}
+	if len(s.Containers) == 0 {
+		errs = append(errs, field.Required(path.Child("containers"), ""))
+	}
+	names := sets.New[string]()
+	for i := range s.InitContainers {
+		errs = append(errs, validateContainer(&s.InitContainers[i], path.Child("initContainers").Index(i), names, vols)...)
+	}
+	for i := range s.Containers {
+		errs = append(errs, validateContainer(&s.Containers[i], path.Child("containers").Index(i), names, vols)...)
+	}
+	switch s.RestartPolicy {
+	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("restartPolicy"), s.RestartPolicy, []string{"Always", "OnFailure", "Never"}))
+	}
+	switch s.DNSPolicy {
+	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("dnsPolicy"), s.DNSPolicy,
+			[]string{"ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"}))
+	}
+	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be greater than or equal to 0"))
+	}
+	if d := s.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, "must be between 1 and 2147483647, inclusive"))
+	}
+	for k, v := range s.NodeSelector {
+		p := path.Child("nodeSelector")
+		errs = append(errs, validateQualifiedName(k, p)...)
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(p.Key(k), v, msg))
+		}
+	}
+	for i, t := range s.Tolerations {
+		p := path.Child("tolerations").Index(i)
+		switch t.Operator {
+		case "", corev1.TolerationOpEqual:
+			if t.Key == "" {
+				errs = append(errs, field.Invalid(p.Child("operator"), t.Operator, "operator must be Exists when `key` is empty"))
+			}
+		case corev1.TolerationOpExists:
+			if t.Value != "" {
+				errs = append(errs, field.Invalid(p.Child("operator"), t.Value, "value must be empty when `operator` is 'Exists'"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator, []string{"Equal", "Exists"}))
+		}
+		switch t.Effect {
+		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
+		}
+	}
+	return errs
+}
+
+func validateContainer(c *corev1.Container, p *field.Path, names, vols sets.Set[string]) field.ErrorList {
+	errs := validateDNSLabel(c.Name, p.Child("name"))
+	if names.Has(c.Name) {
+		errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+	}
+	names.Insert(c.Name)
+	if c.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	}
+	switch c.ImagePullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, []string{"Always", "IfNotPresent", "Never"}))
+	}
+	switch c.TerminationMessagePolicy {
+	case corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy,
+			[]string{"File", "FallbackToLogsOnError"}))
+	}
+	ports := sets.New[string]()
+	for i, port := range c.Ports {
+		pp := p.Child("ports").Index(i)
+		if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+			errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, "must be between 1 and 65535, inclusive"))
+		}
+		if port.HostPort < 0 || port.HostPort > 65535 {
+			errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort, "must be between 1 and 65535, inclusive"))
+		}
+		switch port.Protocol {
+		case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+		default:
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, []string{"SCTP", "TCP", "UDP"}))
+		}
+		if port.Name != "" {
+			for _, msg := range validation.IsValidPortName(port.Name) {
+				errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
+			}
+			if ports.Has(port.Name) {
+				errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+			}
+			ports.Insert(port.Name)
+		}
+	}
+	for i, e := range c.Env {
+		for _, msg := range validation.IsEnvVarName(e.Name) {
+			errs = append(errs, field.Invalid(p.Child("env").Index(i).Child("name"), e.Name, msg))
+		}
+	}
+	for i, m := range c.VolumeMounts {
+		mp := p.Child("volumeMounts").Index(i)
+		if !vols.Has(m.Name) {
+			errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
+		}
+		if m.MountPath == "" {
+			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
+		}
+	}
+	for name, req := range c.Resources.Requests {
+		if req.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(), "must be greater than or equal to 0"))
+		}
+		if lim, ok := c.Resources.Limits[name]; ok && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
+				"must be less than or equal to "+string(name)+" limit of "+lim.String()))
+		}
+	}
+	return errs
+}
+
+func countSources(v *corev1.VolumeSource) int {
+	n := 0
+	for _, set := range []bool{
+		v.HostPath != nil, v.EmptyDir != nil, v.GCEPersistentDisk != nil, v.AWSElasticBlockStore != nil,
+		v.GitRepo != nil, v.Secret != nil, v.NFS != nil, v.ISCSI != nil, v.Glusterfs != nil,
+		v.PersistentVolumeClaim != nil, v.RBD != nil, v.FlexVolume != nil, v.Cinder != nil, v.CephFS != nil,
+		v.Flocker != nil, v.DownwardAPI != nil, v.FC != nil, v.AzureFile != nil, v.ConfigMap != nil,
+		v.VsphereVolume != nil, v.Quobyte != nil, v.AzureDisk != nil, v.PhotonPersistentDisk != nil,
+		v.Projected != nil, v.PortworxVolume != nil, v.ScaleIO != nil, v.StorageOS != nil, v.CSI != nil,
+		v.Ephemeral != nil, v.Image != nil,
+	} {
+		if set {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,158 @@
+package request
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// Info describes a resource request (IsResource) or a non-resource one such as
+// /version or /api.
+type Info struct {
+	IsResource  bool
+	Verb        string // get list watch create update patch delete deletecollection, or the lowercased method
+	Group       string
+	Version     string
+	Namespace   string
+	Resource    string
+	Name        string
+	Subresource string
+	// SubPath is what follows the subresource (nodes/proxy/<SubPath>).
+	SubPath string
+	Path    string
+}
+
+// Parse returns the Info of r.
+func Parse(r *http.Request) Info {
+	info := Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	parts := splitPath(r.URL.Path)
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		info.Version, parts = parts[1], parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		info.Group, info.Version, parts = parts[1], parts[2], parts[3:]
+	default:
+		return info
+	}
+	if len(parts) == 0 {
+		return info
+	}
+	info.IsResource = true
+	watchPath := false
+	if parts[0] == "watch" {
+		watchPath, parts = true, parts[1:]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		if len(parts) == 2 || isNamespaceSub(parts[2]) {
+			// A namespace object, or its own subresource.
+			info.Resource, info.Name = "namespaces", parts[1]
+			if len(parts) > 2 {
+				info.Subresource = parts[2]
+			}
+		} else {
+			info.Namespace, parts = parts[1], parts[2:]
+			fillResource(&info, parts)
+		}
+		if info.Resource == "namespaces" {
+			info.Namespace = info.Name
+		}
+	} else {
+		fillResource(&info, parts)
+	}
+	info.Verb = verbOf(r, info, watchPath)
+	return info
+}
+
+func isNamespaceSub(s string) bool { return s == "status" || s == "finalize" }
+
+func fillResource(info *Info, parts []string) {
+	if len(parts) > 0 {
+		info.Resource = parts[0]
+	}
+	if len(parts) > 1 {
+		info.Name = parts[1]
+	}
+	if len(parts) > 2 {
+		info.Subresource = parts[2]
+	}
+	if len(parts) > 3 {
+		info.SubPath = strings.Join(parts[3:], "/")
+	}
+}
+
+func verbOf(r *http.Request, info Info, watchPath bool) string {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		if watchPath || isTrue(r.URL.Query().Get("watch")) {
+			return "watch"
+		}
+		if info.Name == "" {
+			return "list"
+		}
+		return "get"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		if info.Name == "" {
+			return "deletecollection"
+		}
+		return "delete"
+	}
+	return strings.ToLower(r.Method)
+}
+
+func isTrue(s string) bool { return s == "true" || s == "1" }
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// User is an authenticated identity.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+}
+
+// InGroup reports whether u belongs to group g.
+func (u *User) InGroup(g string) bool {
+	for _, x := range u.Groups {
+		if x == g {
+			return true
+		}
+	}
+	return false
+}
+
+type userKey struct{}
+type infoKey struct{}
+
+// WithUser returns ctx carrying u.
+func WithUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the user in ctx, or nil.
+func UserFrom(ctx context.Context) *User {
+	u, _ := ctx.Value(userKey{}).(*User)
+	return u
+}
+
+// WithInfo returns ctx carrying info.
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// InfoFrom returns the request info in ctx, or nil.
+func InfoFrom(ctx context.Context) *Info {
+	i, _ := ctx.Value(infoKey{}).(*Info)
+	return i
+}

@@ -1,0 +1,274 @@
+package rest
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
+)
+
+// deleteOptions reads DeleteOptions from the body, or the query.
+func (q *req) deleteOptions() (*metav1.DeleteOptions, error) {
+	data, err := readBody(q.r)
+	if err != nil {
+		return nil, err
+	}
+	opts := &metav1.DeleteOptions{}
+	if len(data) > 0 {
+		info, err := bodySerializer(q.r)
+		if err != nil {
+			return nil, err
+		}
+		gvk := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+		if _, _, err := decodeWith(info, "Ignore", gvk, opts, data); err != nil {
+			return nil, err
+		}
+	}
+	if s := q.r.URL.Query().Get("gracePeriodSeconds"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", s))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	return opts, nil
+}
+
+func (q *req) delete() {
+	opts, err := q.deleteOptions()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	o, typed, err := q.deleteOne(q.key(), q.info.Name, opts)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.writeObject(http.StatusOK, o, typed)
+}
+
+// deleteOne deletes one object, gracefully for a pod bound to a node, and
+// only marks it while finalizers remain.
+func (q *req) deleteOne(key, name string, opts *metav1.DeleteOptions) (*storage.Object, runtime.Object, error) {
+	now := q.h.opts.Clock.Now()
+	return q.h.store.Update(q.r.Context(), key, func(cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(q.res.GroupResource(), name)
+		}
+		acc, _ := meta.Accessor(cur)
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != acc.GetUID() {
+				return nil, apierrors.NewConflict(q.res.GroupResource(), name, fmt.Errorf(
+					"Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, acc.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+				return nil, apierrors.NewConflict(q.res.GroupResource(), name, fmt.Errorf(
+					"Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v",
+					*p.ResourceVersion, acc.GetResourceVersion()))
+			}
+		}
+		if err := q.admit(q.r.Context(), nil, cur); err != nil {
+			return nil, err
+		}
+		grace := gracePeriod(cur, opts)
+		if old := acc.GetDeletionGracePeriodSeconds(); acc.GetDeletionTimestamp() == nil || old == nil || grace < *old {
+			ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+			if dt := acc.GetDeletionTimestamp(); dt != nil && dt.Before(&ts) {
+				ts = *dt
+			}
+			acc.SetDeletionTimestamp(&ts)
+			acc.SetDeletionGracePeriodSeconds(&grace)
+		}
+		if finalized(acc) {
+			return nil, nil
+		}
+		if ns, ok := cur.(*corev1.Namespace); ok {
+			ns.Status.Phase = corev1.NamespaceTerminating
+		}
+		return cur, nil
+	})
+}
+
+// gracePeriod returns the deletion grace period: a pod bound to a node and not
+// finished waits for its node; everything else goes at once.
+func gracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	g := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		g = *opts.GracePeriodSeconds
+	}
+	if g < 0 {
+		g = 1
+	}
+	return g
+}
+
+func (q *req) deleteCollection() {
+	opts, err := q.deleteOptions()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.r.URL.RawQuery = withoutParam(q.r.URL.Query(), "limit", "continue").Encode()
+	page, err := q.listObjects()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	for _, o := range page.items {
+		name := o.Key[len(storage.ResourceOf(o.Key))+1:]
+		name = name[len(namespaceOf(name))+1:]
+		if _, _, err := q.deleteOne(o.Key, name, opts); err != nil && !apierrors.IsNotFound(err) {
+			q.fail(err)
+			return
+		}
+	}
+	q.writeStatus(http.StatusOK, &metav1.Status{Status: metav1.StatusSuccess})
+}
+
+func namespaceOf(nsName string) string {
+	for i := 0; i < len(nsName); i++ {
+		if nsName[i] == '/' {
+			return nsName[:i]
+		}
+	}
+	return ""
+}
+
+func withoutParam(v map[string][]string, names ...string) (out url.Values) {
+	out = url.Values{}
+	for k, vals := range v {
+		out[k] = vals
+	}
+	for _, n := range names {
+		delete(out, n)
+	}
+	return out
+}
+
+func (q *req) writeStatus(code int, st *metav1.Status) {
+	st.Code = int32(code)
+	out, _ := outputFor(mediaJSON, false)
+	out.encode(q.w, code, st, metav1.SchemeGroupVersion)
+}
+
+// bind serves pods/binding: it assigns a pending pod to a node once.
+func (q *req) bind() {
+	data, err := readBody(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	info, err := bodySerializer(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	obj, _, err := decodeWith(info, "", corev1.SchemeGroupVersion.WithKind("Binding"), &corev1.Binding{}, data)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	b := obj.(*corev1.Binding)
+	if b.Name != "" && b.Name != q.info.Name {
+		q.fail(apierrors.NewBadRequest("the name of the binding does not match the pod"))
+		return
+	}
+	if b.Target.Kind != "" && b.Target.Kind != "Node" || b.Target.Name == "" {
+		q.fail(apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, q.info.Name, nil))
+		return
+	}
+	_, _, err = q.h.store.Update(q.r.Context(), q.key(), func(cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(q.res.GroupResource(), q.info.Name)
+		}
+		pod := cur.(*corev1.Pod)
+		old := pod.DeepCopy()
+		if err := BindPod(pod, b.Target.Name, q.h.opts.Clock.Now()); err != nil {
+			return nil, apierrors.NewConflict(q.res.GroupResource(), q.info.Name, err)
+		}
+		return pod, q.admit(q.r.Context(), pod, old)
+	})
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.writeStatus(http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess})
+}
+
+// BindPod assigns pod to node and records the PodScheduled condition; it
+// fails when the pod is bound already or being deleted.
+func BindPod(pod *corev1.Pod, node string, now time.Time) error {
+	if pod.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name)
+	}
+	if pod.Spec.NodeName != "" {
+		return fmt.Errorf("pod %v is already assigned to node %q", pod.Name, pod.Spec.NodeName)
+	}
+	pod.Spec.NodeName = node
+	SetPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))})
+	return nil
+}
+
+// SetPodCondition adds or replaces the condition of c's type.
+func SetPodCondition(st *corev1.PodStatus, c corev1.PodCondition) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == c.Type {
+			if st.Conditions[i].Status == c.Status {
+				c.LastTransitionTime = st.Conditions[i].LastTransitionTime
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
+}
+
+// evict serves pods/eviction: without disruption budgets it deletes the pod.
+func (q *req) evict() {
+	data, err := readBody(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	info, err := bodySerializer(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	obj, _, err := decodeWith(info, "", policyv1.SchemeGroupVersion.WithKind("Eviction"), &policyv1.Eviction{}, data)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	ev := obj.(*policyv1.Eviction)
+	opts := ev.DeleteOptions
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	if _, _, err := q.deleteOne(q.key(), q.info.Name, opts); err != nil {
+		q.fail(err)
+		return
+	}
+	q.writeStatus(http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess})
+}

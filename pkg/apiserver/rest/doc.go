@@ -1,0 +1,11 @@
+// Package rest serves the Kubernetes REST API for the resources in package
+// registry, over the objects in package storage: get, list, watch, create,
+// update, patch, delete and deletecollection, the status, binding, eviction
+// and finalize subresources, content negotiation (JSON, YAML bodies,
+// protobuf, Table), selectors, chunking and graceful deletion.
+//
+// It does not authenticate or authorize (the caller wraps it) and runs no
+// background loops; admission beyond the kinds' own rules is delegated to an
+// Admitter. Proxied subresources (log, exec, attach, portforward, proxy) are
+// passed to a Proxy supplied by the caller.
+package rest

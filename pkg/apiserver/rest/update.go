@@ -1,0 +1,234 @@
+package rest
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
+)
+
+// update serves PUT and PATCH of an object, its status or its finalizers.
+func (q *req) update() {
+	data, err := readBody(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	var (
+		put       runtime.Object
+		warnings  []string
+		patchType types.PatchType
+	)
+	if q.info.Verb == "patch" {
+		if patchType, err = parsePatchType(q.r.Header.Get("Content-Type")); err != nil {
+			q.fail(err)
+			return
+		}
+	} else {
+		served, w, err := decodeBody(q.r, q.res, data)
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		if put, err = q.toStorage(served); err != nil {
+			q.fail(err)
+			return
+		}
+		warnings = w
+	}
+	ctx := q.r.Context()
+	created := false
+	o, typed, err := q.h.store.Update(ctx, q.key(), func(cur runtime.Object) (runtime.Object, error) {
+		created = false
+		if cur == nil {
+			if put == nil || !q.res.AllowCreateOnUpdate || q.info.Subresource != "" {
+				return nil, apierrors.NewNotFound(q.res.GroupResource(), q.info.Name)
+			}
+			obj := put.DeepCopyObject()
+			if err := q.prepareCreate(obj); err != nil {
+				return nil, err
+			}
+			if q.res.Namespaced {
+				if err := q.checkNamespace(q.info.Namespace); err != nil {
+					return nil, err
+				}
+			}
+			created = true
+			return obj, q.admit(ctx, obj, nil)
+		}
+		var obj runtime.Object
+		if put != nil {
+			obj = put.DeepCopyObject()
+		} else {
+			var w []string
+			if obj, w, err = q.applyPatch(cur, patchType, data); err != nil {
+				return nil, err
+			}
+			warnings = w
+		}
+		return q.nextState(cur, obj)
+	})
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	addWarnings(q.w, warnings)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	q.writeObject(code, o, typed)
+}
+
+// nextState computes the stored state after an update of cur to obj.
+func (q *req) nextState(cur, obj runtime.Object) (runtime.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	old := cur.DeepCopyObject()
+	oldAcc, _ := meta.Accessor(old)
+	name := q.info.Name
+	if acc.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), name))
+	}
+	if q.res.Namespaced && acc.GetNamespace() != "" && acc.GetNamespace() != q.info.Namespace {
+		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if rv := acc.GetResourceVersion(); rv != "" && rv != oldAcc.GetResourceVersion() {
+		return nil, apierrors.NewConflict(q.res.GroupResource(), name, fmt.Errorf(
+			"the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	if uid := acc.GetUID(); uid != "" && uid != oldAcc.GetUID() {
+		return nil, apierrors.NewConflict(q.res.GroupResource(), name, fmt.Errorf(
+			"Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oldAcc.GetUID()))
+	}
+	var next runtime.Object
+	switch q.info.Subresource {
+	case "status":
+		ss, ok := q.res.Strategy.(registry.StatusStrategy)
+		if !ok {
+			return nil, apierrors.NewNotFound(q.res.GroupResource(), name)
+		}
+		next = cur
+		ss.CopyStatus(next, obj)
+		if errs := ss.ValidateStatusUpdate(next, old); len(errs) > 0 {
+			return nil, q.invalid(name, errs)
+		}
+	case "finalize":
+		ns, ok := cur.(*corev1.Namespace)
+		if !ok {
+			return nil, apierrors.NewNotFound(q.res.GroupResource(), name)
+		}
+		ns.Spec.Finalizers = obj.(*corev1.Namespace).Spec.Finalizers
+		next = ns
+	default:
+		acc.SetNamespace(oldAcc.GetNamespace())
+		acc.SetUID(oldAcc.GetUID())
+		acc.SetCreationTimestamp(oldAcc.GetCreationTimestamp())
+		acc.SetDeletionTimestamp(oldAcc.GetDeletionTimestamp())
+		acc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
+		acc.SetGeneration(oldAcc.GetGeneration())
+		acc.SetSelfLink("")
+		acc.SetManagedFields(nil)
+		if oldAcc.GetDeletionTimestamp() != nil {
+			if errs := apivalidation.ValidateNoNewFinalizers(acc.GetFinalizers(), oldAcc.GetFinalizers(),
+				field.NewPath("metadata", "finalizers")); len(errs) > 0 {
+				return nil, q.invalid(name, errs)
+			}
+		}
+		q.res.Strategy.PrepareForUpdate(obj, old)
+		if errs := q.res.Strategy.ValidateUpdate(obj, old); len(errs) > 0 {
+			return nil, q.invalid(name, errs)
+		}
+		next = obj
+	}
+	nextAcc, _ := meta.Accessor(next)
+	nextAcc.SetResourceVersion(oldAcc.GetResourceVersion())
+	if err := q.admit(q.r.Context(), next, old); err != nil {
+		return nil, err
+	}
+	if finalized(nextAcc) {
+		return nil, nil
+	}
+	return next, nil
+}
+
+// finalized reports whether a deleting object has nothing left to wait for:
+// no finalizers (a namespace's spec finalizers included) and no grace period.
+func finalized(acc metav1.Object) bool {
+	if acc.GetDeletionTimestamp() == nil || len(acc.GetFinalizers()) > 0 {
+		return false
+	}
+	if ns, ok := acc.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return false
+	}
+	g := acc.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
+func parsePatchType(ct string) (types.PatchType, error) {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", unsupportedMediaType(ct)
+	}
+	switch pt := types.PatchType(mt); pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+		return pt, nil
+	}
+	return "", unsupportedMediaType(ct)
+}
+
+// applyPatch applies a patch to the served form of cur and returns the stored
+// form of the result.
+func (q *req) applyPatch(cur runtime.Object, pt types.PatchType, patch []byte) (runtime.Object, []string, error) {
+	served, err := q.served(cur)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	served.GetObjectKind().SetGroupVersionKind(q.res.GVK())
+	original, err := json.Marshal(served)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	var patched []byte
+	switch pt {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		if patched, err = p.Apply(original); err != nil {
+			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", q.res.GroupResource(),
+				q.info.Name, fmt.Sprintf("the JSON patch could not be applied: %v", err), 0, false)
+		}
+	case types.MergePatchType:
+		if patched, err = jsonpatch.MergePatch(original, patch); err != nil {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid merge patch: %v", err))
+		}
+	case types.StrategicMergePatchType:
+		if patched, err = strategicpatch.StrategicMergePatch(original, patch, q.res.New()); err != nil {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
+		}
+	}
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaJSON)
+	obj, warnings, err := decodeWith(info, q.r.URL.Query().Get("fieldValidation"), q.res.GVK(), q.res.New(), patched)
+	if err != nil {
+		return nil, nil, err
+	}
+	stored, err := q.toStorage(obj)
+	return stored, warnings, err
+}

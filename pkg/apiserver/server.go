@@ -1,0 +1,210 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
+	"github.com/nodeagent/kubelet/pkg/apiserver/discovery"
+	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
+	"github.com/nodeagent/kubelet/pkg/apiserver/request"
+	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
+	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
+)
+
+// Server is a running (or ready to run) lightweight apiserver.
+type Server struct {
+	cfg       Config
+	reg       *registry.Registry
+	store     *storage.Store
+	ca        *auth.CA
+	authn     *auth.Authenticator
+	authz     *auth.Authorizer
+	rest      *rest.Handler
+	discovery *discovery.Handler
+	listener  net.Listener
+	http      *http.Server
+	url       string
+
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// New opens the data directory (store and PKI) and binds the listening
+// socket; the server serves once Start is called.
+func New(cfg Config) (s *Server, retErr error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	now := cfg.Clock.Now()
+	ca, err := auth.LoadOrCreateCA(cfg.CACertFile, cfg.CAKeyFile, now)
+	if err != nil {
+		return nil, err
+	}
+	hosts := append([]string{"localhost", "127.0.0.1", "::1", cfg.BindAddress}, cfg.ServingHosts...)
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	serving, err := auth.LoadOrCreateServing(ca, cfg.TLSCertFile, cfg.TLSKeyFile, hosts, now)
+	if err != nil {
+		return nil, err
+	}
+	tokens := map[string]*request.User{}
+	if cfg.TokenFile != "" {
+		if tokens, err = auth.LoadTokenFile(cfg.TokenFile); err != nil {
+			return nil, err
+		}
+	}
+	reg := registry.New()
+	store, err := storage.Open(filepath.Join(cfg.DataDir, "state.db"), reg.Codec(), storage.Options{Window: cfg.EventWindow})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			_ = store.Close()
+		}
+	}()
+	s = &Server{cfg: cfg, reg: reg, store: store, ca: ca, authn: auth.NewAuthenticator(tokens),
+		discovery: discovery.New(reg), done: make(chan struct{})}
+	s.authz = auth.NewAuthorizer(podIndex{store: store, codec: reg.Codec()})
+	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{},
+		BookmarkInterval: cfg.BookmarkInterval, Proxy: newNodeProxy(store, ca, cfg.Clock)})
+	if err := s.bootstrap(context.Background()); err != nil {
+		return nil, err
+	}
+
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s.listener = tls.NewListener(ln, &tls.Config{
+		Certificates: []tls.Certificate{serving},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    pool,
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	})
+	s.url = "https://" + ln.Addr().String()
+	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: nil, BaseContext: func(net.Listener) context.Context { return context.Background() }}
+	return s, nil
+}
+
+// URL returns the server's https URL.
+func (s *Server) URL() string { return s.url }
+
+// CACertPEM returns the CA certificate clients should trust.
+func (s *Server) CACertPEM() []byte { return s.ca.CertPEM }
+
+// Start serves in the background and starts the control loops.
+func (s *Server) Start(ctx context.Context) error {
+	ctx, s.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(s.done)
+		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "API server stopped serving")
+		}
+	}()
+	return s.startControllers(ctx)
+}
+
+// Run serves until ctx ends, then stops.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.Stop()
+}
+
+// Stop ends serving, the control loops and the store. Acknowledged writes are
+// on disk when it returns.
+func (s *Server) Stop() error {
+	var err error
+	s.stopOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if herr := s.http.Shutdown(shutdownCtx); herr != nil {
+			_ = s.http.Close()
+		}
+		if s.cancel == nil {
+			_ = s.listener.Close()
+		} else {
+			<-s.done
+		}
+		err = s.store.Close()
+	})
+	return err
+}
+
+// ServeHTTP authenticates, authorizes and dispatches a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u, err := s.authn.Authenticate(r)
+	if err != nil {
+		rest.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
+	info := request.Parse(r)
+	if err := s.authz.Authorize(u, &info, r.URL.Query()); err != nil {
+		gr := schema.GroupResource{Group: info.Group, Resource: info.Resource}
+		rest.WriteError(w, apierrors.NewForbidden(gr, info.Name, err))
+		return
+	}
+	ctx := request.WithInfo(request.WithUser(r.Context(), u), &info)
+	r = r.WithContext(ctx)
+	switch p := r.URL.Path; {
+	case p == "/healthz" || p == "/livez" || p == "/readyz":
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok"))
+	case s.discovery.Serves(p) && !info.IsResource:
+		s.discovery.ServeHTTP(w, r)
+	case p == "/openapi/v2" || p == "/openapi/v3" || len(p) > len("/openapi/v3/") && p[:len("/openapi/v3/")] == "/openapi/v3/":
+		serveOpenAPI(w, r, s.reg)
+	case info.IsResource:
+		s.rest.ServeHTTP(w, r)
+	default:
+		rest.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, p))
+	}
+}
+
+// podIndex finds pods by node for the authorizer.
+type podIndex struct {
+	store *storage.Store
+	codec registry.Codec
+}
+
+func (p podIndex) PodsOnNode(node string) []*corev1.Pod {
+	objs := p.store.Select("pods/", func(o *storage.Object) bool { return o.Fields["spec.nodeName"] == node })
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if obj, err := p.codec.Decode(o.Key, o.Raw); err == nil {
+			out = append(out, obj.(*corev1.Pod))
+		}
+	}
+	return out
+}

@@ -1,0 +1,405 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+var (
+	bucketObjects = []byte("objects")
+	bucketMeta    = []byte("meta")
+	keyRV         = []byte("resourceVersion")
+)
+
+// ErrTooOld is returned when a watch asks to resume from a resourceVersion that
+// has left the event window.
+var ErrTooOld = errors.New("too old resource version")
+
+// ErrClosed is returned by writes after Close.
+var ErrClosed = errors.New("store closed")
+
+// DefaultWindow is the number of events kept for watch resumption.
+const DefaultWindow = 10000
+
+// Options tunes a Store. The zero value is usable.
+type Options struct {
+	// Window is how many recent events are kept for watches; DefaultWindow if 0.
+	Window int
+}
+
+// Store is the object store. It is safe for concurrent use.
+type Store struct {
+	db    *bolt.DB
+	codec Codec
+
+	mu        sync.RWMutex
+	latest    map[string]*Object            // writers' view: committed plus queued writes
+	committed map[string]map[string]*Object // readers' view, by resource then key
+	rv        uint64                        // last assigned resourceVersion
+	doneRV    uint64                        // last committed resourceVersion
+	queue     []*pendingWrite
+	broken    error
+	closed    bool
+	log       eventLog
+	notify    chan struct{} // closed and replaced after each commit
+
+	kick     chan struct{}
+	stopped  chan struct{}
+	stopOnce sync.Once
+}
+
+type pendingWrite struct {
+	ev   Event
+	done chan error
+}
+
+// Open opens (creating if needed) the store file at path and loads it.
+func Open(path string, codec Codec, opts Options) (*Store, error) {
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{
+		db:        db,
+		codec:     codec,
+		latest:    map[string]*Object{},
+		committed: map[string]map[string]*Object{},
+		notify:    make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
+	}
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.doneRV = s.rv
+	s.log = newEventLog(opts.Window, s.rv)
+	go s.commitLoop()
+	return s, nil
+}
+
+func (s *Store) load() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		objs, err := tx.CreateBucketIfNotExists(bucketObjects)
+		if err != nil {
+			return err
+		}
+		metaB, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := metaB.Get(keyRV); v != nil {
+			rv, err := strconv.ParseUint(string(v), 10, 64)
+			if err != nil {
+				return fmt.Errorf("corrupt resourceVersion %q: %w", v, err)
+			}
+			s.rv = rv
+		}
+		return objs.ForEach(func(k, v []byte) error {
+			key := string(k)
+			raw := bytes.Clone(v)
+			obj, err := s.codec.Decode(key, raw)
+			if err != nil {
+				return fmt.Errorf("decode stored %s: %w", key, err)
+			}
+			rv, err := objectRV(obj)
+			if err != nil {
+				return fmt.Errorf("stored %s: %w", key, err)
+			}
+			lbls, flds := s.codec.Index(key, obj)
+			o := &Object{Key: key, RV: rv, Raw: raw, Labels: lbls, Fields: flds}
+			s.latest[key] = o
+			s.putCommitted(o)
+			if rv > s.rv {
+				s.rv = rv
+			}
+			return nil
+		})
+	})
+}
+
+func objectRV(obj runtime.Object) (uint64, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(acc.GetResourceVersion(), 10, 64)
+}
+
+// ResourceOf returns the resource part of a key.
+func ResourceOf(key string) string {
+	r, _, _ := strings.Cut(key, "/")
+	return r
+}
+
+func (s *Store) putCommitted(o *Object) {
+	r := ResourceOf(o.Key)
+	m := s.committed[r]
+	if m == nil {
+		m = map[string]*Object{}
+		s.committed[r] = m
+	}
+	m[o.Key] = o
+}
+
+// Close stops the committer after the queued writes and closes the file.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stopOnce.Do(func() { s.wake() })
+	<-s.stopped
+	return s.db.Close()
+}
+
+// Get returns the committed object at key.
+func (s *Store) Get(key string) (*Object, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.committed[ResourceOf(key)][key]
+	return o, ok
+}
+
+// List returns the committed objects whose key starts with prefix, sorted by
+// key, and the resourceVersion they are consistent with. prefix must start
+// with "<resource>/".
+func (s *Store) List(prefix string) ([]*Object, uint64) {
+	s.mu.RLock()
+	m := s.committed[ResourceOf(prefix)]
+	out := make([]*Object, 0, len(m))
+	for k, o := range m {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, o)
+		}
+	}
+	rv := s.doneRV
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, rv
+}
+
+// CurrentRV returns the last committed resourceVersion.
+func (s *Store) CurrentRV() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.doneRV
+}
+
+// Decode returns a new typed copy of o.
+func (s *Store) Decode(o *Object) (runtime.Object, error) {
+	return s.codec.Decode(o.Key, o.Raw)
+}
+
+// UpdateFunc computes the next state of a key from its current state. cur is
+// nil when the key is absent; it is the caller's own copy and may be modified
+// and returned. Returning nil deletes the key; a result that encodes to the
+// stored bytes is no change. It may be called more than once and must have no
+// side effects.
+type UpdateFunc func(cur runtime.Object) (runtime.Object, error)
+
+// Update applies fn to the latest state of key and durably stores the result.
+// It returns the stored object (a tombstone carrying the deletion's
+// resourceVersion for a delete) and its typed form.
+func (s *Store) Update(ctx context.Context, key string, fn UpdateFunc) (*Object, runtime.Object, error) {
+	for {
+		s.mu.RLock()
+		cur := s.latest[key]
+		s.mu.RUnlock()
+		var curObj runtime.Object
+		if cur != nil {
+			var err error
+			if curObj, err = s.codec.Decode(key, cur.Raw); err != nil {
+				return nil, nil, fmt.Errorf("decode %s: %w", key, err)
+			}
+		}
+		next, err := fn(curObj)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cur == nil && next == nil {
+			return nil, nil, nil
+		}
+		ev := Event{Prev: cur}
+		typed := next
+		if next == nil {
+			ev.Type = watch.Deleted
+			typed = curObj
+		} else if cur == nil {
+			ev.Type = watch.Added
+		} else {
+			ev.Type = watch.Modified
+			if same, err := s.sameAs(cur, next); err != nil {
+				return nil, nil, err
+			} else if same {
+				return cur, curObj, nil
+			}
+		}
+		lbls, flds := s.codec.Index(key, typed)
+		acc, err := meta.Accessor(typed)
+		if err != nil {
+			return nil, nil, err
+		}
+
+		s.mu.Lock()
+		if s.latest[key] != cur {
+			s.mu.Unlock()
+			continue
+		}
+		if err := s.writable(); err != nil {
+			s.mu.Unlock()
+			return nil, nil, err
+		}
+		rv := s.rv + 1
+		acc.SetResourceVersion(strconv.FormatUint(rv, 10))
+		raw, err := s.codec.Encode(typed)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, nil, fmt.Errorf("encode %s: %w", key, err)
+		}
+		s.rv = rv
+		o := &Object{Key: key, RV: rv, Raw: raw, Labels: lbls, Fields: flds}
+		ev.Object = o
+		if next == nil {
+			delete(s.latest, key)
+		} else {
+			s.latest[key] = o
+		}
+		p := &pendingWrite{ev: ev, done: make(chan error, 1)}
+		s.queue = append(s.queue, p)
+		s.mu.Unlock()
+		s.wake()
+
+		// The write is ordered: it completes even if ctx ends, so wait for it.
+		if err := <-p.done; err != nil {
+			return nil, nil, err
+		}
+		return o, typed, nil
+	}
+}
+
+// sameAs reports whether next encodes to the same bytes as cur.
+func (s *Store) sameAs(cur *Object, next runtime.Object) (bool, error) {
+	acc, err := meta.Accessor(next)
+	if err != nil {
+		return false, err
+	}
+	acc.SetResourceVersion(strconv.FormatUint(cur.RV, 10))
+	raw, err := s.codec.Encode(next)
+	if err != nil {
+		return false, fmt.Errorf("encode %s: %w", cur.Key, err)
+	}
+	return bytes.Equal(raw, cur.Raw), nil
+}
+
+func (s *Store) writable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.broken != nil {
+		return fmt.Errorf("store failed: %w", s.broken)
+	}
+	return nil
+}
+
+func (s *Store) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Store) commitLoop() {
+	defer close(s.stopped)
+	for range s.kick {
+		s.mu.Lock()
+		batch := s.queue
+		s.queue = nil
+		closed := s.closed
+		s.mu.Unlock()
+		if len(batch) > 0 {
+			s.commit(batch)
+		}
+		if closed {
+			s.mu.Lock()
+			rest := s.queue
+			s.queue = nil
+			s.mu.Unlock()
+			if len(rest) > 0 {
+				s.commit(rest)
+			}
+			return
+		}
+	}
+}
+
+func (s *Store) commit(batch []*pendingWrite) {
+	last := batch[len(batch)-1].ev.Object.RV
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketObjects)
+		for _, p := range batch {
+			k := []byte(p.ev.Object.Key)
+			if p.ev.Type == watch.Deleted {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := b.Put(k, p.ev.Object.Raw); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyRV, []byte(strconv.FormatUint(last, 10)))
+	})
+	s.mu.Lock()
+	if err != nil {
+		s.broken = err
+	} else {
+		for _, p := range batch {
+			o := p.ev.Object
+			if p.ev.Type == watch.Deleted {
+				delete(s.committed[ResourceOf(o.Key)], o.Key)
+			} else {
+				s.putCommitted(o)
+			}
+			s.log.append(p.ev)
+		}
+		s.doneRV = last
+		close(s.notify)
+		s.notify = make(chan struct{})
+	}
+	s.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("commit: %w", err)
+	}
+	for _, p := range batch {
+		p.done <- err
+	}
+}
+
+// Select returns the committed objects under prefix that match, unsorted.
+func (s *Store) Select(prefix string, match func(*Object) bool) []*Object {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*Object
+	for k, o := range s.committed[ResourceOf(prefix)] {
+		if strings.HasPrefix(k, prefix) && match(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
