@@ -46,6 +46,13 @@ func (e *ExitError) Error() string {
 // ExitStatus returns the exit code (the shape remotecommand's streaming callers look for).
 func (e *ExitError) ExitStatus() int { return e.Code }
 
+// Exited reports that the command ran to its end; with String, it lets the streaming server report the
+// exit code to the client.
+func (e *ExitError) Exited() bool { return true }
+
+// String is the error text.
+func (e *ExitError) String() string { return e.Error() }
+
 type execOptions struct {
 	cmd     []string
 	stdin   io.Reader

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/containers"
@@ -23,6 +24,7 @@ const (
 	labelReason     = "io.nodeagent.reason"
 	labelMessage    = "io.nodeagent.message"
 	labelStopped    = "io.nodeagent.stopped" // sandbox: "true" once StopPodSandbox ran
+	labelIPs        = "io.nodeagent.ips"     // sandbox: comma-separated pod IPs, IPv4 first
 
 	kindSandbox   = "sandbox"
 	kindContainer = "container"
@@ -45,7 +47,7 @@ type sandboxMeta struct {
 	HostNetwork  bool                           `json:"hostNetwork,omitempty"`
 	HostPID      bool                           `json:"hostPID,omitempty"`
 	HostIPC      bool                           `json:"hostIPC,omitempty"`
-	IPs          []string                       `json:"ips,omitempty"`
+	IPs          []string                       `json:"-"` // from labelIPs
 	CgroupParent string                         `json:"cgroupParent,omitempty"`
 	Ports        []*runtimeapi.PortMapping      `json:"ports,omitempty"`
 	Handler      string                         `json:"handler,omitempty"`
@@ -88,6 +90,9 @@ func decodeSandboxMeta(c containers.Container) (*sandboxMeta, error) {
 	var m sandboxMeta
 	if err := decodeExtension(c, &m); err != nil {
 		return nil, err
+	}
+	if ips := c.Labels[labelIPs]; ips != "" {
+		m.IPs = strings.Split(ips, ",")
 	}
 	return &m, nil
 }

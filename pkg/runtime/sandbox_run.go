@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/containerd/containerd"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
@@ -64,6 +65,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		}
 	}()
 
+	// The network is set up while the pause container starts: neither needs the other until the IPs are
+	// recorded, and both mostly wait on other processes.
+	var waitNetwork func() networkResult
 	if !meta.HostNetwork {
 		meta.NetnsName = "nodeagent-" + id[:16]
 		path, err := cni.CreateNetns(meta.NetnsName)
@@ -76,12 +80,12 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 				_ = cni.DeleteNetns(meta.NetnsName)
 			}
 		}()
-		ips, err := r.cfg.Network.Setup(ctx, id, path, cniPod(meta))
-		if err != nil {
-			return "", fmt.Errorf("run pod sandbox for %s: setup network: %w", podRef, err)
-		}
+		waitNetwork = r.setupNetwork(ctx, id, meta)
 		defer func() {
-			if retErr != nil {
+			if retErr == nil {
+				return
+			}
+			if res := waitNetwork(); res.err == nil {
 				cctx, cancel := r.cleanupContext(ctx)
 				defer cancel()
 				if err := r.cfg.Network.Teardown(cctx, id, path, cniPod(meta)); err != nil {
@@ -89,18 +93,14 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 				}
 			}
 		}()
-		for _, ip := range ips {
-			meta.IPs = append(meta.IPs, ip.String())
-		}
 	}
 
-	specOpts := r.sandboxSpecOpts(id, meta, config, image)
 	cont, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(image),
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
 		containerd.WithNewSnapshot(id, image),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
-		containerd.WithNewSpec(specOpts...),
+		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, image)...),
 		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox}),
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
@@ -128,8 +128,44 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if err := task.Start(ctx); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, err)
 	}
+	if waitNetwork != nil {
+		res := waitNetwork()
+		if res.err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: setup network: %w", podRef, res.err)
+		}
+		if _, err := cont.SetLabels(ctx, map[string]string{labelIPs: strings.Join(res.ips, ",")}); err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: record IPs: %w", podRef, err)
+		}
+		meta.IPs = res.ips
+	}
 	logger(ctx).V(2).Info("Started pod sandbox", "pod", podRef, "sandbox", id, "ips", meta.IPs)
 	return id, nil
+}
+
+type networkResult struct {
+	ips []string
+	err error
+}
+
+// setupNetwork attaches the sandbox's namespace to the pod network in the background; the function it
+// returns waits for the result, and may be called again.
+func (r *Runtime) setupNetwork(ctx context.Context, id string, meta *sandboxMeta) func() networkResult {
+	ch := make(chan networkResult, 1)
+	pod := cniPod(meta)
+	go func() {
+		ips, err := r.cfg.Network.Setup(ctx, id, meta.NetnsPath, pod)
+		res := networkResult{err: err}
+		for _, ip := range ips {
+			res.ips = append(res.ips, ip.String())
+		}
+		ch <- res
+	}()
+	var once sync.Once
+	var res networkResult
+	return func() networkResult {
+		once.Do(func() { res = <-ch })
+		return res
+	}
 }
 
 func cniPod(meta *sandboxMeta) cni.Pod {

@@ -24,10 +24,11 @@ type backend struct {
 	ns string
 }
 
-// backends returns the built-in runtime and containerd's CRI plugin, both on the host's nodeagent containerd.
+// backends returns the built-in runtime called in-process, the same runtime through our CRI socket, and
+// containerd's CRI plugin, all on the host's nodeagent containerd.
 func backends(t *testing.T) []backend {
 	t.Helper()
-	return []backend{builtinBackend(t), remoteBackend(t)}
+	return []backend{builtinBackend(t), grpcBackend(t), remoteBackend(t)}
 }
 
 func builtinBackend(t *testing.T) backend {

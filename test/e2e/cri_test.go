@@ -43,10 +43,7 @@ func TestPodToPodTCP(t *testing.T) {
 // A hostPort published by a pod answers on the host's loopback.
 func TestHostPortFromLoopback(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		hostPort := int32(18080)
-		if b.name != "builtin" {
-			hostPort = 18081
-		}
+		hostPort := map[string]int32{"builtin": 18080, "builtin-grpc": 18081, "cri-plugin": 18082}[b.name]
 		p := runPod(t, b, "hostport", func(c *runtimeapi.PodSandboxConfig) {
 			c.PortMappings = []*runtimeapi.PortMapping{{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 8080, HostPort: hostPort}}
 		})

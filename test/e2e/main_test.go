@@ -3,9 +3,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
+	"time"
+
+	cri "k8s.io/cri-api/pkg/apis"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/runtime"
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
 // Host paths hack/setup.sh creates.
@@ -28,5 +36,47 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "containerd is not running at %s: run `sudo make setup` first\n", containerdSock)
 		os.Exit(1)
 	}
+	if err := removeLeftovers(); err != nil {
+		fmt.Fprintln(os.Stderr, "remove pods left by an interrupted run:", err)
+		os.Exit(1)
+	}
 	os.Exit(m.Run())
+}
+
+// removeLeftovers removes the test and benchmark pods an interrupted earlier run left behind, from both the
+// built-in runtime's and the CRI plugin's namespaces, so that every run starts from the same host state.
+func removeLeftovers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt, err := runtime.New(ctx, runtime.Config{
+		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/e2e-state",
+		FIFODir: "/run/nodeagent/e2e-fifo/leftovers", PauseImage: pauseImage, PauseImageArchive: pauseArchive,
+		Network: cni.New(cni.Config{ConfDir: cniConfDir, BinDirs: []string{cniBinDir}}),
+	})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	plugin, _, err := remote.Connect(containerdSock, time.Minute)
+	if err != nil {
+		return err
+	}
+	for _, svc := range []cri.RuntimeService{rt, plugin} {
+		sbs, err := svc.ListPodSandbox(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, sb := range sbs {
+			if ns := sb.GetMetadata().GetNamespace(); ns != "e2e" && ns != "bench" {
+				continue
+			}
+			if err := svc.StopPodSandbox(ctx, sb.Id); err != nil {
+				return err
+			}
+			if err := svc.RemovePodSandbox(ctx, sb.Id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

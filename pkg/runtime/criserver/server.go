@@ -18,6 +18,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// maxMsgSize is the largest message served or accepted, as CRI clients (the kubelet, crictl) allow.
+const maxMsgSize = 16 << 20
+
 // DefaultShutdownTimeout bounds how long Serve waits for in-flight calls once its context is done.
 const DefaultShutdownTimeout = 10 * time.Second
 
@@ -72,7 +75,7 @@ func (s *Server) Serve(ctx context.Context, socketPath string) error {
 	}
 	defer os.Remove(socketPath)
 
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMsgSize), grpc.MaxSendMsgSize(maxMsgSize))
 	runtimeapi.RegisterRuntimeServiceServer(srv, s)
 	runtimeapi.RegisterImageServiceServer(srv, s)
 	serveErr := make(chan error, 1)

@@ -1,0 +1,49 @@
+# The node agent's make targets. `sudo make run` and `sudo make test` are what a new user types; CI runs
+# `make test` as root on a fresh Debian host.
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+BIN := bin
+E2E_TIMEOUT ?= 30m
+
+.PHONY: all build setup run test test-unit test-e2e bench fmt vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/kubelet ./cmd/kubelet
+	$(GO) build -o $(BIN)/apiserver ./cmd/apiserver
+
+# Idempotent host set-up: packages, our own containerd, CNI config, the pause and busybox images.
+setup:
+	hack/setup.sh
+
+# A standalone node in the foreground, with the lightweight API server in-process.
+run: setup build
+	$(BIN)/kubelet
+
+# Everything CI runs: unit tests, then the end-to-end suite on real containerd, runc, CNI and cgroups.
+test: test-unit test-e2e
+
+# Unit tests; no root needed.
+test-unit: vet
+	$(GO) test -count=1 ./...
+
+# End-to-end tests; root, and sets the host up first.
+test-e2e: setup
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+# Benchmarks: each figure on its own line as "name: value unit".
+bench: setup
+	$(GO) run ./hack/bench runtime
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

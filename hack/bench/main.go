@@ -1,0 +1,34 @@
+// Command bench measures the node agent and prints each figure on its own line as "name: value unit", beside
+// a reference measured in the same run, since the machines it runs on are noisy.
+//
+//	go run ./hack/bench runtime   # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
+//
+// It needs root and a host prepared by hack/setup.sh.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench runtime")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	var err error
+	switch os.Args[1] {
+	case "runtime":
+		err = benchRuntime(ctx)
+	default:
+		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/runtime"
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
+)
+
+const (
+	containerdSock = "/run/nodeagent/containerd/containerd.sock"
+	benchPods      = 30
+)
+
+// podTiming is how long each step of starting one pod took.
+type podTiming struct{ sandbox, create, start, total time.Duration }
+
+// benchRuntime starts 30 pods one at a time and 30 at once on the built-in runtime and on containerd's CRI
+// plugin (the reference), and prints p50/p99 per step, pods/s, and the built-in/CRI-plugin ratios.
+func benchRuntime(ctx context.Context) error {
+	builtin, err := runtime.New(ctx, runtime.Config{
+		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/bench/state",
+		FIFODir: "/run/nodeagent/bench-fifo", PauseImage: "localhost/pause:3.10",
+		PauseImageArchive: "/var/lib/nodeagent/images/pause.tar", ImageFsDir: "/var/lib/nodeagent/containerd",
+		Network: cni.New(cni.Config{ConfDir: "/etc/nodeagent/cni/net.d", BinDirs: []string{"/usr/lib/cni"}}),
+	})
+	if err != nil {
+		return err
+	}
+	defer builtin.Close()
+	plugin, _, err := remote.Connect(containerdSock, time.Minute)
+	if err != nil {
+		return err
+	}
+	results := map[string]map[string][]podTiming{}
+	walls := map[string]time.Duration{}
+	// Alternate the backends so that neither always runs on a warmer machine.
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, b := range []struct {
+			name string
+			rt   cri.RuntimeService
+		}{{"builtin", builtin}, {"criplugin", plugin}} {
+			ts, wall, err := runPods(ctx, b.rt, mode == "parallel")
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", b.name, mode, err)
+			}
+			if results[b.name] == nil {
+				results[b.name] = map[string][]podTiming{}
+			}
+			results[b.name][mode] = ts
+			walls[b.name+"_"+mode] = wall
+		}
+	}
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, name := range []string{"builtin", "criplugin"} {
+			ts := results[name][mode]
+			for _, step := range []string{"sandbox", "create", "start", "pod"} {
+				ds := stepDurations(ts, step)
+				fmt.Printf("runtime_%s_%s_%s_p50: %.1f ms\n", name, mode, step, ms(percentile(ds, 50)))
+				fmt.Printf("runtime_%s_%s_%s_p99: %.1f ms\n", name, mode, step, ms(percentile(ds, 99)))
+			}
+			fmt.Printf("runtime_%s_%s_pods_per_second: %.1f pods/s\n", name, mode, float64(len(ts))/walls[name+"_"+mode].Seconds())
+		}
+		b, p := stepDurations(results["builtin"][mode], "pod"), stepDurations(results["criplugin"][mode], "pod")
+		fmt.Printf("runtime_%s_pod_p50_ratio_builtin_vs_criplugin: %.2f x\n", mode, ratio(percentile(b, 50), percentile(p, 50)))
+		fmt.Printf("runtime_%s_pod_p99_ratio_builtin_vs_criplugin: %.2f x\n", mode, ratio(percentile(b, 99), percentile(p, 99)))
+		fmt.Printf("runtime_%s_throughput_ratio_builtin_vs_criplugin: %.2f x\n", mode,
+			walls["criplugin_"+mode].Seconds()/walls["builtin_"+mode].Seconds())
+	}
+	return nil
+}
+
+// runPods starts benchPods pods (sandbox + one container), then stops and removes them.
+func runPods(ctx context.Context, rt cri.RuntimeService, parallel bool) ([]podTiming, time.Duration, error) {
+	timings := make([]podTiming, benchPods)
+	sandboxes := make([]string, benchPods)
+	errs := make([]error, benchPods)
+	one := func(i int) {
+		timings[i], sandboxes[i], errs[i] = startPod(ctx, rt, i)
+	}
+	begin := time.Now()
+	if parallel {
+		var wg sync.WaitGroup
+		for i := 0; i < benchPods; i++ {
+			wg.Add(1)
+			go func(i int) { defer wg.Done(); one(i) }(i)
+		}
+		wg.Wait()
+	} else {
+		for i := 0; i < benchPods; i++ {
+			one(i)
+		}
+	}
+	wall := time.Since(begin)
+	for _, id := range sandboxes {
+		if id == "" {
+			continue
+		}
+		_ = rt.StopPodSandbox(ctx, id)
+		_ = rt.RemovePodSandbox(ctx, id)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return timings, wall, nil
+}
+
+func startPod(ctx context.Context, rt cri.RuntimeService, i int) (podTiming, string, error) {
+	uid := uuid.NewString()
+	name := fmt.Sprintf("bench-%d", i)
+	sb := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench", Uid: uid},
+		Hostname:     name,
+		LogDirectory: filepath.Join("/var/log/pods", "bench_"+name+"_"+uid),
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/nodeagent-bench/pod" + uid},
+	}
+	var t podTiming
+	t0 := time.Now()
+	id, err := rt.RunPodSandbox(ctx, sb, "")
+	if err != nil {
+		return t, "", err
+	}
+	t1 := time.Now()
+	cid, err := rt.CreateContainer(ctx, id, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+		Image:    &runtimeapi.ImageSpec{Image: "localhost/busybox:1.35"},
+		Command:  []string{"sleep", "3600"},
+		LogPath:  "app/0.log",
+	}, sb)
+	if err != nil {
+		return t, id, err
+	}
+	t2 := time.Now()
+	if err := rt.StartContainer(ctx, cid); err != nil {
+		return t, id, err
+	}
+	t3 := time.Now()
+	return podTiming{sandbox: t1.Sub(t0), create: t2.Sub(t1), start: t3.Sub(t2), total: t3.Sub(t0)}, id, nil
+}
+
+func stepDurations(ts []podTiming, step string) []time.Duration {
+	out := make([]time.Duration, 0, len(ts))
+	for _, t := range ts {
+		switch step {
+		case "sandbox":
+			out = append(out, t.sandbox)
+		case "create":
+			out = append(out, t.create)
+		case "start":
+			out = append(out, t.start)
+		default:
+			out = append(out, t.total)
+		}
+	}
+	return out
+}
+
+// percentile returns the p-th percentile (nearest rank) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	idx := int(float64(len(s))*p/100+0.5) - 1
+	if idx < 0 {
+		idx = 0
+	}
+	if idx >= len(s) {
+		idx = len(s) - 1
+	}
+	return s[idx]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
