@@ -17,7 +17,7 @@ REPO_DIR=$(dirname "$HACK_DIR")
 POD_CIDR=${POD_CIDR:-10.88.0.0/16}
 NODEAGENT_SKIP_APT=${NODEAGENT_SKIP_APT:-0}
 CONTAINERD_START_TIMEOUT=${CONTAINERD_START_TIMEOUT:-30}
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 iptables)
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 iptables docker-registry)
 
 # sudo resets PATH; Go lives in /usr/local/go/bin on these hosts.
 export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"

@@ -21,7 +21,7 @@ const maxLogLine = 16 * 1024
 type logFile struct {
 	mu    sync.Mutex
 	path  string
-	f     *os.File
+	w     io.WriteCloser // the open log file; nil when the container has no log path
 	clock clock.PassiveClock
 }
 
@@ -49,8 +49,8 @@ func (l *logFile) reopen() error {
 		return fmt.Errorf("open log %s: %w", l.path, err)
 	}
 	l.mu.Lock()
-	old := l.f
-	l.f = f
+	old := l.w
+	l.w = f
 	l.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
@@ -61,7 +61,7 @@ func (l *logFile) reopen() error {
 func (l *logFile) record(stream string, partial bool, line []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.w == nil {
 		return
 	}
 	tag := "F"
@@ -78,15 +78,15 @@ func (l *logFile) record(stream string, partial bool, line []byte) {
 	b.WriteByte(' ')
 	b.Write(line)
 	b.WriteByte('\n')
-	_, _ = l.f.Write(b.Bytes())
+	_, _ = l.w.Write(b.Bytes())
 }
 
 func (l *logFile) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f != nil {
-		_ = l.f.Close()
-		l.f = nil
+	if l.w != nil {
+		_ = l.w.Close()
+		l.w = nil
 	}
 }
 

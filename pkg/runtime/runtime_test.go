@@ -1,0 +1,159 @@
+package runtime
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/typeurl/v2"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestCredentials(t *testing.T) {
+	tests := []struct {
+		name           string
+		auth           *runtimeapi.AuthConfig
+		host           string
+		user, password string
+	}{
+		{"none", nil, "127.0.0.1:5000", "", ""},
+		{"plain host", &runtimeapi.AuthConfig{Username: "u", Password: "p", ServerAddress: "127.0.0.1:5000"}, "127.0.0.1:5000", "u", "p"},
+		{"url", &runtimeapi.AuthConfig{Username: "u", Password: "p", ServerAddress: "http://127.0.0.1:5000/v2/"}, "127.0.0.1:5000", "u", "p"},
+		{"other host", &runtimeapi.AuthConfig{Username: "u", Password: "p", ServerAddress: "registry.example"}, "127.0.0.1:5000", "", ""},
+		{"docker hub alias", &runtimeapi.AuthConfig{Username: "u", Password: "p", ServerAddress: "docker.io"}, "registry-1.docker.io", "u", "p"},
+		{"auth field", &runtimeapi.AuthConfig{Auth: "dTpw"}, "h", "u", "p"},
+		{"identity token", &runtimeapi.AuthConfig{IdentityToken: "tok"}, "h", "", "tok"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, p, err := credentials(tc.auth, tc.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u != tc.user || p != tc.password {
+				t.Fatalf("got %q/%q, want %q/%q", u, p, tc.user, tc.password)
+			}
+		})
+	}
+	if _, _, err := credentials(&runtimeapi.AuthConfig{Auth: "!!"}, "h"); err == nil {
+		t.Fatal("a malformed auth field gave no error")
+	}
+}
+
+func TestExitReason(t *testing.T) {
+	tests := []struct {
+		code uint32
+		oom  bool
+		want string
+	}{
+		{0, false, "Completed"},
+		{1, false, "Error"},
+		{137, false, "Error"},
+		{137, true, "OOMKilled"},
+	}
+	for _, tc := range tests {
+		if got := exitReason(tc.code, tc.oom); got != tc.want {
+			t.Errorf("exitReason(%d, %v) = %q, want %q", tc.code, tc.oom, got, tc.want)
+		}
+	}
+}
+
+func TestStreamWriterCRIFormat(t *testing.T) {
+	var file, attached bytes.Buffer
+	l := &logFile{w: nopCloser{&file}, clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))}
+	w := &streamWriter{log: l, stream: "stdout", fanout: &fanout{}}
+	defer w.fanout.add(&attached)()
+
+	_, _ = w.Write([]byte("one\ntw"))
+	_, _ = w.Write([]byte("o\n" + strings.Repeat("x", maxLogLine+5)))
+	_ = w.Close()
+
+	want := []string{
+		"2026-01-02T03:04:05.000000006Z stdout F one",
+		"2026-01-02T03:04:05.000000006Z stdout F two",
+		"2026-01-02T03:04:05.000000006Z stdout P " + strings.Repeat("x", maxLogLine),
+		"2026-01-02T03:04:05.000000006Z stdout F xxxxx",
+	}
+	if got := file.String(); got != strings.Join(want, "\n")+"\n" {
+		t.Fatalf("log:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	if attached.String() != "one\ntwo\n"+strings.Repeat("x", maxLogLine+5) {
+		t.Fatalf("attached reader got %d bytes of the wrong content", attached.Len())
+	}
+}
+
+func TestResolvContent(t *testing.T) {
+	got, err := resolvContent(&runtimeapi.DNSConfig{Servers: []string{"10.0.0.10"}, Searches: []string{"ns.svc.cluster.local", "svc.cluster.local"}, Options: []string{"ndots:5"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "search ns.svc.cluster.local svc.cluster.local\nnameserver 10.0.0.10\noptions ndots:5\n"
+	if got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestCgroupsPath(t *testing.T) {
+	if got := cgroupsPath("/kubepods/burstable/pod1", "abc"); got != "/kubepods/burstable/pod1/abc" {
+		t.Errorf("cgroupfs: %q", got)
+	}
+	if got := cgroupsPath("kubepods-burstable-pod1.slice", "abc"); got != "kubepods-burstable-pod1.slice:nodeagent:abc" {
+		t.Errorf("systemd: %q", got)
+	}
+}
+
+func TestViewContainerState(t *testing.T) {
+	meta := &containerMeta{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, SandboxID: "sb"}
+	ext, err := typeurl.MarshalAny(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(labels map[string]string) containers.Container {
+		return containers.Container{ID: "id", Labels: labels, Extensions: map[string]typeurl.Any{extensionMeta: ext}}
+	}
+	exited := timestamppb.New(time.Unix(100, 0))
+	tests := []struct {
+		name   string
+		labels map[string]string
+		task   *task.Process
+		state  runtimeapi.ContainerState
+		code   int32
+		reason string
+	}{
+		{"created, no task", nil, nil, runtimeapi.ContainerState_CONTAINER_CREATED, 0, ""},
+		{"running", map[string]string{labelStartedAt: "1"}, &task.Process{Status: task.Status_RUNNING}, runtimeapi.ContainerState_CONTAINER_RUNNING, 0, ""},
+		{"exit recorded", map[string]string{labelStartedAt: "1", labelFinishedAt: "2", labelExitCode: "3", labelReason: "Error"}, nil, runtimeapi.ContainerState_CONTAINER_EXITED, 3, "Error"},
+		{"stopped, not yet recorded", map[string]string{labelStartedAt: "1"}, &task.Process{Status: task.Status_STOPPED, ExitStatus: 0, ExitedAt: exited}, runtimeapi.ContainerState_CONTAINER_EXITED, 0, "Completed"},
+		{"task vanished", map[string]string{labelStartedAt: "1"}, nil, runtimeapi.ContainerState_CONTAINER_EXITED, 255, "Unknown"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := viewContainer(rec(tc.labels), tc.task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.state != tc.state || v.exitCode != tc.code || v.reason != tc.reason {
+				t.Fatalf("got %v exit %d %q, want %v exit %d %q", v.state, v.exitCode, v.reason, tc.state, tc.code, tc.reason)
+			}
+		})
+	}
+}
+
+func TestKeyedMutexReleasesEntries(t *testing.T) {
+	var k keyedMutex
+	unlock := k.lock("a")
+	unlock()
+	if len(k.locks) != 0 {
+		t.Fatalf("entries left: %d", len(k.locks))
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
