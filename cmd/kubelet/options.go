@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// options are the kubelet's flags. Defaults are upstream's unless the flag is ours.
+type options struct {
+	kubeconfig      string
+	adminKubeconfig string
+	apiserverDir    string
+	apiserverPort   int
+
+	hostnameOverride string
+	nodeIP           string
+	rootDir          string
+	podLogsDir       string
+	podManifestPath  string
+	maxPods          int
+	cgroupDriver     string
+	cgroupRoot       string
+	podMaxPIDs       int64
+	registerNode     bool
+
+	runtimeEndpoint   string // remote CRI; empty means the built-in runtime
+	containerdAddress string
+	containerdNS      string
+	criSocket         string // where the built-in runtime is served over CRI; empty disables
+	cniConfDir        string
+	cniBinDir         string
+	pauseImage        string
+	pauseImageArchive string
+
+	healthzPort       int
+	port              int
+	address           string
+	syncFrequency     time.Duration
+	imagePullParallel int
+
+	version bool
+}
+
+func defaultOptions() *options {
+	return &options{
+		adminKubeconfig:   "/var/lib/kubelet/admin.kubeconfig",
+		apiserverDir:      "/var/lib/kubelet/apiserver",
+		apiserverPort:     6443,
+		rootDir:           "/var/lib/kubelet",
+		podLogsDir:        "/var/log/pods",
+		maxPods:           110,
+		cgroupDriver:      "cgroupfs",
+		cgroupRoot:        "/",
+		podMaxPIDs:        -1,
+		registerNode:      true,
+		containerdAddress: "/run/nodeagent/containerd/containerd.sock",
+		containerdNS:      "nodeagent",
+		criSocket:         "/run/nodeagent/runtime.sock",
+		cniConfDir:        "/etc/nodeagent/cni/net.d",
+		cniBinDir:         "/usr/lib/cni",
+		pauseImage:        "localhost/pause:3.10",
+		pauseImageArchive: "/var/lib/nodeagent/images/pause.tar",
+		healthzPort:       10248,
+		port:              10250,
+		address:           "127.0.0.1",
+		syncFrequency:     time.Minute,
+		imagePullParallel: 5,
+	}
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the API server to join. Empty: start the lightweight API server in-process and run a standalone node.")
+	fs.StringVar(&o.adminKubeconfig, "admin-kubeconfig", o.adminKubeconfig, "Standalone node: where to write the admin kubeconfig for kubectl.")
+	fs.StringVar(&o.apiserverDir, "apiserver-data-dir", o.apiserverDir, "Standalone node: the lightweight API server's store and certificates.")
+	fs.IntVar(&o.apiserverPort, "apiserver-port", o.apiserverPort, "Standalone node: the lightweight API server's port on 127.0.0.1 (0 picks a free one).")
+	fs.StringVar(&o.hostnameOverride, "hostname-override", o.hostnameOverride, "Node name; defaults to the hostname.")
+	fs.StringVar(&o.nodeIP, "node-ip", o.nodeIP, "IP address of the node; found on the host when empty.")
+	fs.StringVar(&o.rootDir, "root-dir", o.rootDir, "Directory for the kubelet's files (pod directories, state).")
+	fs.StringVar(&o.podLogsDir, "pod-logs-dir", o.podLogsDir, "Directory for container logs.")
+	fs.StringVar(&o.podManifestPath, "pod-manifest-path", o.podManifestPath, "Directory of static pod manifests (YAML or JSON); empty disables.")
+	fs.IntVar(&o.maxPods, "max-pods", o.maxPods, "Most pods this node runs.")
+	fs.StringVar(&o.cgroupDriver, "cgroup-driver", o.cgroupDriver, "cgroupfs or systemd.")
+	fs.StringVar(&o.cgroupRoot, "cgroup-root", o.cgroupRoot, "Cgroup under which the kubepods tree is created.")
+	fs.Int64Var(&o.podMaxPIDs, "pod-max-pids", o.podMaxPIDs, "Most processes in one pod; -1 means no limit.")
+	fs.BoolVar(&o.registerNode, "register-node", o.registerNode, "Register the node with the API server.")
+	fs.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", o.runtimeEndpoint, "Remote CRI runtime socket (e.g. unix:///run/containerd/containerd.sock). Empty: the built-in runtime.")
+	fs.StringVar(&o.containerdAddress, "containerd-address", o.containerdAddress, "Built-in runtime: containerd's socket.")
+	fs.StringVar(&o.containerdNS, "containerd-namespace", o.containerdNS, "Built-in runtime: the containerd namespace for pods and images.")
+	fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "Built-in runtime: serve it over CRI on this unix socket (mode 0600) for crictl; empty disables.")
+	fs.StringVar(&o.cniConfDir, "cni-conf-dir", o.cniConfDir, "Built-in runtime: directory of the CNI network configuration.")
+	fs.StringVar(&o.cniBinDir, "cni-bin-dir", o.cniBinDir, "Built-in runtime: directories of CNI plugins, comma-separated.")
+	fs.StringVar(&o.pauseImage, "pod-infra-container-image", o.pauseImage, "Built-in runtime: the pause image.")
+	fs.StringVar(&o.pauseImageArchive, "pod-infra-container-image-archive", o.pauseImageArchive, "Built-in runtime: OCI archive imported when the pause image is missing.")
+	fs.IntVar(&o.healthzPort, "healthz-port", o.healthzPort, "Plain-HTTP /healthz port on 127.0.0.1; 0 disables.")
+	fs.IntVar(&o.port, "port", o.port, "HTTPS port of the kubelet's endpoint.")
+	fs.StringVar(&o.address, "address", o.address, "Address the kubelet's endpoint listens on.")
+	fs.DurationVar(&o.syncFrequency, "sync-frequency", o.syncFrequency, "Most time between two syncs of a running pod.")
+	fs.IntVar(&o.imagePullParallel, "max-parallel-image-pulls", o.imagePullParallel, "Most image pulls at once (one per image at a time).")
+	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
+}
+
+// validate checks the options and returns one error naming the first bad flag.
+func (o *options) validate() error {
+	switch {
+	case o.maxPods <= 0:
+		return fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
+	case o.cgroupDriver != "cgroupfs" && o.cgroupDriver != "systemd":
+		return fmt.Errorf("--cgroup-driver must be cgroupfs or systemd, got %q", o.cgroupDriver)
+	case o.nodeIP != "" && net.ParseIP(o.nodeIP) == nil:
+		return fmt.Errorf("--node-ip %q is not an IP address", o.nodeIP)
+	case o.nodeIP != "" && (net.ParseIP(o.nodeIP).IsUnspecified() || net.ParseIP(o.nodeIP).IsMulticast()):
+		return fmt.Errorf("--node-ip %q cannot be unspecified or multicast", o.nodeIP)
+	case o.port <= 0 || o.port > 65535:
+		return fmt.Errorf("--port must be in 1-65535, got %d", o.port)
+	case o.healthzPort < 0 || o.healthzPort > 65535:
+		return fmt.Errorf("--healthz-port must be in 0-65535, got %d", o.healthzPort)
+	case o.apiserverPort < 0 || o.apiserverPort > 65535:
+		return fmt.Errorf("--apiserver-port must be in 0-65535, got %d", o.apiserverPort)
+	case o.podMaxPIDs == 0 || o.podMaxPIDs < -1:
+		return fmt.Errorf("--pod-max-pids must be -1 or positive, got %d", o.podMaxPIDs)
+	case o.imagePullParallel <= 0:
+		return fmt.Errorf("--max-parallel-image-pulls must be positive, got %d", o.imagePullParallel)
+	case o.syncFrequency < time.Second:
+		return fmt.Errorf("--sync-frequency must be at least 1s, got %v", o.syncFrequency)
+	case o.rootDir == "":
+		return fmt.Errorf("--root-dir must not be empty")
+	}
+	if o.kubeconfig != "" {
+		if _, err := os.Stat(o.kubeconfig); err != nil {
+			return fmt.Errorf("--kubeconfig %q: %v", o.kubeconfig, err)
+		}
+	}
+	return nil
+}
+
+// nodeName is --hostname-override or the host name, lower-cased as upstream does.
+func (o *options) nodeName() (string, error) {
+	if o.hostnameOverride != "" {
+		return strings.ToLower(strings.TrimSpace(o.hostnameOverride)), nil
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("read hostname (set --hostname-override): %w", err)
+	}
+	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+func (o *options) cniBinDirs() []string {
+	var out []string
+	for _, d := range strings.Split(o.cniBinDir, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}

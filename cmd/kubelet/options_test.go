@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*options)
+		flag   string // "" means valid
+	}{
+		{"defaults", func(*options) {}, ""},
+		{"max pods zero", func(o *options) { o.maxPods = 0 }, "--max-pods"},
+		{"bad cgroup driver", func(o *options) { o.cgroupDriver = "cgroupv3" }, "--cgroup-driver"},
+		{"node ip garbage", func(o *options) { o.nodeIP = "10.0.0.300" }, "--node-ip"},
+		{"node ip unspecified", func(o *options) { o.nodeIP = "0.0.0.0" }, "--node-ip"},
+		{"node ip multicast", func(o *options) { o.nodeIP = "224.0.0.1" }, "--node-ip"},
+		{"node ip ok", func(o *options) { o.nodeIP = "192.0.2.10" }, ""},
+		{"port out of range", func(o *options) { o.port = 70000 }, "--port"},
+		{"pids zero", func(o *options) { o.podMaxPIDs = 0 }, "--pod-max-pids"},
+		{"sync too fast", func(o *options) { o.syncFrequency = time.Millisecond }, "--sync-frequency"},
+		{"missing kubeconfig", func(o *options) { o.kubeconfig = "/no/such/file" }, "--kubeconfig"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := defaultOptions()
+			tc.mutate(o)
+			err := o.validate()
+			if tc.flag == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.flag) {
+				t.Fatalf("error %v, want one naming %s", err, tc.flag)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	cri "k8s.io/cri-api/pkg/apis"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver"
+	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/runtime"
+	"github.com/nodeagent/kubelet/pkg/runtime/criserver"
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
+)
+
+// run builds the kubelet's pieces and runs them until ctx is done.
+func run(ctx context.Context, o *options) error {
+	logger := klog.FromContext(ctx)
+	nodeName, err := o.nodeName()
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{o.rootDir, o.podLogsDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+
+	rt, images, closeRuntime, err := startRuntime(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer closeRuntime()
+
+	restCfg, stopAPI, err := startAPI(ctx, o, nodeName)
+	if err != nil {
+		return err
+	}
+	defer stopAPI()
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("API client: %w", err)
+	}
+
+	logger.Info("Kubelet started", "node", nodeName, "apiserver", restCfg.Host)
+	return runNode(ctx, o, nodeName, client, rt, images)
+}
+
+// startRuntime connects to the remote CRI runtime, or starts the built-in one and serves it on the CRI socket.
+func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.ImageManagerService, func(), error) {
+	if o.runtimeEndpoint != "" {
+		rs, is, err := remote.Connect(o.runtimeEndpoint, remote.DefaultTimeout)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if _, err := rs.Version(ctx, "v1"); err != nil {
+			return nil, nil, nil, fmt.Errorf("--container-runtime-endpoint %s does not answer: %w", o.runtimeEndpoint, err)
+		}
+		return rs, is, func() {}, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rt, err := runtime.New(rctx, runtime.Config{
+		Address:           o.containerdAddress,
+		Namespace:         o.containerdNS,
+		StateDir:          filepath.Join(o.rootDir, "runtime"),
+		FIFODir:           "/run/nodeagent/fifo",
+		ImageFsDir:        filepath.Dir(o.containerdAddress),
+		PauseImage:        o.pauseImage,
+		PauseImageArchive: o.pauseImageArchive,
+		Network:           cni.New(cni.Config{ConfDir: o.cniConfDir, BinDirs: o.cniBinDirs(), CacheDir: filepath.Join(o.rootDir, "cni-cache")}),
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("built-in runtime (is containerd running at %s? `sudo make setup` starts it): %w", o.containerdAddress, err)
+	}
+	stream := criserver.NewStreamServer(rt, "127.0.0.1:0")
+	if err := stream.Start(); err != nil {
+		rt.Close()
+		return nil, nil, nil, fmt.Errorf("CRI streaming server: %w", err)
+	}
+	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan struct{})
+	if o.criSocket != "" {
+		srv := criserver.New(rt, rt)
+		go func() {
+			defer close(served)
+			if err := srv.Serve(sctx, o.criSocket); err != nil {
+				klog.FromContext(ctx).Error(err, "CRI socket stopped", "socket", o.criSocket)
+			}
+		}()
+		klog.FromContext(ctx).Info("Serving the built-in runtime over CRI", "socket", o.criSocket)
+	} else {
+		close(served)
+	}
+	return rt, rt, func() {
+		stopServe()
+		<-served
+		_ = stream.Stop()
+		_ = rt.Close()
+	}, nil
+}
+
+// startAPI returns the kubelet's API client configuration: from --kubeconfig, or from the lightweight API
+// server started in-process for a standalone node, whose admin kubeconfig it writes for kubectl.
+func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, func(), error) {
+	if o.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
+		return cfg, func() {}, nil
+	}
+	srv, err := apiserver.New(apiserver.Config{DataDir: o.apiserverDir, Port: o.apiserverPort})
+	if err != nil {
+		return nil, nil, fmt.Errorf("lightweight API server: %w", err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("lightweight API server: %w", err)
+	}
+	if err := srv.WriteAdminKubeconfig(o.adminKubeconfig); err != nil {
+		_ = srv.Stop()
+		return nil, nil, fmt.Errorf("--admin-kubeconfig: %w", err)
+	}
+	fmt.Printf("Standalone node %q: API server at %s\n", nodeName, srv.URL())
+	fmt.Printf("Admin kubeconfig: %s\n  kubectl --kubeconfig %s get pods\n", o.adminKubeconfig, o.adminKubeconfig)
+	cfg, err := srv.NodeClientConfig(nodeName)
+	if err != nil {
+		_ = srv.Stop()
+		return nil, nil, err
+	}
+	return cfg, func() {
+		if err := srv.Stop(); err != nil && !errors.Is(err, context.Canceled) {
+			klog.FromContext(ctx).Error(err, "Stopping the API server")
+		}
+	}, nil
+}
