@@ -104,3 +104,27 @@ func TestBrokenConfigIsReported(t *testing.T) {
 		t.Fatalf("Status() = %v, want ErrNoNetwork naming the file", err)
 	}
 }
+
+func TestPortmapSkippedWithoutPorts(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "10-test.conflist"), []byte(conflist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fx := &fakeExec{}
+	m := New(Config{ConfDir: dir, BinDirs: []string{"/fake"}, CacheDir: t.TempDir(), Exec: fx})
+	pod := Pod{Name: "web", Namespace: "default", UID: "u1"}
+	if _, err := m.Setup(context.Background(), "sb1", "/var/run/netns/x", pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Teardown(context.Background(), "sb1", "/var/run/netns/x", pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fx.calls {
+		if c.plugin == "portmap" {
+			t.Fatalf("portmap ran for a pod without ports: %+v", fx.calls)
+		}
+	}
+	if len(fx.calls) != 2 {
+		t.Fatalf("want bridge ADD and DEL, got %+v", fx.calls)
+	}
+}
