@@ -7,7 +7,7 @@ GO ?= go
 BIN := bin
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build setup run test test-unit test-e2e bench fmt vet clean
+.PHONY: all build setup run test test-unit test-e2e test-vm bench fmt vet clean
 
 all: build
 
@@ -23,8 +23,9 @@ setup:
 run: setup build
 	$(BIN)/kubelet
 
-# Everything CI runs: unit tests, then the end-to-end suite on real containerd, runc, CNI and cgroups.
-test: test-unit test-e2e
+# Everything CI runs: unit tests, the end-to-end suite on real containerd, runc, CNI and cgroup v1, and the
+# cgroup v2 checks in a VM.
+test: test-unit test-e2e test-vm
 
 # Unit tests; no root needed.
 test-unit: vet
@@ -33,6 +34,11 @@ test-unit: vet
 # End-to-end tests; root, and sets the host up first.
 test-e2e: setup
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+# pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, in a qemu guest (root; the first run builds
+# the guest image, a few minutes, cached in /var/cache/nodeagent/vm).
+test-vm:
+	hack/vm/test-cgroups.sh
 
 # Benchmarks: each figure on its own line as "name: value unit".
 bench: setup

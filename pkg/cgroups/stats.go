@@ -1,0 +1,228 @@
+package cgroups
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Stats are the usage figures of one cgroup (or of the node), read from
+// the cgroup files; the caller stamps them with its clock.
+type Stats struct {
+	// CPUUsageNanos is the cumulative CPU time used.
+	CPUUsageNanos uint64
+	// MemoryUsageBytes is the memory charged, page cache included.
+	MemoryUsageBytes uint64
+	// MemoryWorkingSetBytes is usage minus inactive file pages, the
+	// figure eviction and the summary API use.
+	MemoryWorkingSetBytes uint64
+	// MemoryRSSBytes is anonymous memory.
+	MemoryRSSBytes uint64
+	// Processes is the number of tasks (pids.current; for the node, the
+	// kernel's thread count).
+	Processes uint64
+}
+
+// PodStats reads the statistics of a pod's cgroup; ErrNotFound when the
+// pod has none.
+func (m *Manager) PodStats(ctx context.Context, uid types.UID) (Stats, error) {
+	name, err := m.podCgroup(uid)
+	if err != nil {
+		return Stats{}, err
+	}
+	st, err := m.cgroupStats(name)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats of pod %q: %w", uid, err)
+	}
+	return st, nil
+}
+
+// PodsStats reads the statistics of the pods cgroup: all pods together.
+func (m *Manager) PodsStats(ctx context.Context) (Stats, error) {
+	st, err := m.cgroupStats(m.podsName)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats of pods cgroup: %w", err)
+	}
+	return st, nil
+}
+
+// NodeStats reads the statistics of the whole node: the root cgroup's CPU
+// usage; memory from the root cgroup on v1 and from meminfo on v2 (whose
+// root cgroup has no memory.current); the kernel's thread count.
+func (m *Manager) NodeStats(ctx context.Context) (Stats, error) {
+	var st Stats
+	var err error
+	if m.layout.mode.unified() {
+		st.CPUUsageNanos, err = cpuUsageV2(m.cfg.Root)
+		if err == nil {
+			err = m.meminfoStats(&st)
+		}
+	} else {
+		st.CPUUsageNanos, err = readUint(filepath.Join(m.cfg.Root, "cpuacct"), "cpuacct.usage")
+		if err == nil {
+			err = memoryStatsV1(filepath.Join(m.cfg.Root, "memory"), &st)
+		}
+	}
+	if err == nil {
+		st.Processes, err = threadCount(m.cfg.ProcRoot)
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("node stats: %w", err)
+	}
+	return st, nil
+}
+
+func (m *Manager) cgroupStats(name cgroupName) (Stats, error) {
+	var st Stats
+	var err error
+	if m.layout.mode.unified() {
+		dir := m.layout.dir(name, "")
+		st.CPUUsageNanos, err = cpuUsageV2(dir)
+		if err == nil {
+			err = memoryStatsV2(dir, &st)
+		}
+		if err == nil {
+			st.Processes, err = readUint(dir, "pids.current")
+		}
+		return st, err
+	}
+	st.CPUUsageNanos, err = readUint(m.layout.dir(name, "cpuacct"), "cpuacct.usage")
+	if err == nil {
+		err = memoryStatsV1(m.layout.dir(name, "memory"), &st)
+	}
+	if err == nil {
+		st.Processes, err = readUint(m.layout.dir(name, "pids"), "pids.current")
+	}
+	return st, err
+}
+
+// memoryStatsV1 reads memory.usage_in_bytes and the hierarchical totals of
+// memory.stat.
+func memoryStatsV1(dir string, st *Stats) error {
+	usage, err := readUint(dir, "memory.usage_in_bytes")
+	if err != nil {
+		return err
+	}
+	kv, err := readKeyValues(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return err
+	}
+	st.MemoryUsageBytes = usage
+	st.MemoryWorkingSetBytes = workingSet(usage, kv["total_inactive_file"])
+	st.MemoryRSSBytes = kv["total_rss"]
+	return nil
+}
+
+// memoryStatsV2 reads memory.current and memory.stat.
+func memoryStatsV2(dir string, st *Stats) error {
+	usage, err := readUint(dir, "memory.current")
+	if err != nil {
+		return err
+	}
+	kv, err := readKeyValues(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return err
+	}
+	st.MemoryUsageBytes = usage
+	st.MemoryWorkingSetBytes = workingSet(usage, kv["inactive_file"])
+	st.MemoryRSSBytes = kv["anon"]
+	return nil
+}
+
+// meminfoStats fills node memory from /proc/meminfo.
+func (m *Manager) meminfoStats(st *Stats) error {
+	kv, err := readKeyValues(filepath.Join(m.cfg.ProcRoot, "meminfo"))
+	if err != nil {
+		return err
+	}
+	const kB = 1024
+	usage := (kv["MemTotal:"] - min(kv["MemFree:"], kv["MemTotal:"])) * kB
+	st.MemoryUsageBytes = usage
+	st.MemoryWorkingSetBytes = workingSet(usage, kv["Inactive(file):"]*kB)
+	st.MemoryRSSBytes = kv["AnonPages:"] * kB
+	return nil
+}
+
+// workingSet is usage minus inactive file pages, never below zero.
+func workingSet(usage, inactiveFile uint64) uint64 {
+	if inactiveFile >= usage {
+		return 0
+	}
+	return usage - inactiveFile
+}
+
+// cpuUsageV2 reads usage_usec from cpu.stat, in nanoseconds.
+func cpuUsageV2(dir string) (uint64, error) {
+	kv, err := readKeyValues(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		return 0, err
+	}
+	usec, ok := kv["usage_usec"]
+	if !ok {
+		return 0, fmt.Errorf("%s: no usage_usec", filepath.Join(dir, "cpu.stat"))
+	}
+	return usec * 1000, nil
+}
+
+// threadCount reads the kernel's number of threads from /proc/loadavg
+// ("0.00 0.01 0.05 1/123 4567"), as sysinfo(2) reports procs.
+func threadCount(procRoot string) (uint64, error) {
+	raw, err := os.ReadFile(filepath.Join(procRoot, "loadavg"))
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) < 4 {
+		return 0, fmt.Errorf("loadavg: unexpected %q", raw)
+	}
+	_, total, ok := strings.Cut(fields[3], "/")
+	if !ok {
+		return 0, fmt.Errorf("loadavg: unexpected %q", raw)
+	}
+	return strconv.ParseUint(total, 10, 64)
+}
+
+// readUint reads a file holding one number; "max" reads as the largest.
+func readUint(dir, file string) (uint64, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimSpace(string(raw))
+	if s == "max" {
+		return ^uint64(0), nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", filepath.Join(dir, file), err)
+	}
+	return v, nil
+}
+
+// readKeyValues reads "key value" lines (memory.stat, cpu.stat, meminfo,
+// whose keys keep their colon). Lines that do not parse are skipped.
+func readKeyValues(path string) (map[string]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]uint64{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		if v, err := strconv.ParseUint(fields[1], 10, 64); err == nil {
+			out[fields[0]] = v
+		}
+	}
+	return out, s.Err()
+}
