@@ -1,0 +1,330 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+const (
+	// statusRetries is how many times one status sync tries, re-reading the Node after the first failure.
+	statusRetries = 5
+	// fastStatusInterval and fastStatusWindow: until the node has been posted Ready, for at most the window
+	// after Run starts, the status is computed this often, so that Ready is reported as soon as it holds.
+	fastStatusInterval = 200 * time.Millisecond
+	fastStatusWindow   = 2 * time.Minute
+)
+
+// Agent registers the Node, keeps its status current and renews its Lease. New reads the host; Run does the
+// rest until its context ends. Allocatable, NodeIPs and Registered are safe for concurrent use at any time.
+type Agent struct {
+	cfg         Config
+	host        *Host
+	nodeIPs     []net.IP
+	addresses   []v1.NodeAddress
+	capacity    v1.ResourceList
+	allocatable v1.ResourceList
+	signals     func() (Signals, error)
+
+	registered     chan struct{}
+	registeredOnce sync.Once
+	mu             sync.Mutex
+	uid            types.UID
+	// stale is set when an API call failed: the Node is then read afresh before the next decision, since
+	// others (the node lifecycle controller) may have changed it meanwhile.
+	stale atomic.Bool
+
+	// Owned by the goroutine running Run.
+	last       *v1.Node // the Node as last read from or written to the API
+	lastPost   time.Time
+	version    string
+	images     []v1.ContainerImage
+	imagesOK   bool
+	slowAt     time.Time // when version and images were last asked for
+	tracker    pressureTracker
+	pressure   pressure
+	statusFail streak
+}
+
+// New checks the configuration and reads the host (unless cfg.Host is given): capacity, allocatable and the
+// node IPs are known when it returns. A bad --node-ip, --node-labels or --register-with-taints is an error.
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := ValidateLabels(cfg.Labels); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := ValidateTaints(cfg.Taints); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	flagIPs, err := parseNodeIPs(cfg.NodeIP)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	host := cfg.Host
+	if host == nil {
+		if host, err = ReadHost(cfg.RootDir); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+	ips, err := selectNodeIPs(flagIPs, host.Interfaces, host.DefaultRouteInterfaces)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	a := &Agent{cfg: cfg, host: host, nodeIPs: ips, addresses: nodeAddresses(ips, cfg.Hostname),
+		registered: make(chan struct{}), signals: cfg.Signals}
+	a.capacity = capacity(host, cfg.MaxPods)
+	a.allocatable = allocatable(a.capacity, cfg.Reserved, cfg.Eviction)
+	if a.signals == nil {
+		a.signals = func() (Signals, error) { return readSignals("/", cfg.RootDir) }
+	}
+	return a, nil
+}
+
+// Allocatable returns what pods may use on this node: capacity minus reserved and the hard eviction
+// thresholds. The caller must not modify it.
+func (a *Agent) Allocatable() v1.ResourceList { return a.allocatable }
+
+// Capacity returns the node's capacity. The caller must not modify it.
+func (a *Agent) Capacity() v1.ResourceList { return a.capacity }
+
+// NodeIPs returns the node's IPs (--node-ip, or the address found on the host); empty when there is none.
+func (a *Agent) NodeIPs() []net.IP { return append([]net.IP(nil), a.nodeIPs...) }
+
+// Registered is closed once the Node exists in the API.
+func (a *Agent) Registered() <-chan struct{} { return a.registered }
+
+// Run registers the Node, then computes its status every StatusUpdateFrequency and posts it when needed,
+// while renewing the Lease, until ctx ends. It keeps going through API failures. Call it once.
+func (a *Agent) Run(ctx context.Context) error {
+	start := a.cfg.Clock.Now()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.runLease(ctx)
+	}()
+	defer wg.Wait()
+	if err := a.register(ctx); err != nil {
+		return nil // ctx ended
+	}
+	for {
+		a.syncStatus(ctx)
+		interval := a.cfg.StatusUpdateFrequency
+		if (a.last == nil || !isReady(&a.last.Status)) && a.cfg.Clock.Since(start) < fastStatusWindow {
+			interval = fastStatusInterval
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.cfg.Clock.After(interval):
+		}
+	}
+}
+
+// syncStatus computes the status and posts it when needed, trying a few times.
+func (a *Agent) syncStatus(ctx context.Context) {
+	var err error
+	for try := 0; try < statusRetries; try++ {
+		if err = a.trySyncStatus(ctx, try > 0); err == nil {
+			if n, since := a.statusFail.succeed(); n > 0 {
+				klog.FromContext(ctx).Info("Node status updates succeed again", "node", a.cfg.Name,
+					"failures", n, "since", since.Format(time.RFC3339))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		a.apiFailed()
+		klog.FromContext(ctx).V(2).Info("Node status update failed, will retry", "node", a.cfg.Name,
+			"try", try+1, "err", err.Error())
+	}
+	if a.statusFail.fail(a.cfg.Clock.Now()) {
+		klog.FromContext(ctx).Error(err, "Unable to update node status, will retry", "node", a.cfg.Name,
+			"failures", a.statusFail.count, "interval", a.cfg.StatusUpdateFrequency)
+	}
+}
+
+// trySyncStatus computes the status over the Node as last read or written, and patches nodes/status when
+// needsPost says so. The Node is read afresh from the API when fresh, after a failure, and before the
+// periodic post, so that changes by others (the node lifecycle controller marking it unknown during an
+// outage, an edit, a deletion) are caught.
+func (a *Agent) trySyncStatus(ctx context.Context, fresh bool) error {
+	due := a.lastPost.IsZero() || a.cfg.Clock.Since(a.lastPost) >= a.cfg.StatusReportFrequency
+	original, err := a.currentNode(ctx, fresh || due || a.stale.Load())
+	if apierrors.IsNotFound(err) && !a.cfg.NoRegister {
+		klog.FromContext(ctx).Info("Node is missing from the API, registering it again", "node", a.cfg.Name)
+		return a.tryRegister(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	if fix := missingDefaultLabels(original, defaultLabels(a.cfg.Hostname)); len(fix) > 0 {
+		if original, err = a.patchLabels(cctx, fix); err != nil {
+			return err
+		}
+	}
+	node := original.DeepCopy()
+	events := a.fillStatus(ctx, node)
+	if !needsPost(&original.Status, &node.Status, a.lastPost, a.cfg.Clock.Now(), a.cfg.StatusReportFrequency) {
+		return nil
+	}
+	patch, err := statusPatch(original, node)
+	if err != nil {
+		return err
+	}
+	updated, err := a.cfg.Client.CoreV1().Nodes().Patch(cctx, a.cfg.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("patch status of node %q: %w", a.cfg.Name, err)
+	}
+	a.posted(updated, true)
+	a.record(ctx, events)
+	return nil
+}
+
+// currentNode returns the Node as last seen, or the API's when fresh or none was seen.
+func (a *Agent) currentNode(ctx context.Context, fresh bool) (*v1.Node, error) {
+	if !fresh && a.last != nil {
+		return a.last, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	n, err := a.cfg.Client.CoreV1().Nodes().Get(cctx, a.cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get node %q: %w", a.cfg.Name, err)
+	}
+	a.last = n
+	a.stale.Store(false)
+	return n, nil
+}
+
+// posted records the Node as the API now holds it; post says the agent wrote its status.
+func (a *Agent) posted(n *v1.Node, post bool) {
+	a.last = n
+	if post {
+		a.lastPost = a.cfg.Clock.Now()
+	}
+}
+
+// apiFailed notes that an API call failed.
+func (a *Agent) apiFailed() { a.stale.Store(true) }
+
+// fillStatus gathers the facts and writes the status into n, returning the condition transitions.
+func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
+	now := a.cfg.Clock.Now()
+	if a.slowAt.IsZero() || now.Sub(a.slowAt) >= a.cfg.StatusUpdateFrequency {
+		a.slowAt = now
+		a.refreshRuntimeFacts(ctx)
+	}
+	var failures []error
+	if a.cfg.Runtime != nil {
+		rctx, cancel := context.WithTimeout(ctx, runtimeTimeout)
+		resp, err := a.cfg.Runtime.Status(rctx, false)
+		cancel()
+		failures = runtimeFailures(resp, err)
+	}
+	failures = append(failures, checkFailures(a.cfg.Health)...)
+	if sig, err := a.signals(); err != nil {
+		klog.FromContext(ctx).V(2).Info("Unable to read node signals, keeping the pressure conditions", "err", err.Error())
+	} else {
+		a.pressure = a.tracker.observe(underPressure(sig, a.cfg.Eviction), now, a.cfg.Eviction.TransitionPeriod)
+	}
+	h := a.host
+	return applyStatus(&n.Status, facts{
+		now: now, addresses: a.addresses, capacity: a.capacity, allocatable: a.allocatable,
+		info: v1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.SystemUUID, BootID: h.BootID,
+			KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: a.version,
+			KubeletVersion: a.cfg.KubeletVersion, OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH},
+		port: a.cfg.KubeletPort, images: a.images, imagesKnown: a.imagesOK,
+		failures: failures, pressure: a.pressure,
+	})
+}
+
+// refreshRuntimeFacts asks the runtime for its version and images; on failure the last answers stay.
+func (a *Agent) refreshRuntimeFacts(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if a.cfg.Runtime != nil {
+		rctx, cancel := context.WithTimeout(ctx, runtimeTimeout)
+		v, err := a.cfg.Runtime.Version(rctx, "")
+		cancel()
+		if err != nil {
+			logger.V(2).Info("Unable to get the container runtime's version", "err", err.Error())
+		} else {
+			a.version = runtimeVersion(v)
+		}
+	}
+	if a.cfg.Images != nil {
+		rctx, cancel := context.WithTimeout(ctx, runtimeTimeout)
+		imgs, err := a.cfg.Images.ListImages(rctx, nil)
+		cancel()
+		if err != nil {
+			logger.V(2).Info("Unable to list images", "err", err.Error())
+		} else {
+			a.images, a.imagesOK = statusImages(imgs, MaxImages), true
+		}
+	}
+}
+
+// record logs the condition transitions and records them as events of the Node.
+func (a *Agent) record(ctx context.Context, events []transition) {
+	logger := klog.FromContext(ctx)
+	ref := &v1.ObjectReference{Kind: "Node", Name: a.cfg.Name, UID: types.UID(a.cfg.Name)}
+	for _, e := range events {
+		switch e.reason {
+		case "NodeNotReady":
+			logger.Info("Node became not ready", "node", a.cfg.Name, "message", e.message)
+		case "NodeReady":
+			logger.Info("Node is ready", "node", a.cfg.Name)
+		default:
+			logger.Info("Node condition changed", "node", a.cfg.Name, "event", e.reason)
+		}
+		if a.cfg.Recorder != nil {
+			a.cfg.Recorder.Eventf(ref, v1.EventTypeNormal, e.reason, "Node %s status is now: %s", a.cfg.Name, e.reason)
+		}
+	}
+}
+
+// streak counts consecutive failures, so that an outage is logged when it starts, once a minute while it
+// lasts, and when it ends.
+type streak struct {
+	count          int
+	first, lastLog time.Time
+}
+
+const streakLogEvery = time.Minute
+
+// fail records a failure at now and says whether to log it.
+func (s *streak) fail(now time.Time) bool {
+	s.count++
+	if s.count == 1 {
+		s.first, s.lastLog = now, now
+		return true
+	}
+	if now.Sub(s.lastLog) >= streakLogEvery {
+		s.lastLog = now
+		return true
+	}
+	return false
+}
+
+// succeed ends the streak and returns how many failures it had and when it began.
+func (s *streak) succeed() (int, time.Time) {
+	n, first := s.count, s.first
+	*s = streak{}
+	return n, first
+}

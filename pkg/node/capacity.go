@@ -1,0 +1,102 @@
+package node
+
+import (
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Thresholds are the hard eviction thresholds: allocatable is capacity minus them, and the pressure
+// conditions turn True when a signal crosses them. A zero field takes upstream's default; a negative one
+// turns the threshold off.
+type Thresholds struct {
+	// MemoryAvailableBytes: memory.available below it is memory pressure (100Mi).
+	MemoryAvailableBytes int64
+	// NodeFSAvailable: nodefs.available below this fraction of the filesystem is disk pressure (0.10).
+	NodeFSAvailable float64
+	// NodeFSInodesFree: nodefs.inodesFree below this fraction of the inodes is disk pressure (0.05).
+	NodeFSInodesFree float64
+	// PIDAvailable: pid.available below this fraction of the PID limit is PID pressure. Upstream sets no
+	// such threshold, so zero leaves it off.
+	PIDAvailable float64
+	// TransitionPeriod is how long a pressure condition stays True after its signal recovered (5m).
+	TransitionPeriod time.Duration
+}
+
+// DefaultThresholds are upstream's hard eviction defaults on Linux.
+var DefaultThresholds = Thresholds{
+	MemoryAvailableBytes: 100 << 20,
+	NodeFSAvailable:      0.10,
+	NodeFSInodesFree:     0.05,
+	TransitionPeriod:     5 * time.Minute,
+}
+
+func (t Thresholds) withDefaults() Thresholds {
+	if t.MemoryAvailableBytes == 0 {
+		t.MemoryAvailableBytes = DefaultThresholds.MemoryAvailableBytes
+	}
+	if t.NodeFSAvailable == 0 {
+		t.NodeFSAvailable = DefaultThresholds.NodeFSAvailable
+	}
+	if t.NodeFSInodesFree == 0 {
+		t.NodeFSInodesFree = DefaultThresholds.NodeFSInodesFree
+	}
+	if t.TransitionPeriod == 0 {
+		t.TransitionPeriod = DefaultThresholds.TransitionPeriod
+	}
+	return t
+}
+
+// hugePageResource names the resource of huge pages of a size, e.g. "hugepages-2Mi".
+func hugePageResource(pageSize int64) v1.ResourceName {
+	return v1.ResourceName(v1.ResourceHugePagesPrefix + resource.NewQuantity(pageSize, resource.BinarySI).String())
+}
+
+// capacity returns the node's capacity: cpu, memory, pods, ephemeral-storage and each huge page size.
+func capacity(h *Host, maxPods int) v1.ResourceList {
+	out := v1.ResourceList{
+		v1.ResourceCPU:              *resource.NewMilliQuantity(int64(h.NumCPU)*1000, resource.DecimalSI),
+		v1.ResourceMemory:           *resource.NewQuantity(h.MemoryBytes, resource.BinarySI),
+		v1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
+		v1.ResourceEphemeralStorage: *resource.NewQuantity(h.EphemeralStorageBytes, resource.BinarySI),
+	}
+	for size, bytes := range h.HugePages {
+		out[hugePageResource(size)] = *resource.NewQuantity(bytes, resource.BinarySI)
+	}
+	return out
+}
+
+// allocatable returns capacity minus what is reserved and the hard eviction thresholds (memory.available,
+// and nodefs.available as a fraction of the ephemeral storage), with memory further reduced by the huge
+// pages, as upstream computes it. No quantity goes below zero.
+func allocatable(capacity, reserved v1.ResourceList, t Thresholds) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, c := range capacity {
+		q := c.DeepCopy()
+		if r, ok := reserved[name]; ok {
+			q.Sub(r)
+		}
+		switch name {
+		case v1.ResourceMemory:
+			if t.MemoryAvailableBytes > 0 {
+				q.Sub(*resource.NewQuantity(t.MemoryAvailableBytes, resource.BinarySI))
+			}
+			for hp, v := range capacity {
+				if strings.HasPrefix(string(hp), v1.ResourceHugePagesPrefix) {
+					q.Sub(v)
+				}
+			}
+		case v1.ResourceEphemeralStorage:
+			if t.NodeFSAvailable > 0 {
+				q.Sub(*resource.NewQuantity(int64(float64(c.Value())*t.NodeFSAvailable), resource.BinarySI))
+			}
+		}
+		if q.Sign() < 0 {
+			q = *resource.NewQuantity(0, q.Format)
+		}
+		out[name] = q
+	}
+	return out
+}

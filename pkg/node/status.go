@@ -1,0 +1,126 @@
+package node
+
+import (
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// facts are what a node status is made of, gathered by the agent before the status is computed.
+type facts struct {
+	now                   time.Time
+	addresses             []v1.NodeAddress
+	capacity, allocatable v1.ResourceList
+	info                  v1.NodeSystemInfo
+	port                  int32
+	images                []v1.ContainerImage
+	imagesKnown           bool // false keeps the images the status already lists
+	failures              []error
+	pressure              pressure
+}
+
+// transition is a change of a condition's status worth an event and a log line.
+type transition struct {
+	reason  string // event reason, e.g. NodeReady
+	message string // the Ready condition's message when it became not ready
+}
+
+// applyStatus writes the facts into st, keeping what it does not own (conditions of other types, volumes,
+// config), and returns the transitions of the conditions. It is pure.
+func applyStatus(st *v1.NodeStatus, f facts) []transition {
+	now := metav1.NewTime(f.now)
+	st.Addresses = f.addresses
+	st.Capacity = f.capacity
+	st.Allocatable = f.allocatable
+	st.NodeInfo = f.info
+	st.DaemonEndpoints.KubeletEndpoint.Port = f.port
+	if f.imagesKnown {
+		st.Images = f.images
+	}
+	var out []transition
+	var events []string
+	st.Conditions, events = setPressureConditions(st.Conditions, f.pressure, now)
+	for _, e := range events {
+		out = append(out, transition{reason: e})
+	}
+	ready := readyCondition(f.failures)
+	ready.LastHeartbeatTime = now
+	var changed bool
+	if st.Conditions, changed = setCondition(st.Conditions, ready, now); changed {
+		if ready.Status == v1.ConditionTrue {
+			out = append(out, transition{reason: "NodeReady"})
+		} else {
+			out = append(out, transition{reason: "NodeNotReady", message: ready.Message})
+		}
+	}
+	return out
+}
+
+// statusChanged says whether new differs from old in anything but the conditions' heartbeat times, as
+// upstream's nodeStatusHasChanged does.
+func statusChanged(old, cur *v1.NodeStatus) bool {
+	if old == nil || cur == nil {
+		return old != cur
+	}
+	if len(old.Conditions) != len(cur.Conditions) {
+		return true
+	}
+	a := append([]v1.NodeCondition(nil), old.Conditions...)
+	b := append([]v1.NodeCondition(nil), cur.Conditions...)
+	sort.SliceStable(a, func(i, j int) bool { return a[i].Type < a[j].Type })
+	sort.SliceStable(b, func(i, j int) bool { return b[i].Type < b[j].Type })
+	for i := range a {
+		a[i].LastHeartbeatTime, b[i].LastHeartbeatTime = metav1.Time{}, metav1.Time{}
+		if !apiequality.Semantic.DeepEqual(a[i], b[i]) {
+			return true
+		}
+	}
+	oc, cc := *old, *cur
+	oc.Conditions, cc.Conditions = nil, nil
+	return !apiequality.Semantic.DeepEqual(oc, cc)
+}
+
+// needsPost says whether the computed status cur must be posted over old, the status the API holds: when
+// it changed, when nothing was posted yet, or when the last post is reportEvery old.
+func needsPost(old, cur *v1.NodeStatus, lastPost, now time.Time, reportEvery time.Duration) bool {
+	return statusChanged(old, cur) || lastPost.IsZero() || now.Sub(lastPost) >= reportEvery
+}
+
+// statusImages turns the runtime's images into the status's list: the largest first, at most max, each with
+// at most maxNamesPerImage names (digests first, then tags). Images without a name are left out.
+func statusImages(imgs []*runtimeapi.Image, max int) []v1.ContainerImage {
+	sorted := append([]*runtimeapi.Image(nil), imgs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].GetSize() != sorted[j].GetSize() {
+			return sorted[i].GetSize() > sorted[j].GetSize()
+		}
+		return sorted[i].GetId() < sorted[j].GetId()
+	})
+	out := []v1.ContainerImage{}
+	for _, img := range sorted {
+		if len(out) == max {
+			break
+		}
+		names := append(append([]string(nil), img.GetRepoDigests()...), img.GetRepoTags()...)
+		if len(names) == 0 {
+			continue
+		}
+		if len(names) > maxNamesPerImage {
+			names = names[:maxNamesPerImage]
+		}
+		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.GetSize())})
+	}
+	return out
+}
+
+// runtimeVersion formats nodeInfo's containerRuntimeVersion, "name://version".
+func runtimeVersion(v *runtimeapi.VersionResponse) string {
+	if v == nil || v.RuntimeName == "" {
+		return ""
+	}
+	return v.RuntimeName + "://" + v.RuntimeVersion
+}

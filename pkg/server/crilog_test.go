@@ -1,0 +1,212 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+func TestParseRecord(t *testing.T) {
+	tests := []struct {
+		name, in string
+		stream   string
+		partial  bool
+		content  string
+		wantErr  string
+	}{
+		{"full line", "2016-10-06T00:17:09.669794202Z stdout F log content 1", "stdout", false, "log content 1", ""},
+		{"partial", "2016-10-06T00:17:09.669794203Z stderr P part", "stderr", true, "part", ""},
+		{"offset timestamp", "2016-10-06T02:17:09.6697942+02:00 stdout F x", "stdout", false, "x", ""},
+		{"empty content", "2016-10-06T00:17:09Z stdout F ", "stdout", false, "", ""},
+		{"empty content, no separator", "2016-10-06T00:17:09Z stdout F", "stdout", false, "", ""},
+		{"more tags", "2016-10-06T00:17:09Z stdout F:x:y keep  spaces ", "stdout", false, "keep  spaces ", ""},
+		{"bad timestamp", "yesterday stdout F x", "", false, "", "unexpected timestamp"},
+		{"bad stream", "2016-10-06T00:17:09Z stdin F x", "", false, "", "unexpected stream type"},
+		{"bad tag", "2016-10-06T00:17:09Z stdout X x", "", false, "", "unexpected log tag"},
+		{"no stream", "2016-10-06T00:17:09Z", "", false, "", "timestamp is not found"},
+		{"no tag", "2016-10-06T00:17:09Z stdout ", "", false, "", "log tag is not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := parseRecord([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.stream != tt.stream || r.partial != tt.partial || string(r.content) != tt.content || r.ts.IsZero() {
+				t.Errorf("got %+v", r)
+			}
+		})
+	}
+}
+
+// A log where stdout's first line comes in three records, interleaved with stderr.
+const sampleLog = `2025-01-01T00:00:01.000000001Z stdout P hel
+2025-01-01T00:00:02Z stderr F warning 1
+2025-01-01T00:00:03Z stdout P lo wor
+2025-01-01T00:00:04Z stdout F ld
+not a record
+2025-01-01T00:00:05Z stdout F line 2
+2025-01-01T00:00:06Z stderr F warning 2
+2025-01-01T00:00:07Z stdout F line 3
+`
+
+func writeLog(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReadLog(t *testing.T) {
+	all := logOptions{tail: -1, limitBytes: -1}
+	with := func(f func(*logOptions)) logOptions { o := all; f(&o); return o }
+	tests := []struct {
+		name string
+		log  string
+		opts logOptions
+		want string
+	}{
+		{"all, partials joined", sampleLog, all, "warning 1\nhello world\nline 2\nwarning 2\nline 3\n"},
+		{"tail 2", sampleLog, with(func(o *logOptions) { o.tail = 2 }), "warning 2\nline 3\n"},
+		{"tail 0", sampleLog, with(func(o *logOptions) { o.tail = 0 }), ""},
+		{"tail more than there is", sampleLog, with(func(o *logOptions) { o.tail = 100 }), "warning 1\nhello world\nline 2\nwarning 2\nline 3\n"},
+		{"since", sampleLog, with(func(o *logOptions) { o.since = time.Date(2025, 1, 1, 0, 0, 5, 0, time.UTC) }),
+			"line 2\nwarning 2\nline 3\n"},
+		{"since and tail", sampleLog, with(func(o *logOptions) {
+			o.since, o.tail = time.Date(2025, 1, 1, 0, 0, 5, 0, time.UTC), 5
+		}), "line 2\nwarning 2\nline 3\n"},
+		{"timestamps of the first record", sampleLog, with(func(o *logOptions) { o.timestamps, o.tail = true, 4 }),
+			"2025-01-01T00:00:01.000000001Z hello world\n2025-01-01T00:00:05.000000000Z line 2\n" +
+				"2025-01-01T00:00:06.000000000Z warning 2\n2025-01-01T00:00:07.000000000Z line 3\n"},
+		{"limitBytes cuts a line", sampleLog, with(func(o *logOptions) { o.limitBytes = 14 }), "warning 1\nhell"},
+		{"limitBytes exact", sampleLog, with(func(o *logOptions) { o.limitBytes = 10 }), "warning 1\n"},
+		{"unended partial at the end", "2025-01-01T00:00:01Z stdout F a\n2025-01-01T00:00:02Z stdout P b", all, "a\nb"},
+		{"empty file", "", all, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := readLog(context.Background(), writeLog(t, tt.log), tt.opts, &out, nil); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Errorf("got %q\nwant %q", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestReadLogMissingFile(t *testing.T) {
+	if err := readLog(context.Background(), filepath.Join(t.TempDir(), "0.log"), logOptions{tail: -1, limitBytes: -1}, &bytes.Buffer{}, nil); err == nil {
+		t.Error("want an error")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestReadLogFollowsGrowingFileUntilContainerStops(t *testing.T) {
+	path := writeLog(t, "2025-01-01T00:00:01Z stdout F one\n2025-01-01T00:00:02Z stdout F two\n")
+	var running atomic.Bool
+	running.Store(true)
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- readLog(context.Background(), path, logOptions{tail: 1, limitBytes: -1, follow: true}, out,
+			&follower{running: running.Load, clock: clock.RealClock{}, interval: 10 * time.Millisecond})
+	}()
+	waitFor(t, "the tail", func() bool { return out.String() == "two\n" })
+	appendFile(t, path, "2025-01-01T00:00:03Z stdout F three\n2025-01-01T00:00:04Z stdout P fo")
+	waitFor(t, "the new line", func() bool { return out.String() == "two\nthree\n" })
+	appendFile(t, path, "ur\n2025-01-01T00:00:05Z stdout F \n") // the end of a record, then its line's end
+	waitFor(t, "the joined line", func() bool { return out.String() == "two\nthree\nfour\n" })
+	appendFile(t, path, "2025-01-01T00:00:06Z stderr F last words\n")
+	running.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end when the container stopped")
+	}
+	if got := out.String(); got != "two\nthree\nfour\nlast words\n" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestReadLogFollowsRotation(t *testing.T) {
+	path := writeLog(t, "2025-01-01T00:00:01Z stdout F old\n")
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- readLog(ctx, path, logOptions{tail: -1, limitBytes: -1, follow: true}, out,
+			&follower{running: func() bool { return true }, clock: clock.RealClock{}, interval: 10 * time.Millisecond})
+	}()
+	waitFor(t, "the old line", func() bool { return out.String() == "old\n" })
+	if err := os.Rename(path, path+".20250101-000001"); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, "2025-01-01T00:00:02Z stdout F new\n")
+	waitFor(t, "the line of the new file", func() bool { return out.String() == "old\nnew\n" })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

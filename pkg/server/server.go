@@ -1,0 +1,293 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// groupNodes is the group of node identities; nodes may not use another node's endpoint.
+const groupNodes = "system:nodes"
+
+// Check is one input of /healthz: Func returns nil when healthy. It must be fast and safe for concurrent use.
+type Check struct {
+	Name string
+	Func func() error
+}
+
+// PodLookup finds a pod the node runs by namespace and name, with its latest status; the pod must not be
+// modified. For a static pod it returns the pod as the kubelet runs it (whose UID names its log directory).
+type PodLookup func(namespace, name string) (*v1.Pod, bool)
+
+// Config configures a Server. Addr, ClientCA and Pods are required.
+type Config struct {
+	// Addr is the HTTPS address, host:port (port 0 picks a free one); upstream's port is 10250.
+	Addr string
+	// HealthzAddr is the plain-HTTP /healthz address, e.g. 127.0.0.1:10248; empty serves none.
+	HealthzAddr string
+	// TLSCertFile and TLSKeyFile are the serving pair; when empty a self-signed pair is kept in
+	// RootDir/pki/kubelet.crt and kubelet.key, made for Hostnames (names and addresses).
+	TLSCertFile, TLSKeyFile string
+	RootDir                 string
+	Hostnames               []string
+	// ClientCA is the PEM bundle of the CAs whose client certificates authenticate callers.
+	ClientCA []byte
+	// LogsDir holds the pods' logs (/var/log/pods).
+	LogsDir string
+	// Pods finds pods by namespace and name.
+	Pods PodLookup
+	// Resolver and Streaming serve /exec, /attach and /portForward; those answer 501 without them.
+	Resolver  Resolver
+	Streaming StreamingRuntime
+	// Checks decide /healthz.
+	Checks []Check
+	// Clock is the time source; the real clock when nil.
+	Clock clock.Clock
+	// StreamIdleTimeout and StreamCreationTimeout bound streaming sessions (4h and 30s when 0).
+	StreamIdleTimeout, StreamCreationTimeout time.Duration
+}
+
+// Server is the kubelet's endpoint: /healthz on plain HTTP, and on HTTPS (callers authenticated by client
+// certificate) /healthz, /containerLogs, /exec, /attach and /portForward. It is safe for concurrent use.
+type Server struct {
+	cfg       Config
+	roots     *x509.CertPool
+	cert      tls.Certificate
+	mux       *http.ServeMux
+	secure    *http.Server
+	plain     *http.Server
+	secureLn  net.Listener
+	plainLn   net.Listener
+	done      sync.WaitGroup
+	closeOnce sync.Once
+	stopped   chan struct{}
+}
+
+// New checks the configuration and loads (or makes) the serving certificate; Start listens.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Addr == "":
+		return nil, errors.New("server: the HTTPS address is required")
+	case len(cfg.ClientCA) == 0:
+		return nil, errors.New("server: a client CA bundle is required to authenticate callers")
+	case cfg.Pods == nil:
+		return nil, errors.New("server: a pod lookup is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.LogsDir == "" {
+		cfg.LogsDir = "/var/log/pods"
+	}
+	if cfg.RootDir == "" {
+		cfg.RootDir = "/var/lib/kubelet"
+	}
+	if cfg.StreamIdleTimeout <= 0 {
+		cfg.StreamIdleTimeout = 4 * time.Hour
+	}
+	if cfg.StreamCreationTimeout <= 0 {
+		cfg.StreamCreationTimeout = 30 * time.Second
+	}
+	roots, err := caPool(cfg.ClientCA)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	hosts := append([]string(nil), cfg.Hostnames...)
+	if len(hosts) == 0 {
+		if h, err := os.Hostname(); err == nil {
+			hosts = append(hosts, strings.ToLower(h))
+		}
+	}
+	hosts = append(hosts, "localhost", "127.0.0.1", "::1")
+	cert, err := servingCertificate(cfg.TLSCertFile, cfg.TLSKeyFile, filepath.Join(cfg.RootDir, "pki"), hosts, cfg.Clock.Now())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{cfg: cfg, roots: roots, cert: cert, mux: http.NewServeMux(), stopped: make(chan struct{})}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.serveHealthz)
+	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveContainerLogs)
+	for _, m := range []string{"GET", "POST"} {
+		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.serveExec)
+		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", s.serveExec)
+		s.mux.HandleFunc(m+" /attach/{namespace}/{pod}/{container}", s.serveAttach)
+		s.mux.HandleFunc(m+" /attach/{namespace}/{pod}/{uid}/{container}", s.serveAttach)
+		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}", s.servePortForward)
+		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}/{uid}", s.servePortForward)
+	}
+}
+
+// Start listens on the HTTPS address (and the healthz address when set) and serves in the background until
+// Stop or ctx ends. A port that cannot be bound is an error.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.secureLn = ln
+	if s.cfg.HealthzAddr != "" {
+		if s.plainLn, err = net.Listen("tcp", s.cfg.HealthzAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listen on %s: %w", s.cfg.HealthzAddr, err)
+		}
+	}
+	logger := klog.FromContext(ctx)
+	base := func(net.Listener) context.Context { return klog.NewContext(context.Background(), logger) }
+	s.secure = &http.Server{Handler: http.HandlerFunc(s.serveSecure), ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: base, TLSConfig: &tls.Config{Certificates: []tls.Certificate{s.cert},
+			ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}}
+	s.serve(ctx, "HTTPS", func() error { return s.secure.ServeTLS(ln, "", "") })
+	if s.plainLn != nil {
+		plain := http.NewServeMux()
+		plain.HandleFunc("GET /healthz", s.serveHealthz)
+		s.plain = &http.Server{Handler: plain, ReadHeaderTimeout: 30 * time.Second, BaseContext: base}
+		s.serve(ctx, "healthz", func() error { return s.plain.Serve(s.plainLn) })
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Stop()
+		case <-s.stopped:
+		}
+	}()
+	logger.Info("Serving the kubelet endpoint", "address", ln.Addr().String(), "healthz", s.HealthzAddr())
+	return nil
+}
+
+func (s *Server) serve(ctx context.Context, what string, fn func() error) {
+	s.done.Add(1)
+	go func() {
+		defer s.done.Done()
+		if err := fn(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Kubelet endpoint stopped serving", "listener", what)
+		}
+	}()
+}
+
+// Run starts the server and serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.Stop()
+	return nil
+}
+
+// Stop closes the listeners and open connections, and waits for the serving goroutines.
+func (s *Server) Stop() {
+	s.closeOnce.Do(func() {
+		close(s.stopped)
+		for _, srv := range []*http.Server{s.secure, s.plain} {
+			if srv != nil {
+				_ = srv.Close()
+			}
+		}
+		s.done.Wait()
+	})
+}
+
+// Addr returns the HTTPS address served, once started.
+func (s *Server) Addr() string {
+	if s.secureLn == nil {
+		return ""
+	}
+	return s.secureLn.Addr().String()
+}
+
+// HealthzAddr returns the plain-HTTP healthz address served, once started; empty when none.
+func (s *Server) HealthzAddr() string {
+	if s.plainLn == nil {
+		return ""
+	}
+	return s.plainLn.Addr().String()
+}
+
+// CertPEM returns the serving certificate (its first certificate), for callers that pin it.
+func (s *Server) CertPEM() []byte {
+	if len(s.cert.Certificate) == 0 {
+		return nil
+	}
+	return pemCert(s.cert.Certificate[0])
+}
+
+// serveSecure authenticates the caller and dispatches. Anonymous and unverifiable callers get 401; nodes
+// (group system:nodes) get 403, since a node has no business on another node's endpoint.
+func (s *Server) serveSecure(w http.ResponseWriter, r *http.Request) {
+	u, err := authenticate(r, s.roots, s.cfg.Clock.Now())
+	if err != nil {
+		klog.FromContext(r.Context()).V(2).Info("Refused unauthenticated request", "path", r.URL.Path,
+			"remote", r.RemoteAddr, "err", err.Error())
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if u.inGroup(groupNodes) {
+		http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, path=%s)", u.name, strings.ToLower(r.Method), r.URL.Path),
+			http.StatusForbidden)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// serveHealthz answers "ok" when every check passes, else 500 naming the failed checks; ?verbose lists all.
+func (s *Server) serveHealthz(w http.ResponseWriter, r *http.Request) {
+	body, ok := healthz(s.cfg.Checks, r.URL.Query().Has("verbose"))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !ok {
+		klog.FromContext(r.Context()).V(2).Info("Health check failed", "report", body)
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+	_, _ = w.Write([]byte(body))
+}
+
+// healthz runs the checks and words the answer as upstream's healthz does.
+func healthz(checks []Check, verbose bool) (string, bool) {
+	var b strings.Builder
+	ok := true
+	for _, c := range checks {
+		if c.Func == nil {
+			continue
+		}
+		if err := c.Func(); err != nil {
+			ok = false
+			fmt.Fprintf(&b, "[-]%s failed: %v\n", c.Name, err)
+		} else {
+			fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
+		}
+	}
+	switch {
+	case !ok:
+		return b.String() + "healthz check failed\n", false
+	case verbose:
+		return b.String() + "healthz check passed\n", true
+	}
+	return "ok", true
+}
+
+// writeError answers with err's HTTP status (500 unless it carries one) and its text.
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var he *httpError
+	if errors.As(err, &he) {
+		code = he.code
+	}
+	http.Error(w, err.Error(), code)
+}
