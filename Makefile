@@ -33,6 +33,7 @@ test-unit: vet
 
 # End-to-end tests; root, and sets the host up first.
 test-e2e: setup
+	hack/kube-binaries.sh
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 # pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, in a qemu guest (root; the first run builds
@@ -43,6 +44,7 @@ test-vm:
 # Benchmarks: each figure on its own line as "name: value unit".
 bench: setup
 	$(GO) run ./hack/bench runtime
+	$(GO) run ./hack/bench apiserver
 
 vet:
 	$(GO) vet ./...

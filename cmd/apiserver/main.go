@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver"
 )
@@ -23,8 +26,18 @@ func main() {
 	flag.StringVar(&cfg.CAKeyFile, "client-ca-key-file", "", "CA key (default <data-dir>/pki/ca.key, generated)")
 	flag.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate (default issued by the CA)")
 	flag.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "serving key")
+	flag.StringVar(&cfg.KubeletCAFile, "kubelet-certificate-authority", "", "CA verifying kubelets' serving certificates (default: not verified)")
+	var addrTypes string
+	flag.StringVar(&addrTypes, "kubelet-preferred-address-types", joinTypes(apiserver.DefaultKubeletAddressTypes),
+		"node address types to reach kubelets by, in order of preference")
 	flag.StringVar(&kubeconfig, "admin-kubeconfig", "", "write an admin kubeconfig here (default <data-dir>/admin.kubeconfig)")
 	flag.Parse()
+	types, err := parseTypes(addrTypes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver: --kubelet-preferred-address-types:", err)
+		os.Exit(2)
+	}
+	cfg.KubeletPreferredAddressTypes = types
 	if err := run(cfg, kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, "apiserver:", err)
 		os.Exit(1)
@@ -47,4 +60,26 @@ func run(cfg apiserver.Config, kubeconfig string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return s.Run(ctx)
+}
+
+func joinTypes(types []corev1.NodeAddressType) string {
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = string(t)
+	}
+	return strings.Join(out, ",")
+}
+
+// parseTypes parses a comma-separated list of node address types.
+func parseTypes(s string) ([]corev1.NodeAddressType, error) {
+	var out []corev1.NodeAddressType
+	for _, part := range strings.Split(s, ",") {
+		switch t := corev1.NodeAddressType(strings.TrimSpace(part)); t {
+		case corev1.NodeHostName, corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
+			out = append(out, t)
+		default:
+			return nil, fmt.Errorf("unknown node address type %q", part)
+		}
+	}
+	return out, nil
 }

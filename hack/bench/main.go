@@ -2,8 +2,9 @@
 // a reference measured in the same run, since the machines it runs on are noisy.
 //
 //	go run ./hack/bench runtime   # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
+//	go run ./hack/bench apiserver [--kubeconfig F] # 1,000 pods created, watched, listed, patched, deleted
 //
-// It needs root and a host prepared by hack/setup.sh.
+// The runtime benchmark needs root and a host prepared by hack/setup.sh.
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench runtime")
+		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver [flags]")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -24,6 +25,8 @@ func main() {
 	switch os.Args[1] {
 	case "runtime":
 		err = benchRuntime(ctx)
+	case "apiserver":
+		err = benchAPIServer(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
@@ -40,6 +41,12 @@ type Config struct {
 	EventWindow int
 	// BookmarkInterval is how often watches asking for bookmarks get one; 1m if 0.
 	BookmarkInterval time.Duration
+	// KubeletPreferredAddressTypes orders the node address types tried when
+	// proxying to a kubelet; DefaultKubeletAddressTypes if empty.
+	KubeletPreferredAddressTypes []corev1.NodeAddressType
+	// KubeletCAFile verifies kubelets' serving certificates when set; without
+	// it they are not verified, as upstream without a kubelet CA.
+	KubeletCAFile string
 	// Clock is the time source; the real clock if nil.
 	Clock clock.WithTicker
 }

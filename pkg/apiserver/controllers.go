@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -53,8 +55,13 @@ func (c *controller) run(ctx context.Context) {
 	}
 	tick := time.NewTicker(controllerResync)
 	defer tick.Stop()
+	var evs []storage.Event
 	for {
-		c.sync(ctx)
+		if evs == nil {
+			c.sync(ctx)
+		} else {
+			c.syncChanges(ctx, evs)
+		}
 		wake := make(chan struct{})
 		go func() {
 			defer close(wake)
@@ -64,12 +71,14 @@ func (c *controller) run(ctx context.Context) {
 			}
 		}()
 		for {
-			evs, err := w.Next(ctx, wake)
+			var err error
+			evs, err = w.Next(ctx, wake)
 			if ctx.Err() != nil {
 				return
 			}
 			if err != nil { // fell out of the window: start over from now
 				w, _ = c.s.store.Watch("", c.s.store.CurrentRV())
+				evs = nil
 				break
 			}
 			if evs == nil || len(evs) > 0 {
@@ -93,6 +102,68 @@ func (c *controller) sync(ctx context.Context) {
 		logger.V(2).Info("Pod cleanup failed", "err", err)
 	}
 }
+
+// syncChanges runs the loops the changes in evs concern (see loopsFor);
+// everything else waits for the periodic pass.
+func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
+	need := loopsFor(evs)
+	if need == (loops{}) {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	nodes := c.nodes()
+	if need.namespaces {
+		if err := c.syncNamespaces(ctx, nodes); err != nil && ctx.Err() == nil {
+			logger.V(2).Info("Namespace sync failed", "err", err)
+		}
+	}
+	if need.schedule {
+		if err := c.schedule(ctx, nodes); err != nil && ctx.Err() == nil {
+			logger.V(2).Info("Placement failed", "err", err)
+		}
+	}
+	if need.collect {
+		if err := c.collectPods(ctx, nodes); err != nil && ctx.Err() == nil {
+			logger.V(2).Info("Pod cleanup failed", "err", err)
+		}
+	}
+}
+
+// loops says which control loops have work.
+type loops struct{ schedule, collect, namespaces bool }
+
+// loopsFor returns the loops a batch of changes concerns, so that a write
+// costs the loops nothing unless it is theirs: a pod waiting for a node, a
+// terminating pod (its node may be gone), a namespace, an object leaving a
+// namespace (which may be terminating), a node.
+func loopsFor(evs []storage.Event) loops {
+	var l loops
+	for _, ev := range evs {
+		o := ev.Object
+		switch storage.ResourceOf(o.Key) {
+		case "pods":
+			switch {
+			case ev.Type == watch.Deleted:
+				l.namespaces = true
+			case o.Fields["spec.nodeName"] == "":
+				l.schedule = l.schedule || o.Fields["spec.schedulerName"] == corev1.DefaultSchedulerName
+			case bytes.Contains(o.Raw, deletionTimestampJSON):
+				l.collect = true
+			}
+		case "namespaces":
+			l.namespaces = true
+		case "nodes":
+			l.schedule, l.collect = true, true
+		case "leases", "events":
+		default:
+			l.namespaces = l.namespaces || ev.Type == watch.Deleted
+		}
+	}
+	return l
+}
+
+// deletionTimestampJSON is in the stored JSON of an object being deleted.
+var deletionTimestampJSON = []byte(`"deletionTimestamp":`)
 
 func decodeAll[T any](s *Server, objs []*storage.Object) []*T {
 	out := make([]*T, 0, len(objs))
@@ -242,7 +313,7 @@ func (c *controller) markUnschedulable(ctx context.Context, pod *corev1.Pod, msg
 func (c *controller) collectPods(ctx context.Context, nodes map[string]*corev1.Node) error {
 	orphans := c.s.store.Select("pods/", func(o *storage.Object) bool {
 		n := o.Fields["spec.nodeName"]
-		return n != "" && nodes[n] == nil
+		return n != "" && nodes[n] == nil && bytes.Contains(o.Raw, deletionTimestampJSON)
 	})
 	for _, pod := range decodeAll[corev1.Pod](c.s, orphans) {
 		if pod.DeletionTimestamp == nil {

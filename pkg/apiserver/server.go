@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
 	"github.com/nodeagent/kubelet/pkg/apiserver/discovery"
+	"github.com/nodeagent/kubelet/pkg/apiserver/openapi"
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
 	"github.com/nodeagent/kubelet/pkg/apiserver/request"
 	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
@@ -37,6 +38,7 @@ type Server struct {
 	authz     *auth.Authorizer
 	rest      *rest.Handler
 	discovery *discovery.Handler
+	openapi   *openapi.Handler
 	listener  net.Listener
 	http      *http.Server
 	url       string
@@ -85,10 +87,14 @@ func New(cfg Config) (s *Server, retErr error) {
 		}
 	}()
 	s = &Server{cfg: cfg, reg: reg, store: store, ca: ca, authn: auth.NewAuthenticator(tokens),
-		discovery: discovery.New(reg), done: make(chan struct{})}
+		discovery: discovery.New(reg), openapi: openapi.New(reg, discovery.GitVersion), done: make(chan struct{})}
 	s.authz = auth.NewAuthorizer(podIndex{store: store, codec: reg.Codec()})
+	nodes, err := newNodeProxy(store, ca, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{},
-		BookmarkInterval: cfg.BookmarkInterval, Proxy: newNodeProxy(store, ca, cfg.Clock)})
+		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes})
 	if err := s.bootstrap(context.Background()); err != nil {
 		return nil, err
 	}
@@ -183,8 +189,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("ok"))
 	case s.discovery.Serves(p) && !info.IsResource:
 		s.discovery.ServeHTTP(w, r)
-	case p == "/openapi/v2" || p == "/openapi/v3" || len(p) > len("/openapi/v3/") && p[:len("/openapi/v3/")] == "/openapi/v3/":
-		serveOpenAPI(w, r, s.reg)
+	case s.openapi.Serves(p):
+		s.openapi.ServeHTTP(w, r)
 	case info.IsResource:
 		s.rest.ServeHTTP(w, r)
 	default:

@@ -21,12 +21,7 @@ func (podStrategy) PrepareForCreate(obj runtime.Object) {
 func (podStrategy) PrepareForUpdate(obj, old runtime.Object) {
 	pod, o := obj.(*corev1.Pod), old.(*corev1.Pod)
 	pod.Status = o.Status
-	for i := range pod.Spec.InitContainers {
-		defaultContainer(&pod.Spec.InitContainers[i], pod.Spec.HostNetwork)
-	}
-	for i := range pod.Spec.Containers {
-		defaultContainer(&pod.Spec.Containers[i], pod.Spec.HostNetwork)
-	}
+	DefaultPodSpec(&pod.Spec)
 	if !equality.Semantic.DeepEqual(pod.Spec, o.Spec) {
 		pod.Generation = o.Generation + 1
 	} else {

@@ -16,6 +16,26 @@ const DefaultTolerationSeconds = 300
 // default admission plugins) applies to a new pod.
 func DefaultPod(pod *corev1.Pod) {
 	s := &pod.Spec
+	DefaultPodSpec(s)
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = "default"
+	}
+	s.DeprecatedServiceAccount = s.ServiceAccountName //nolint:staticcheck // kept in step as upstream does
+	if s.PriorityClassName == "" && s.Priority == nil {
+		s.Priority = ptr.To[int32](0)
+	}
+	if s.PreemptionPolicy == nil {
+		p := corev1.PreemptLowerPriority
+		s.PreemptionPolicy = &p
+	}
+	addDefaultToleration(s, corev1.TaintNodeNotReady)
+	addDefaultToleration(s, corev1.TaintNodeUnreachable)
+}
+
+// DefaultPodSpec applies the defaults upstream's API defaulting applies to
+// every pod spec it decodes, on create and on update alike (admission
+// defaults such as the service account and tolerations are DefaultPod's).
+func DefaultPodSpec(s *corev1.PodSpec) {
 	if s.DNSPolicy == "" {
 		s.DNSPolicy = corev1.DNSClusterFirst
 	}
@@ -35,15 +55,7 @@ func DefaultPod(pod *corev1.Pod) {
 		s.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
 	}
 	if s.ServiceAccountName == "" {
-		s.ServiceAccountName = "default"
-	}
-	s.DeprecatedServiceAccount = s.ServiceAccountName //nolint:staticcheck // kept in step as upstream does
-	if s.PriorityClassName == "" && s.Priority == nil {
-		s.Priority = ptr.To[int32](0)
-	}
-	if s.PreemptionPolicy == nil {
-		p := corev1.PreemptLowerPriority
-		s.PreemptionPolicy = &p
+		s.ServiceAccountName = s.DeprecatedServiceAccount //nolint:staticcheck // upstream reads the old name
 	}
 	for i := range s.InitContainers {
 		defaultContainer(&s.InitContainers[i], s.HostNetwork)
@@ -54,8 +66,6 @@ func DefaultPod(pod *corev1.Pod) {
 	for i := range s.Volumes {
 		defaultVolume(&s.Volumes[i])
 	}
-	addDefaultToleration(s, corev1.TaintNodeNotReady)
-	addDefaultToleration(s, corev1.TaintNodeUnreachable)
 }
 
 func defaultContainer(c *corev1.Container, hostNetwork bool) {

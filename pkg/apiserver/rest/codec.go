@@ -25,12 +25,16 @@ var (
 	codecs    = serializer.NewCodecFactory(apiScheme)
 )
 
-// newScheme returns a scheme of every built-in kind plus meta.k8s.io's Table.
+// newScheme returns a scheme of every built-in kind plus meta.k8s.io's Table
+// and options.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(metav1.AddMetaToScheme(s))
+	// kubectl sends DeleteOptions as meta.k8s.io/v1.
+	s.AddKnownTypes(metav1.SchemeGroupVersion, &metav1.DeleteOptions{}, &metav1.CreateOptions{},
+		&metav1.UpdateOptions{}, &metav1.PatchOptions{}, &metav1.ListOptions{}, &metav1.GetOptions{})
 	return s
 }
 

@@ -59,7 +59,7 @@ func (q *req) create() {
 		}
 	}
 	key := q.res.Key(acc.GetNamespace(), acc.GetName())
-	o, typed, err := q.h.store.Update(q.r.Context(), key, func(cur runtime.Object) (runtime.Object, error) {
+	o, typed, err := q.write(key, func(cur runtime.Object) (runtime.Object, error) {
 		if cur != nil {
 			if acc.GetGenerateName() != "" {
 				return nil, apierrors.NewGenerateNameConflict(q.res.GroupResource(), acc.GetName(), 1)
@@ -105,7 +105,9 @@ func (q *req) prepareCreate(obj runtime.Object) error {
 	acc.SetDeletionTimestamp(nil)
 	acc.SetDeletionGracePeriodSeconds(nil)
 	acc.SetSelfLink("")
-	acc.SetManagedFields(nil)
+	if !q.isApply() {
+		acc.SetManagedFields(nil) // tracked from the first apply on
+	}
 	acc.SetGeneration(0)
 	q.res.Strategy.PrepareForCreate(obj)
 	if errs := q.res.Strategy.Validate(obj); len(errs) > 0 {

@@ -42,6 +42,9 @@ func (q *req) deleteOptions() (*metav1.DeleteOptions, error) {
 		}
 		opts.GracePeriodSeconds = &n
 	}
+	if err := q.bodyDryRun(opts); err != nil {
+		return nil, err
+	}
 	return opts, nil
 }
 
@@ -63,7 +66,7 @@ func (q *req) delete() {
 // only marks it while finalizers remain.
 func (q *req) deleteOne(key, name string, opts *metav1.DeleteOptions) (*storage.Object, runtime.Object, error) {
 	now := q.h.opts.Clock.Now()
-	return q.h.store.Update(q.r.Context(), key, func(cur runtime.Object) (runtime.Object, error) {
+	return q.write(key, func(cur runtime.Object) (runtime.Object, error) {
 		if cur == nil {
 			return nil, apierrors.NewNotFound(q.res.GroupResource(), name)
 		}
@@ -99,6 +102,13 @@ func (q *req) deleteOne(key, name string, opts *metav1.DeleteOptions) (*storage.
 		}
 		return cur, nil
 	})
+}
+
+// bodyDryRun honours dryRun given in DeleteOptions in the body.
+func (q *req) bodyDryRun(opts *metav1.DeleteOptions) error {
+	dry, err := parseDryRun(opts.DryRun)
+	q.dryRun = q.dryRun || dry
+	return err
 }
 
 // gracePeriod returns the deletion grace period: a pod bound to a node and not
@@ -197,7 +207,7 @@ func (q *req) bind() {
 		q.fail(apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, q.info.Name, nil))
 		return
 	}
-	_, _, err = q.h.store.Update(q.r.Context(), q.key(), func(cur runtime.Object) (runtime.Object, error) {
+	_, _, err = q.write(q.key(), func(cur runtime.Object) (runtime.Object, error) {
 		if cur == nil {
 			return nil, apierrors.NewNotFound(q.res.GroupResource(), q.info.Name)
 		}
@@ -265,6 +275,10 @@ func (q *req) evict() {
 	opts := ev.DeleteOptions
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
+	}
+	if err := q.bodyDryRun(opts); err != nil {
+		q.fail(err)
+		return
 	}
 	if _, _, err := q.deleteOne(q.key(), q.info.Name, opts); err != nil {
 		q.fail(err)

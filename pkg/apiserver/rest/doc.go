@@ -2,7 +2,10 @@
 // registry, over the objects in package storage: get, list, watch, create,
 // update, patch, delete and deletecollection, the status, binding, eviction
 // and finalize subresources, content negotiation (JSON, YAML bodies,
-// protobuf, Table), selectors, chunking and graceful deletion.
+// protobuf, Table, Table watch events), selectors, chunking, graceful
+// deletion, dryRun=All (computed and admitted, never stored), and server-side
+// apply with managedFields (upstream's field manager, tracked from an
+// object's first apply on).
 //
 // It does not authenticate or authorize (the caller wraps it) and runs no
 // background loops; admission beyond the kinds' own rules is delegated to an

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
@@ -51,9 +53,10 @@ type Options struct {
 
 // Handler serves resource requests. It is safe for concurrent use.
 type Handler struct {
-	reg   *registry.Registry
-	store *storage.Store
-	opts  Options
+	reg    *registry.Registry
+	store  *storage.Store
+	opts   Options
+	fields fieldManagers
 }
 
 // NewHandler returns a Handler over store for the resources in reg.
@@ -99,11 +102,20 @@ type req struct {
 	info *request.Info
 	res  *registry.Resource
 	user *request.User
+	// dryRun is set by dryRun=All: the write is computed, admitted and
+	// answered, but not stored.
+	dryRun bool
 }
 
 func (q *req) fail(err error) { writeError(q.w, err) }
 
 func (q *req) serve() {
+	dryRun, err := parseDryRun(q.r.URL.Query()["dryRun"])
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.dryRun = dryRun
 	switch q.info.Subresource {
 	case "log", "exec", "attach", "portforward", "proxy":
 		if q.h.opts.Proxy == nil {
@@ -157,6 +169,28 @@ func (q *req) onlyVerb(verb string, fn func()) {
 	fn()
 }
 
+// parseDryRun reads the dryRun query values: none, or "All".
+func parseDryRun(vals []string) (bool, error) {
+	dry := false
+	for _, v := range vals {
+		if v != metav1.DryRunAll {
+			return false, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("CreateOptions").GroupKind(), "",
+				field.ErrorList{field.NotSupported(field.NewPath("dryRun"), v, []string{metav1.DryRunAll})})
+		}
+		dry = true
+	}
+	return dry, nil
+}
+
+// write applies fn to the object at key: through the store, or only computed
+// for a dry run.
+func (q *req) write(key string, fn storage.UpdateFunc) (*storage.Object, runtime.Object, error) {
+	if q.dryRun {
+		return q.h.store.DryRun(key, fn)
+	}
+	return q.h.store.Update(q.r.Context(), key, fn)
+}
+
 // key returns the storage key of the named object.
 func (q *req) key() string { return q.res.Key(q.ns(), q.info.Name) }
 
@@ -200,7 +234,7 @@ func (q *req) writeObject(code int, o *storage.Object, typed runtime.Object) {
 		return
 	}
 	if out.table {
-		tbl, err := q.h.table(q.res, []runtime.Object{typed}, "", "")
+		tbl, err := q.table([]runtime.Object{typed}, "", "", true)
 		if err != nil {
 			q.fail(err)
 			return

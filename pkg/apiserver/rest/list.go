@@ -184,7 +184,7 @@ func (q *req) list() {
 	}
 	rv := strconv.FormatUint(page.rv, 10)
 	if out.table {
-		tbl, err := q.h.table(q.res, typed, rv, page.cont)
+		tbl, err := q.table(typed, rv, page.cont, true)
 		if err != nil {
 			q.fail(err)
 			return

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -30,12 +31,26 @@ var (
 	colAge  = column{name: "Age", typ: "string"}
 )
 
-// table renders objects as the Table kubectl get asks for.
-func (h *Handler) table(res *registry.Resource, objs []runtime.Object, rv, cont string) (*metav1.Table, error) {
-	now := h.opts.Clock.Now()
-	cols, cells := tableColumns(res)
+// table renders objects as the Table kubectl get asks for. Column
+// definitions are left out when headers is false (watch events after the
+// first). Rows carry the objects' metadata, the whole objects, or nothing, as
+// the includeObject parameter says.
+func (q *req) table(objs []runtime.Object, rv, cont string, headers bool) (*metav1.Table, error) {
+	include := metav1.IncludeObjectPolicy(q.r.URL.Query().Get("includeObject"))
+	switch include {
+	case "":
+		include = metav1.IncludeMetadata
+	case metav1.IncludeMetadata, metav1.IncludeObject, metav1.IncludeNone:
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("includeObject must be one of None, Metadata, Object, not %q", include))
+	}
+	now := q.h.opts.Clock.Now()
+	cols, cells := tableColumns(q.res)
 	t := &metav1.Table{ListMeta: metav1.ListMeta{ResourceVersion: rv, Continue: cont}}
 	for _, c := range cols {
+		if !headers {
+			break
+		}
 		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{
 			Name: c.name, Type: c.typ, Priority: c.priority, Format: map[bool]string{true: "name"}[c == colName]})
 	}
@@ -44,9 +59,17 @@ func (h *Handler) table(res *registry.Resource, objs []runtime.Object, rv, cont 
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		pom := &metav1.PartialObjectMetadata{ObjectMeta: *acc.(*metav1.ObjectMeta)}
-		pom.APIVersion, pom.Kind = "meta.k8s.io/v1", "PartialObjectMetadata"
-		raw, err := json.Marshal(pom)
+		var raw []byte
+		switch include {
+		case metav1.IncludeMetadata:
+			pom := meta.AsPartialObjectMetadata(acc)
+			pom.APIVersion, pom.Kind = "meta.k8s.io/v1", "PartialObjectMetadata"
+			raw, err = json.Marshal(pom)
+		case metav1.IncludeObject:
+			var buf bytes.Buffer
+			err = codecs.LegacyCodec(q.res.GroupVersion()).Encode(obj, &buf)
+			raw = buf.Bytes()
+		}
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

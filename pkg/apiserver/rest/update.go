@@ -31,11 +31,18 @@ func (q *req) update() {
 		put       runtime.Object
 		warnings  []string
 		patchType types.PatchType
+		apply     *applyRequest
 	)
 	if q.info.Verb == "patch" {
 		if patchType, err = parsePatchType(q.r.Header.Get("Content-Type")); err != nil {
 			q.fail(err)
 			return
+		}
+		if patchType == types.ApplyYAMLPatchType {
+			if apply, err = q.parseApply(data); err != nil {
+				q.fail(err)
+				return
+			}
 		}
 	} else {
 		served, w, err := decodeBody(q.r, q.res, data)
@@ -51,13 +58,22 @@ func (q *req) update() {
 	}
 	ctx := q.r.Context()
 	created := false
-	o, typed, err := q.h.store.Update(ctx, q.key(), func(cur runtime.Object) (runtime.Object, error) {
+	o, typed, err := q.write(q.key(), func(cur runtime.Object) (runtime.Object, error) {
 		created = false
 		if cur == nil {
-			if put == nil || !q.res.AllowCreateOnUpdate || q.info.Subresource != "" {
+			creatable := put != nil && q.res.AllowCreateOnUpdate || apply != nil
+			if !creatable || q.info.Subresource != "" {
 				return nil, apierrors.NewNotFound(q.res.GroupResource(), q.info.Name)
 			}
-			obj := put.DeepCopyObject()
+			var obj runtime.Object
+			if apply != nil {
+				var err error
+				if obj, err = q.applyTo(q.newForApply(), apply); err != nil {
+					return nil, err
+				}
+			} else {
+				obj = put.DeepCopyObject()
+			}
 			if err := q.prepareCreate(obj); err != nil {
 				return nil, err
 			}
@@ -70,16 +86,21 @@ func (q *req) update() {
 			return obj, q.admit(ctx, obj, nil)
 		}
 		var obj runtime.Object
-		if put != nil {
+		switch {
+		case put != nil:
 			obj = put.DeepCopyObject()
-		} else {
+		case apply != nil:
+			if obj, err = q.applyTo(cur.DeepCopyObject(), apply); err != nil {
+				return nil, err
+			}
+		default:
 			var w []string
 			if obj, w, err = q.applyPatch(cur, patchType, data); err != nil {
 				return nil, err
 			}
 			warnings = w
 		}
-		return q.nextState(cur, obj)
+		return q.nextState(cur, obj, apply != nil)
 	})
 	if err != nil {
 		q.fail(err)
@@ -93,8 +114,9 @@ func (q *req) update() {
 	q.writeObject(code, o, typed)
 }
 
-// nextState computes the stored state after an update of cur to obj.
-func (q *req) nextState(cur, obj runtime.Object) (runtime.Object, error) {
+// nextState computes the stored state after an update of cur to obj. applied
+// says obj comes from a server-side apply and carries its managedFields.
+func (q *req) nextState(cur, obj runtime.Object, applied bool) (runtime.Object, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -128,6 +150,12 @@ func (q *req) nextState(cur, obj runtime.Object) (runtime.Object, error) {
 		if errs := ss.ValidateStatusUpdate(next, old); len(errs) > 0 {
 			return nil, q.invalid(name, errs)
 		}
+		if applied {
+			nextAcc, _ := meta.Accessor(next)
+			nextAcc.SetManagedFields(acc.GetManagedFields())
+		} else {
+			q.trackFields(old, next)
+		}
 	case "finalize":
 		ns, ok := cur.(*corev1.Namespace)
 		if !ok {
@@ -143,7 +171,6 @@ func (q *req) nextState(cur, obj runtime.Object) (runtime.Object, error) {
 		acc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
 		acc.SetGeneration(oldAcc.GetGeneration())
 		acc.SetSelfLink("")
-		acc.SetManagedFields(nil)
 		if oldAcc.GetDeletionTimestamp() != nil {
 			if errs := apivalidation.ValidateNoNewFinalizers(acc.GetFinalizers(), oldAcc.GetFinalizers(),
 				field.NewPath("metadata", "finalizers")); len(errs) > 0 {
@@ -153,6 +180,9 @@ func (q *req) nextState(cur, obj runtime.Object) (runtime.Object, error) {
 		q.res.Strategy.PrepareForUpdate(obj, old)
 		if errs := q.res.Strategy.ValidateUpdate(obj, old); len(errs) > 0 {
 			return nil, q.invalid(name, errs)
+		}
+		if !applied {
+			q.trackFields(old, obj)
 		}
 		next = obj
 	}
@@ -186,7 +216,7 @@ func parsePatchType(ct string) (types.PatchType, error) {
 		return "", unsupportedMediaType(ct)
 	}
 	switch pt := types.PatchType(mt); pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 		return pt, nil
 	}
 	return "", unsupportedMediaType(ct)

@@ -33,7 +33,8 @@ func (q *req) watch() {
 		q.fail(err)
 		return
 	}
-	if out.table {
+	table := out.table
+	if table {
 		out, _ = outputFor(mediaJSON, false)
 	}
 	prefix := q.res.Prefix(q.ns())
@@ -73,7 +74,7 @@ func (q *req) watch() {
 			timeout = time.Duration(n) * time.Second
 		}
 	}
-	ew := &eventWriter{q: q, out: out}
+	ew := &eventWriter{q: q, out: out, table: table}
 	q.w.Header().Set("Content-Type", out.mediaType)
 	if out.info.StreamSerializer != nil && out.mediaType == mediaProtobuf {
 		q.w.Header().Set("Content-Type", out.mediaType+";stream=watch")
@@ -179,10 +180,13 @@ type eventWriter struct {
 	q   *req
 	out output
 	buf bytes.Buffer
+	// table makes each object a one-row Table; only the first carries the
+	// column definitions, as upstream.
+	table, headersSent bool
 }
 
 func (e *eventWriter) write(typ watch.EventType, o *storage.Object) error {
-	if e.out.rawJSON() && e.q.res.Converter == nil {
+	if e.out.rawJSON() && e.q.res.Converter == nil && !e.table {
 		e.buf.Reset()
 		fmt.Fprintf(&e.buf, `{"type":%q,"object":`, typ)
 		e.buf.Write(bytes.TrimRight(o.Raw, "\n"))
@@ -196,6 +200,14 @@ func (e *eventWriter) write(typ watch.EventType, o *storage.Object) error {
 	}
 	if err != nil {
 		return err
+	}
+	if e.table {
+		tbl, err := e.q.table([]runtime.Object{obj}, strconv.FormatUint(o.RV, 10), "", !e.headersSent)
+		if err != nil {
+			return err
+		}
+		e.headersSent = true
+		return e.writeTyped(typ, tbl)
 	}
 	return e.writeTyped(typ, obj)
 }
@@ -215,7 +227,8 @@ func (e *eventWriter) bookmark(rv uint64, initialEnd bool) error {
 
 func (e *eventWriter) writeTyped(typ watch.EventType, obj runtime.Object) error {
 	gv := e.q.res.GroupVersion()
-	if _, ok := obj.(*metav1.Status); ok {
+	switch obj.(type) {
+	case *metav1.Status, *metav1.Table:
 		gv = metav1.SchemeGroupVersion
 	}
 	var raw bytes.Buffer

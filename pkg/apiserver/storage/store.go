@@ -403,3 +403,43 @@ func (s *Store) Select(prefix string, match func(*Object) bool) []*Object {
 	}
 	return out
 }
+
+// DryRun computes what Update would store at key without storing it, without
+// assigning a resourceVersion and without telling watchers. A new object has
+// no resourceVersion; a changed one keeps the current one; for a delete it
+// returns the current object.
+func (s *Store) DryRun(key string, fn UpdateFunc) (*Object, runtime.Object, error) {
+	s.mu.RLock()
+	cur := s.latest[key]
+	s.mu.RUnlock()
+	var curObj runtime.Object
+	if cur != nil {
+		var err error
+		if curObj, err = s.codec.Decode(key, cur.Raw); err != nil {
+			return nil, nil, fmt.Errorf("decode %s: %w", key, err)
+		}
+	}
+	next, err := fn(curObj)
+	if err != nil || (cur == nil && next == nil) {
+		return nil, nil, err
+	}
+	if next == nil {
+		return cur, curObj, nil
+	}
+	acc, err := meta.Accessor(next)
+	if err != nil {
+		return nil, nil, err
+	}
+	rv := uint64(0)
+	acc.SetResourceVersion("")
+	if cur != nil {
+		rv = cur.RV
+		acc.SetResourceVersion(strconv.FormatUint(rv, 10))
+	}
+	raw, err := s.codec.Encode(next)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode %s: %w", key, err)
+	}
+	lbls, flds := s.codec.Index(key, next)
+	return &Object{Key: key, RV: rv, Raw: raw, Labels: lbls, Fields: flds}, next, nil
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Builds upstream Kubernetes binaries from the Go module proxy at a pinned version:
+# kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager named as arguments.
+#
+#   hack/kube-binaries.sh                  # kubectl
+#   hack/kube-binaries.sh kube-apiserver   # kubectl and kube-apiserver
+#
+# The build happens in a scratch module that requires k8s.io/kubernetes and replaces each staging module that
+# kubernetes' own go.mod points at ./staging/... with its published v0.x release. A binary that already exists
+# and was built from the pinned version is kept: a second run does nothing. The binaries land in
+# /var/lib/nodeagent/bin (KUBE_BIN_DIR), never on PATH, so a kubectl already on the host is left alone.
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.35.4}
+KUBE_BUILD_DIR=${KUBE_BUILD_DIR:-/var/lib/nodeagent/kube-build}
+KUBE_BIN_DIR=${KUBE_BIN_DIR:-/var/lib/nodeagent/bin}
+export PATH=/usr/local/go/bin:$PATH
+
+# Progress goes to stderr; stdout carries only the paths of the binaries.
+say() { printf 'kube-binaries: %s\n' "$*" >&2; }
+die() { printf 'kube-binaries: error: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null || die "go is not installed"
+case "$KUBE_VERSION" in
+v1.*.*) ;;
+*) die "KUBE_VERSION must look like v1.N.M, got $KUBE_VERSION" ;;
+esac
+# Staging modules are published as v0.N.M for kubernetes v1.N.M.
+STAGING_VERSION=v0.${KUBE_VERSION#v1.}
+
+targets=(kubectl)
+for arg in "$@"; do
+	case "$arg" in
+	kubectl) ;;
+	kube-apiserver | kube-scheduler | kube-controller-manager) targets+=("$arg") ;;
+	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler or kube-controller-manager)" ;;
+	esac
+done
+
+# built_version prints the k8s.io/kubernetes module version a binary was built from, or nothing.
+built_version() {
+	[ -x "$1" ] || return 0
+	go version -m "$1" 2>/dev/null | awk '$1 == "mod" && $2 == "k8s.io/kubernetes" { print $3 }'
+}
+
+todo=()
+for t in "${targets[@]}"; do
+	if [ "$(built_version "$KUBE_BIN_DIR/$t")" = "$KUBE_VERSION" ]; then
+		say "$t $KUBE_VERSION is up to date"
+	else
+		todo+=("$t")
+	fi
+done
+
+if [ ${#todo[@]} -gt 0 ]; then
+	mkdir -p "$KUBE_BUILD_DIR" "$KUBE_BIN_DIR"
+	cd "$KUBE_BUILD_DIR"
+
+	modjson=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION") ||
+		die "cannot download k8s.io/kubernetes@$KUBE_VERSION from the module proxy"
+	upstream_mod=$(printf '%s\n' "$modjson" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+	[ -f "$upstream_mod" ] || die "no go.mod for k8s.io/kubernetes@$KUBE_VERSION in the module cache"
+	staging=$(awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "$upstream_mod")
+	[ -n "$staging" ] || die "found no staging modules in $upstream_mod"
+
+	# Every binary built here so far stays a tool of the module, so one go.sum serves them all.
+	tools=("${todo[@]}")
+	for t in kubectl kube-apiserver kube-scheduler kube-controller-manager; do
+		if [ -x "$KUBE_BIN_DIR/$t" ]; then tools+=("$t"); fi
+	done
+	mapfile -t tools < <(printf '%s\n' "${tools[@]}" | sort -u)
+
+	{
+		echo "module nodeagent.local/kube-build"
+		echo
+		echo "go 1.25.0"
+		echo
+		echo "godebug default=go1.25"
+		echo
+		echo "require k8s.io/kubernetes $KUBE_VERSION"
+		echo
+		for t in "${tools[@]}"; do
+			echo "tool k8s.io/kubernetes/cmd/$t"
+		done
+		echo
+		for m in $staging; do
+			echo "replace $m => $m $STAGING_VERSION"
+		done
+	} >go.mod.new
+	if ! cmp -s go.mod.new go.mod.in 2>/dev/null || [ ! -f go.sum ]; then
+		cp go.mod.new go.mod
+		say "resolving dependencies in $KUBE_BUILD_DIR (go mod tidy)"
+		go mod tidy || die "go mod tidy failed in $KUBE_BUILD_DIR"
+		cp go.mod.new go.mod.in
+	fi
+	rm -f go.mod.new
+
+	minor=${KUBE_VERSION#v1.}
+	minor=${minor%%.*}
+	ldflags="-s -w"
+	for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+		ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+		ldflags+=" -X $pkg.gitTreeState=clean"
+	done
+	for t in "${todo[@]}"; do
+		say "building $t $KUBE_VERSION (the first build takes several minutes)"
+		start=$(date +%s)
+		nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$KUBE_BIN_DIR/$t.tmp" "k8s.io/kubernetes/cmd/$t" ||
+			die "building $t failed"
+		mv -f "$KUBE_BIN_DIR/$t.tmp" "$KUBE_BIN_DIR/$t"
+		say "built $t in $(($(date +%s) - start)) s"
+	done
+fi
+
+for t in "${targets[@]}"; do
+	echo "$KUBE_BIN_DIR/$t"
+done

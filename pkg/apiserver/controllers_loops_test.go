@@ -1,0 +1,40 @@
+package apiserver
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
+)
+
+func TestLoopsFor(t *testing.T) {
+	pod := func(node, scheduler, raw string) *storage.Object {
+		return &storage.Object{Key: "pods/ns/p", Raw: []byte(raw),
+			Fields: fields.Set{"spec.nodeName": node, "spec.schedulerName": scheduler}}
+	}
+	obj := func(key string) *storage.Object { return &storage.Object{Key: key, Raw: []byte("{}")} }
+	for _, tc := range []struct {
+		name string
+		evs  []storage.Event
+		want loops
+	}{
+		{"bound pod created", []storage.Event{{Type: watch.Added, Object: pod("n1", "default-scheduler", "{}")}}, loops{}},
+		{"bound pod status", []storage.Event{{Type: watch.Modified, Object: pod("n1", "default-scheduler", `{"status":{}}`)}}, loops{}},
+		{"unbound pod", []storage.Event{{Type: watch.Added, Object: pod("", "default-scheduler", "{}")}}, loops{schedule: true}},
+		{"unbound pod, other scheduler", []storage.Event{{Type: watch.Added, Object: pod("", "mine", "{}")}}, loops{}},
+		{"terminating pod", []storage.Event{{Type: watch.Modified,
+			Object: pod("n1", "default-scheduler", `{"metadata":{"deletionTimestamp":"2025-01-01T00:00:00Z"}}`)}}, loops{collect: true}},
+		{"pod removed", []storage.Event{{Type: watch.Deleted, Object: pod("n1", "default-scheduler", "{}")}}, loops{namespaces: true}},
+		{"namespace", []storage.Event{{Type: watch.Added, Object: obj("namespaces//x")}}, loops{namespaces: true}},
+		{"node", []storage.Event{{Type: watch.Modified, Object: obj("nodes//n1")}}, loops{schedule: true, collect: true}},
+		{"lease renewed", []storage.Event{{Type: watch.Modified, Object: obj("leases/kube-node-lease/n1")}}, loops{}},
+		{"configmap removed", []storage.Event{{Type: watch.Deleted, Object: obj("configmaps/ns/c")}}, loops{namespaces: true}},
+		{"configmap changed", []storage.Event{{Type: watch.Modified, Object: obj("configmaps/ns/c")}}, loops{}},
+	} {
+		if got := loopsFor(tc.evs); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
