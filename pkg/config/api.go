@@ -1,0 +1,85 @@
+package config
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// apiSource watches the pods bound to the node. The informer's reflector resumes a broken watch from the
+// last resourceVersion it saw (relisting only when that is too old), and Sources drops the repeats a relist
+// produces, so a disconnect neither loses nor repeats work.
+type apiSource struct {
+	client   kubernetes.Interface
+	nodeName string
+	out      *Sources
+}
+
+func newAPISource(client kubernetes.Interface, nodeName string, out *Sources) *apiSource {
+	return &apiSource{client: client, nodeName: nodeName, out: out}
+}
+
+func (a *apiSource) run(ctx context.Context) {
+	selector := fields.OneTermEqualSelector("spec.nodeName", a.nodeName).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return a.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return a.client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+	informer := cache.NewSharedIndexInformer(listThenWatch{lw}, &v1.Pod{}, 0, cache.Indexers{})
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { a.upsert(ctx, obj) },
+		UpdateFunc: func(_, obj interface{}) { a.upsert(ctx, obj) },
+		DeleteFunc: func(obj interface{}) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				a.out.remove(ctx, SourceAPI, pod)
+			}
+		},
+	})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to watch pods")
+		return
+	}
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+			a.out.markSynced(SourceAPI)
+		}
+	}()
+	informer.RunWithContext(ctx)
+}
+
+// listThenWatch makes the reflector use a plain list and watch (resumed from the last resourceVersion)
+// rather than a streaming watch-list, which not every API server (the bundled one) serves.
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (a *apiSource) upsert(ctx context.Context, obj interface{}) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName != a.nodeName {
+		return
+	}
+	pod = pod.DeepCopy()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	if _, mirror := pod.Annotations[AnnotationMirror]; !mirror {
+		pod.Annotations[AnnotationSource] = SourceAPI
+	}
+	a.out.upsert(ctx, SourceAPI, pod)
+}

@@ -1,0 +1,197 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// FileResync is how often the manifest directory is re-listed even without a change notification.
+const FileResync = 20 * time.Second
+
+// Options configure the pod sources.
+type Options struct {
+	NodeName string
+	// Client, when set, adds the API server source.
+	Client kubernetes.Interface
+	// ManifestDir, when set, adds the static manifest source.
+	ManifestDir string
+	Clock       clock.WithTicker
+	Recorder    record.EventRecorder
+}
+
+// Sources merges the API and file sources into one stream of PodUpdates. Updates carry only real changes:
+// a source that repeats a pod unchanged (an informer relisting after a disconnect, a file re-read) produces
+// nothing, and a change of status alone is a Reconcile. Safe for concurrent use.
+type Sources struct {
+	opts    Options
+	updates chan PodUpdate
+
+	mu     sync.Mutex
+	pods   map[string]map[types.UID]*v1.Pod // by source
+	synced map[string]bool                  // sources that delivered their initial list
+}
+
+// NewSources returns the sources opts asks for. With neither a client nor a manifest directory it still
+// works: no pods ever arrive.
+func NewSources(opts Options) (*Sources, error) {
+	if opts.NodeName == "" {
+		return nil, errors.New("node name is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = &record.FakeRecorder{}
+	}
+	s := &Sources{
+		opts:    opts,
+		updates: make(chan PodUpdate, 64),
+		pods:    map[string]map[types.UID]*v1.Pod{},
+		synced:  map[string]bool{},
+	}
+	if opts.Client != nil {
+		s.synced[SourceAPI] = false
+	}
+	if opts.ManifestDir != "" {
+		s.synced[SourceFile] = false
+	}
+	return s, nil
+}
+
+// Updates returns the merged stream.
+func (s *Sources) Updates() <-chan PodUpdate { return s.updates }
+
+// Synced reports whether every source has delivered its initial list.
+func (s *Sources) Synced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ok := range s.synced {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Run runs every source until ctx is done.
+func (s *Sources) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if s.opts.Client != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			newAPISource(s.opts.Client, s.opts.NodeName, s).run(ctx)
+		}()
+	}
+	if s.opts.ManifestDir != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			newFileSource(s.opts, s).run(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Sources) markSynced(source string) {
+	s.mu.Lock()
+	s.synced[source] = true
+	s.mu.Unlock()
+}
+
+// upsert records one pod of a source and sends what changed.
+func (s *Sources) upsert(ctx context.Context, source string, pod *v1.Pod) {
+	s.mu.Lock()
+	m := s.sourcePods(source)
+	old, ok := m[pod.UID]
+	m[pod.UID] = pod
+	s.mu.Unlock()
+	op, changed := classify(old, ok, pod)
+	if changed {
+		s.send(ctx, PodUpdate{Op: op, Pods: []*v1.Pod{pod}, Source: source})
+	}
+}
+
+// remove forgets one pod of a source and sends its removal.
+func (s *Sources) remove(ctx context.Context, source string, pod *v1.Pod) {
+	s.mu.Lock()
+	m := s.sourcePods(source)
+	old, ok := m[pod.UID]
+	delete(m, pod.UID)
+	s.mu.Unlock()
+	if ok {
+		s.send(ctx, PodUpdate{Op: Remove, Pods: []*v1.Pod{old}, Source: source})
+	}
+}
+
+// replace sets the full list of a source and sends the differences.
+func (s *Sources) replace(ctx context.Context, source string, pods []*v1.Pod) {
+	s.mu.Lock()
+	m := s.sourcePods(source)
+	next := make(map[types.UID]*v1.Pod, len(pods))
+	var updates []PodUpdate
+	for _, p := range pods {
+		next[p.UID] = p
+		old, ok := m[p.UID]
+		if op, changed := classify(old, ok, p); changed {
+			updates = append(updates, PodUpdate{Op: op, Pods: []*v1.Pod{p}, Source: source})
+		}
+	}
+	for uid, old := range m {
+		if _, ok := next[uid]; !ok {
+			updates = append(updates, PodUpdate{Op: Remove, Pods: []*v1.Pod{old}, Source: source})
+		}
+	}
+	s.pods[source] = next
+	s.mu.Unlock()
+	for _, u := range updates {
+		s.send(ctx, u)
+	}
+}
+
+func (s *Sources) sourcePods(source string) map[types.UID]*v1.Pod {
+	m, ok := s.pods[source]
+	if !ok {
+		m = map[types.UID]*v1.Pod{}
+		s.pods[source] = m
+	}
+	return m
+}
+
+func (s *Sources) send(ctx context.Context, u PodUpdate) {
+	select {
+	case s.updates <- u:
+	case <-ctx.Done():
+	}
+}
+
+// classify says what changed between the stored pod (if any) and the new one: Add for a new pod, Delete when
+// deletion was just requested, Update for a change the kubelet acts on, Reconcile for a status change alone.
+func classify(old *v1.Pod, known bool, cur *v1.Pod) (Op, bool) {
+	if !known {
+		return Add, true
+	}
+	if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil {
+		return Delete, true
+	}
+	if !equality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
+		!equality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
+		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
+		!equality.Semantic.DeepEqual(old.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds) ||
+		!equality.Semantic.DeepEqual(old.OwnerReferences, cur.OwnerReferences) {
+		return Update, true
+	}
+	if !equality.Semantic.DeepEqual(old.Status, cur.Status) {
+		return Reconcile, true
+	}
+	return Update, false
+}

@@ -1,0 +1,59 @@
+package config
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+// Op is what happened to the pods of an update.
+type Op int
+
+// Operations, as upstream's kubelet names them.
+const (
+	// Add: pods the node has not seen before.
+	Add Op = iota
+	// Update: pods whose spec, labels, annotations or deletion fields changed.
+	Update
+	// Delete: pods whose graceful deletion was requested (deletionTimestamp set).
+	Delete
+	// Remove: pods gone from their source.
+	Remove
+	// Reconcile: pods whose status alone changed in the source.
+	Reconcile
+)
+
+func (o Op) String() string {
+	switch o {
+	case Add:
+		return "ADD"
+	case Update:
+		return "UPDATE"
+	case Delete:
+		return "DELETE"
+	case Remove:
+		return "REMOVE"
+	case Reconcile:
+		return "RECONCILE"
+	}
+	return "UNKNOWN"
+}
+
+// Source names.
+const (
+	SourceAPI  = "api"
+	SourceFile = "file"
+)
+
+// PodUpdate is one change of the pods a source holds.
+type PodUpdate struct {
+	Op     Op
+	Pods   []*v1.Pod
+	Source string
+}
+
+// Annotations that say where a pod came from.
+const (
+	AnnotationSource = "kubernetes.io/config.source"
+	AnnotationHash   = "kubernetes.io/config.hash"
+	AnnotationSeen   = "kubernetes.io/config.seen"
+	AnnotationMirror = "kubernetes.io/config.mirror"
+)

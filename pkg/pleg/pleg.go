@@ -1,0 +1,343 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Upstream's numbers.
+const (
+	RelistPeriod       = time.Second
+	RelistThreshold    = 3 * time.Minute
+	EventChannelLength = 1000
+)
+
+// Runtime is the part of the CRI runtime service the PLEG reads.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+}
+
+// Options are the optional parts of a PLEG.
+type Options struct {
+	// RuntimeEvents, when set, carries container events from the runtime; each triggers an immediate relist of
+	// the pod it names.
+	RuntimeEvents <-chan *runtimeapi.ContainerEventResponse
+	// Enrich, when set, is called on every container status the PLEG inspects before it is cached (the kubelet
+	// fills in termination messages there). It must not block for long.
+	Enrich func(*runtimeapi.ContainerStatus)
+}
+
+// PLEG relists the runtime and produces events and the pod cache. Relist, RelistPod, Healthy and Watch are
+// safe for concurrent use; Run is its loop.
+type PLEG struct {
+	runtime Runtime
+	clock   clock.WithTicker
+	opts    Options
+	cache   *Cache
+	events  chan *Event
+
+	mu        sync.Mutex // serializes relists and guards what follows
+	last      Snapshot
+	reinspect map[types.UID]bool
+
+	healthMu   sync.Mutex
+	lastRelist time.Time
+	lastTook   time.Duration
+}
+
+// New returns a PLEG reading rt.
+func New(rt Runtime, clk clock.WithTicker, opts Options) *PLEG {
+	return &PLEG{
+		runtime:   rt,
+		clock:     clk,
+		opts:      opts,
+		cache:     NewCache(),
+		events:    make(chan *Event, EventChannelLength),
+		last:      Snapshot{},
+		reinspect: map[types.UID]bool{},
+	}
+}
+
+// Watch returns the channel of events. There is one channel; events are dropped (and logged) when it is full.
+func (p *PLEG) Watch() <-chan *Event { return p.events }
+
+// Cache returns the pod cache the PLEG fills.
+func (p *PLEG) Cache() *Cache { return p.cache }
+
+// Run relists every RelistPeriod, and relists single pods on runtime events, until ctx is done.
+func (p *PLEG) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if err := p.Relist(ctx); err != nil && ctx.Err() == nil {
+		logger.Error(err, "Relist failed")
+	}
+	ticker := p.clock.NewTicker(RelistPeriod)
+	defer ticker.Stop()
+	runtimeEvents := p.opts.RuntimeEvents
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+			if err := p.Relist(ctx); err != nil && ctx.Err() == nil {
+				logger.Error(err, "Relist failed")
+			}
+		case ev, ok := <-runtimeEvents:
+			if !ok {
+				runtimeEvents = nil // the stream ended; the periodic relist carries on
+				continue
+			}
+			p.handleRuntimeEvents(ctx, logger, ev, runtimeEvents)
+		}
+	}
+}
+
+// handleRuntimeEvents relists each pod named by ev and the events already queued behind it, once each.
+func (p *PLEG) handleRuntimeEvents(ctx context.Context, logger klog.Logger, ev *runtimeapi.ContainerEventResponse, ch <-chan *runtimeapi.ContainerEventResponse) {
+	uids := map[types.UID]bool{}
+	full := false
+	add := func(ev *runtimeapi.ContainerEventResponse) {
+		uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())
+		if uid == "" {
+			uid = types.UID(ev.GetPodSandboxStatus().GetLabels()[LabelPodUID])
+		}
+		if uid == "" {
+			full = true
+			return
+		}
+		uids[uid] = true
+	}
+	add(ev)
+	for more := true; more && len(uids) < 64; {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				more = false
+				break
+			}
+			add(ev)
+		default:
+			more = false
+		}
+	}
+	if full {
+		if err := p.Relist(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Relist failed")
+		}
+		return
+	}
+	for uid := range uids {
+		if err := p.RelistPod(ctx, uid); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Pod relist failed", "podUID", uid)
+		}
+	}
+}
+
+// Relist lists the whole runtime once, updates the cache and sends the events.
+func (p *PLEG) Relist(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := p.clock.Now()
+	sandboxes, err := p.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list pod sandboxes: %w", err)
+	}
+	containers, err := p.runtime.ListContainers(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	cur := BuildSnapshot(sandboxes, containers)
+	events := ComputeEvents(p.last, cur)
+	changed := map[types.UID]bool{}
+	for _, e := range events {
+		changed[e.UID] = true
+	}
+	for uid := range p.reinspect {
+		changed[uid] = true
+	}
+	failed := p.updateCache(ctx, changed, cur, sandboxes, containers, start)
+	p.cache.UpdateTime(start)
+	p.last = keepFailed(p.last, cur, failed)
+	p.send(ctx, events, failed)
+
+	p.healthMu.Lock()
+	p.lastRelist = start
+	p.lastTook = p.clock.Since(start)
+	p.healthMu.Unlock()
+	return nil
+}
+
+// RelistPod lists and inspects one pod now, updates the cache and sends its events. Pod workers call it after
+// changing a pod, and runtime events trigger it.
+func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := p.clock.Now()
+	selector := map[string]string{LabelPodUID: string(uid)}
+	sandboxes, err := p.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("list pod sandboxes: %w", err)
+	}
+	containers, err := p.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	cur := BuildSnapshot(sandboxes, containers)
+	old := Snapshot{}
+	if r, ok := p.last[uid]; ok {
+		old[uid] = r
+	}
+	mine := Snapshot{}
+	if r, ok := cur[uid]; ok {
+		mine[uid] = r
+	}
+	events := ComputeEvents(old, mine)
+	failed := p.updateCache(ctx, map[types.UID]bool{uid: true}, mine, sandboxes, containers, start)
+	if r, ok := mine[uid]; ok && !failed[uid] {
+		p.last[uid] = r
+	} else if !ok {
+		delete(p.last, uid)
+	}
+	p.send(ctx, events, failed)
+	return nil
+}
+
+// updateCache inspects the given pods and records them; it returns the pods whose inspection failed.
+func (p *PLEG) updateCache(ctx context.Context, uids map[types.UID]bool, cur Snapshot, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, ts time.Time) map[types.UID]bool {
+	failed := map[types.UID]bool{}
+	for uid := range uids {
+		rec, ok := cur[uid]
+		if !ok {
+			p.cache.Delete(uid)
+			delete(p.reinspect, uid)
+			continue
+		}
+		state, err := p.inspect(ctx, uid, rec, sandboxes, containers)
+		p.cache.Set(uid, state, err, ts)
+		if err != nil {
+			failed[uid] = true
+			p.reinspect[uid] = true
+			klog.FromContext(ctx).V(2).Info("Pod inspection failed, retrying at the next relist", "podUID", uid, "err", err)
+			continue
+		}
+		delete(p.reinspect, uid)
+	}
+	return failed
+}
+
+// inspect reads the full CRI status of every sandbox and container of one pod.
+func (p *PLEG) inspect(ctx context.Context, uid types.UID, rec PodRecord, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) (*PodState, error) {
+	state := &PodState{UID: uid, SandboxOf: map[string]string{}}
+	var errs []error
+	for _, s := range sandboxes {
+		if s == nil || rec[s.Id] == StateNonExistent || sandboxUID(s) != uid {
+			continue
+		}
+		resp, err := p.runtime.PodSandboxStatus(ctx, s.Id, false)
+		if err != nil || resp.GetStatus() == nil {
+			errs = append(errs, fmt.Errorf("sandbox %s status: %w", s.Id, errOrEmpty(err)))
+			continue
+		}
+		state.Sandboxes = append(state.Sandboxes, resp.Status)
+		if state.Name == "" {
+			state.Name = s.GetMetadata().GetName()
+			state.Namespace = s.GetMetadata().GetNamespace()
+		}
+	}
+	for _, c := range containers {
+		if c == nil {
+			continue
+		}
+		if _, ok := rec[c.Id]; !ok {
+			continue
+		}
+		resp, err := p.runtime.ContainerStatus(ctx, c.Id, false)
+		if err != nil || resp.GetStatus() == nil {
+			errs = append(errs, fmt.Errorf("container %s status: %w", c.Id, errOrEmpty(err)))
+			continue
+		}
+		st := resp.Status
+		if st.Labels == nil {
+			st.Labels = c.Labels
+		}
+		if st.Annotations == nil {
+			st.Annotations = c.Annotations
+		}
+		if p.opts.Enrich != nil && st.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			p.opts.Enrich(st)
+		}
+		state.Containers = append(state.Containers, st)
+		state.SandboxOf[c.Id] = c.PodSandboxId
+		if state.Name == "" {
+			state.Name = c.Labels[LabelPodName]
+			state.Namespace = c.Labels[LabelPodNamespace]
+		}
+	}
+	return state, errors.Join(errs...)
+}
+
+// keepFailed returns cur, except that pods whose inspection failed keep their old record, so their events are
+// computed (and sent) again at the next relist.
+func keepFailed(old, cur Snapshot, failed map[types.UID]bool) Snapshot {
+	for uid := range failed {
+		if r, ok := old[uid]; ok {
+			cur[uid] = r
+		} else {
+			delete(cur, uid)
+		}
+	}
+	return cur
+}
+
+func errOrEmpty(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("empty status")
+}
+
+// send delivers events without blocking; ContainerChanged is not sent (no consumer acts on it, as upstream),
+// nor are events of pods whose inspection failed (they come again after the next relist).
+func (p *PLEG) send(ctx context.Context, events []Event, failed map[types.UID]bool) {
+	for i := range events {
+		e := events[i]
+		if e.Type == ContainerChanged || failed[e.UID] {
+			continue
+		}
+		select {
+		case p.events <- &e:
+		default:
+			klog.FromContext(ctx).Info("PLEG event channel is full, dropping event", "podUID", e.UID, "event", e.Type)
+		}
+	}
+}
+
+// Healthy returns an error when no relist has succeeded within RelistThreshold.
+func (p *PLEG) Healthy() error {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	if p.lastRelist.IsZero() {
+		return errors.New("pleg has yet to be successful")
+	}
+	if since := p.clock.Since(p.lastRelist); since > RelistThreshold {
+		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", since, RelistThreshold)
+	}
+	return nil
+}
+
+// LastRelist returns when the last successful full relist started and how long it took.
+func (p *PLEG) LastRelist() (time.Time, time.Duration) {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	return p.lastRelist, p.lastTook
+}

@@ -1,0 +1,260 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+	testclock "k8s.io/utils/clock/testing"
+)
+
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// startPod runs a sandbox and one running container for uid in the fake runtime; it returns their IDs.
+func startPod(t *testing.T, rt *critest.FakeRuntimeService, uid string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{LabelPodUID: uid, LabelPodName: "p" + uid, LabelPodNamespace: "ns"}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p" + uid, Namespace: "ns", Uid: uid},
+		Labels:   labels,
+	}
+	sb, err := rt.RunPodSandbox(ctx, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
+		Labels:   labels,
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, cid); err != nil {
+		t.Fatal(err)
+	}
+	return sb, cid
+}
+
+func drain(p *PLEG) []Event {
+	var out []Event
+	for {
+		select {
+		case e := <-p.Watch():
+			out = append(out, *e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestRelist(t *testing.T) {
+	ctx := context.Background()
+	rt := critest.NewFakeRuntimeService()
+	clk := testclock.NewFakeClock(t0)
+	p := New(rt, clk, Options{})
+	sb, cid := startPod(t, rt, "a")
+
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []Event{{"a", ContainerStarted, sb}, {"a", ContainerStarted, cid}}
+	if got := drain(p); !reflect.DeepEqual(got, want) {
+		t.Fatalf("first relist events %v, want %v", got, want)
+	}
+	state, err := p.Cache().Get("a")
+	if err != nil || len(state.Sandboxes) != 1 || len(state.Containers) != 1 || state.Name != "pa" || state.Namespace != "ns" {
+		t.Fatalf("cached state %+v, %v", state, err)
+	}
+
+	clk.Step(time.Second)
+	if err := rt.StopContainer(ctx, cid, 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Relist(ctx)
+	if got := drain(p); !reflect.DeepEqual(got, []Event{{"a", ContainerDied, cid}}) {
+		t.Fatalf("events after stop %v", got)
+	}
+	state, _ = p.Cache().Get("a")
+	if state.Containers[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("cache not updated: %v", state.Containers[0].State)
+	}
+
+	clk.Step(time.Second)
+	_ = rt.RemoveContainer(ctx, cid)
+	_ = rt.StopPodSandbox(ctx, sb)
+	_ = rt.RemovePodSandbox(ctx, sb)
+	_ = p.Relist(ctx)
+	want = []Event{{"a", ContainerDied, sb}, {"a", ContainerRemoved, sb}, {"a", ContainerRemoved, cid}}
+	if got := drain(p); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events after removal %v, want %v", got, want)
+	}
+	if uids := p.Cache().UIDs(); len(uids) != 0 {
+		t.Errorf("removed pod still cached: %v", uids)
+	}
+}
+
+func TestRelistRetriesFailedInspection(t *testing.T) {
+	ctx := context.Background()
+	rt := critest.NewFakeRuntimeService()
+	p := New(rt, testclock.NewFakeClock(t0), Options{})
+	_, cid := startPod(t, rt, "a")
+	rt.InjectError("ContainerStatus", errors.New("runtime busy"))
+	_ = p.Relist(ctx)
+	if got := drain(p); len(got) != 0 {
+		t.Fatalf("events sent for a pod whose inspection failed: %v", got)
+	}
+	if _, err := p.Cache().Get("a"); err == nil {
+		t.Fatalf("cache holds no error for the failed inspection")
+	}
+	_ = p.Relist(ctx)
+	got := drain(p)
+	if len(got) != 2 || got[1].ID != cid {
+		t.Fatalf("events not sent again after the retry: %v", got)
+	}
+	if _, err := p.Cache().Get("a"); err != nil {
+		t.Fatalf("cache error after a good inspection: %v", err)
+	}
+}
+
+func TestRelistPod(t *testing.T) {
+	ctx := context.Background()
+	rt := critest.NewFakeRuntimeService()
+	clk := testclock.NewFakeClock(t0)
+	p := New(rt, clk, Options{})
+	startPod(t, rt, "a")
+	_ = p.Relist(ctx)
+	drain(p)
+	_, cidB := startPod(t, rt, "b")
+	_, cidC := startPod(t, rt, "c")
+	clk.Step(time.Second)
+	if err := p.RelistPod(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(p)
+	if len(got) != 2 || got[0].UID != "b" || got[1].ID != cidB {
+		t.Fatalf("pod relist events %v", got)
+	}
+	// The next full relist reports only what it has not seen: pod c.
+	_ = p.Relist(ctx)
+	got = drain(p)
+	if len(got) != 2 || got[0].UID != "c" || got[1].ID != cidC {
+		t.Fatalf("full relist events %v", got)
+	}
+}
+
+func TestCacheGetNewerThan(t *testing.T) {
+	c := NewCache()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.GetNewerThan(ctx, "a", time.Time{}); err == nil {
+		t.Fatal("answered before the first relist")
+	}
+
+	got := make(chan *PodState, 1)
+	go func() {
+		s, _ := c.GetNewerThan(context.Background(), "a", t0)
+		got <- s
+	}()
+	c.Set("a", &PodState{UID: "a", Name: "old"}, nil, t0.Add(-time.Second))
+	select {
+	case <-got:
+		t.Fatal("answered with state older than asked")
+	case <-time.After(20 * time.Millisecond):
+	}
+	c.Set("a", &PodState{UID: "a", Name: "new"}, nil, t0)
+	if s := <-got; s.Name != "new" {
+		t.Fatalf("got %+v", s)
+	}
+
+	// A pod the runtime has nothing for is answered once a relist newer than asked completed.
+	go func() {
+		s, _ := c.GetNewerThan(context.Background(), "b", t0)
+		got <- s
+	}()
+	time.Sleep(5 * time.Millisecond)
+	c.UpdateTime(t0)
+	if s := <-got; s.UID != types.UID("b") || len(s.Containers) != 0 {
+		t.Fatalf("got %+v", s)
+	}
+}
+
+func TestHealthy(t *testing.T) {
+	rt := critest.NewFakeRuntimeService()
+	clk := testclock.NewFakeClock(t0)
+	p := New(rt, clk, Options{})
+	if p.Healthy() == nil {
+		t.Fatal("healthy before any relist")
+	}
+	_ = p.Relist(context.Background())
+	if err := p.Healthy(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(RelistThreshold)
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("unhealthy at the threshold: %v", err)
+	}
+	rt.InjectError("ListPodSandbox", errors.New("down"))
+	if err := p.Relist(context.Background()); err == nil {
+		t.Fatal("relist did not fail")
+	}
+	clk.Step(time.Second)
+	if p.Healthy() == nil {
+		t.Fatal("healthy after 3 min without a relist")
+	}
+}
+
+func TestRunRelistsPeriodicallyAndOnRuntimeEvents(t *testing.T) {
+	rt := critest.NewFakeRuntimeService()
+	clk := testclock.NewFakeClock(t0)
+	runtimeEvents := make(chan *runtimeapi.ContainerEventResponse, 4)
+	p := New(rt, clk, Options{RuntimeEvents: runtimeEvents})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	waitEvent := func(what string) Event {
+		t.Helper()
+		select {
+		case e := <-p.Watch():
+			return *e
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no event: %s", what)
+		}
+		return Event{}
+	}
+	_, cid := startPod(t, rt, "a")
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(RelistPeriod)
+	if e := waitEvent("periodic relist"); e.UID != "a" {
+		t.Fatalf("event %+v", e)
+	}
+	drainWait := time.After(50 * time.Millisecond)
+	for loop := true; loop; {
+		select {
+		case <-p.Watch():
+		case <-drainWait:
+			loop = false
+		}
+	}
+
+	// A runtime event makes the exit visible without waiting for the next tick.
+	_ = rt.StopContainer(context.Background(), cid, 0)
+	runtimeEvents <- &runtimeapi.ContainerEventResponse{
+		ContainerId:        cid,
+		ContainerEventType: runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT,
+		PodSandboxStatus:   &runtimeapi.PodSandboxStatus{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "a"}},
+	}
+	if e := waitEvent("runtime event"); e.Type != ContainerDied || e.ID != cid {
+		t.Fatalf("event %+v", e)
+	}
+}

@@ -1,0 +1,182 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Condition reasons, as upstream names them.
+const (
+	ReasonContainersNotReady       = "ContainersNotReady"
+	ReasonContainersNotInitialized = "ContainersNotInitialized"
+	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
+	ReasonPodCompleted             = "PodCompleted"
+)
+
+// KubeletOwned reports whether the kubelet owns a condition type (it writes it; others are kept from the API).
+func KubeletOwned(t v1.PodConditionType) bool {
+	switch t {
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady:
+		return true
+	}
+	return false
+}
+
+func conditions(pod *v1.Pod, prev, s *v1.PodStatus, sandboxes []*runtimeapi.PodSandboxStatus, now metav1.Time) []v1.PodCondition {
+	all := append(append([]v1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...)
+	initialized := hasInitialized(pod, s.ContainerStatuses)
+	containersReady := containersReadyCondition(pod, all, s.Phase)
+	ready := containersReady
+	ready.Type = v1.PodReady
+	if ready.Status == v1.ConditionTrue {
+		ready = readinessGates(pod, prev)
+	}
+	want := []v1.PodCondition{
+		sandboxCondition(pod, sandboxes),
+		initializedCondition(pod, all, s.Phase, initialized),
+		ready,
+		containersReady,
+	}
+	var out []v1.PodCondition
+	// Conditions the kubelet does not own (PodScheduled, DisruptionTarget, readiness gates) are kept.
+	for _, c := range prev.Conditions {
+		if !KubeletOwned(c.Type) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range want {
+		c.ObservedGeneration = pod.Generation
+		c.LastTransitionTime = now
+		for _, o := range prev.Conditions {
+			if o.Type == c.Type && o.Status == c.Status {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func sandboxCondition(pod *v1.Pod, sandboxes []*runtimeapi.PodSandboxStatus) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
+	if len(sandboxes) == 0 {
+		return c
+	}
+	sb := sandboxes[0]
+	if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && (pod.Spec.HostNetwork || sb.GetNetwork().GetIp() != "") {
+		c.Status = v1.ConditionTrue
+	}
+	return c
+}
+
+func initializedCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase v1.PodPhase, initialized bool) v1.PodCondition {
+	var unknown, incomplete []string
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		st, ok := findStatus(statuses, c.Name)
+		if !ok {
+			unknown = append(unknown, c.Name)
+			continue
+		}
+		if IsRestartableInit(c) {
+			if st.Started == nil || !*st.Started {
+				incomplete = append(incomplete, c.Name)
+			}
+			continue
+		}
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			incomplete = append(incomplete, c.Name)
+		}
+	}
+	if phase == v1.PodSucceeded && len(unknown) == 0 {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue, Reason: ReasonPodCompleted}
+	}
+	if initialized || (len(unknown) == 0 && len(incomplete) == 0) {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	}
+	return v1.PodCondition{
+		Type: v1.PodInitialized, Status: v1.ConditionFalse,
+		Reason: ReasonContainersNotInitialized, Message: listMessage(unknown, incomplete, "incomplete"),
+	}
+}
+
+func containersReadyCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+	var unknown, unready []string
+	check := func(c *v1.Container) {
+		st, ok := findStatus(statuses, c.Name)
+		if !ok {
+			unknown = append(unknown, c.Name)
+			return
+		}
+		if !st.Ready {
+			unready = append(unready, c.Name)
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if IsRestartableInit(&pod.Spec.InitContainers[i]) {
+			check(&pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	if phase == v1.PodSucceeded && len(unknown) == 0 {
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodCompleted}
+	}
+	if len(unknown) == 0 && len(unready) == 0 {
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+	}
+	return v1.PodCondition{
+		Type: v1.ContainersReady, Status: v1.ConditionFalse,
+		Reason: ReasonContainersNotReady, Message: listMessage(unknown, unready, "unready"),
+	}
+}
+
+// readinessGates returns the Ready condition for a pod whose containers are ready: false while a gate
+// condition is missing or not true.
+func readinessGates(pod *v1.Pod, prev *v1.PodStatus) v1.PodCondition {
+	var missing, notTrue []string
+	for _, g := range pod.Spec.ReadinessGates {
+		found := false
+		for _, c := range prev.Conditions {
+			if c.Type == g.ConditionType {
+				found = true
+				if c.Status != v1.ConditionTrue {
+					notTrue = append(notTrue, string(g.ConditionType))
+				}
+			}
+		}
+		if !found {
+			missing = append(missing, string(g.ConditionType))
+		}
+	}
+	if len(missing) == 0 && len(notTrue) == 0 {
+		return v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue}
+	}
+	var msgs []string
+	if len(missing) > 0 {
+		msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", missing))
+	}
+	if len(notTrue) > 0 {
+		msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\"", notTrue))
+	}
+	return v1.PodCondition{
+		Type: v1.PodReady, Status: v1.ConditionFalse,
+		Reason: ReasonReadinessGatesNotReady, Message: strings.Join(msgs, ", "),
+	}
+}
+
+func listMessage(unknown, bad []string, badWord string) string {
+	var msgs []string
+	if len(unknown) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
+	}
+	if len(bad) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with %s status: %s", badWord, bad))
+	}
+	return strings.Join(msgs, ", ")
+}

@@ -1,0 +1,325 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+const (
+	retryInitial = 200 * time.Millisecond
+	retryMax     = 10 * time.Second
+)
+
+// errNotYet marks a status that cannot be written yet (a static pod whose mirror pod does not exist).
+var errNotYet = errors.New("pod not in the API yet")
+
+// Manager keeps the latest status of every pod the kubelet runs and is the only writer of pod status to the
+// API. SetPodStatus, ConfirmDeletion, Forget and PodStatus are safe for concurrent use; Run is the one
+// goroutine that talks to the API. With a nil client it only keeps statuses.
+type Manager struct {
+	client kubernetes.Interface
+	clock  clock.Clock
+	signal chan struct{}
+
+	mu   sync.Mutex
+	pods map[types.UID]*entry
+}
+
+type entry struct {
+	namespace, name string
+	static          bool
+	mirrorHash      string
+	status          v1.PodStatus
+	version         uint64 // bumped on every change of status
+	synced          uint64 // version last written to the API
+	deleteRequested bool
+
+	// What the API holds, as last read or written; apiUID is empty when unknown.
+	apiUID    types.UID
+	apiStatus v1.PodStatus
+	apiDelete bool // the API pod has a deletion timestamp
+
+	failures int
+	nextTry  time.Time
+	lastErr  error
+}
+
+// NewManager returns a Manager that writes through client (nil: keep statuses only).
+func NewManager(client kubernetes.Interface, clk clock.Clock) *Manager {
+	return &Manager{client: client, clock: clk, signal: make(chan struct{}, 1), pods: map[types.UID]*entry{}}
+}
+
+// SetPodStatus records the latest status of pod. A terminal phase is never replaced by a non-terminal one.
+func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
+	if pod == nil {
+		return
+	}
+	m.mu.Lock()
+	e, ok := m.pods[pod.UID]
+	if !ok {
+		e = &entry{}
+		m.pods[pod.UID] = e
+	}
+	e.namespace, e.name = pod.Namespace, pod.Name
+	e.static = IsStatic(pod)
+	e.mirrorHash = pod.Annotations[AnnotationConfigHash]
+	if ok && isTerminal(e.status.Phase) && !isTerminal(st.Phase) {
+		st.Phase, st.Reason, st.Message = e.status.Phase, e.status.Reason, e.status.Message
+	}
+	changed := !ok || !StatusEqual(e.status, st)
+	if changed {
+		e.status = *st.DeepCopy()
+		e.version++
+		e.nextTry = time.Time{}
+	}
+	m.mu.Unlock()
+	if changed {
+		m.kick()
+	}
+}
+
+// PodStatus returns the last status recorded for uid.
+func (m *Manager) PodStatus(uid types.UID) (v1.PodStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.pods[uid]
+	if !ok {
+		return v1.PodStatus{}, false
+	}
+	return *e.status.DeepCopy(), true
+}
+
+// Synced reports whether the latest status of uid has reached the API.
+func (m *Manager) Synced(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.pods[uid]
+	return ok && e.synced == e.version
+}
+
+// ConfirmDeletion asks that pod, once its final status is written, be removed from the API with grace 0. It
+// is called after everything the pod had on the node is gone. Static pods are never deleted this way.
+func (m *Manager) ConfirmDeletion(pod *v1.Pod) {
+	m.mu.Lock()
+	e, ok := m.pods[pod.UID]
+	if !ok {
+		e = &entry{namespace: pod.Namespace, name: pod.Name, status: *pod.Status.DeepCopy(), version: 1}
+		m.pods[pod.UID] = e
+	}
+	e.static = IsStatic(pod)
+	e.deleteRequested = true
+	if pod.DeletionTimestamp != nil {
+		e.apiDelete = true
+	}
+	e.nextTry = time.Time{}
+	m.mu.Unlock()
+	m.kick()
+}
+
+// Reconcile tells the Manager what the API holds for a pod (from a watch). When it differs from what was
+// last written, the status is written again.
+func (m *Manager) Reconcile(apiPod *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid, e := range m.pods {
+		if e.namespace != apiPod.Namespace || e.name != apiPod.Name {
+			continue
+		}
+		if !e.static && uid != apiPod.UID {
+			continue
+		}
+		if e.static && apiPod.Annotations[AnnotationConfigMirror] != e.mirrorHash {
+			continue
+		}
+		e.apiUID, e.apiStatus = apiPod.UID, *apiPod.Status.DeepCopy()
+		e.apiDelete = apiPod.DeletionTimestamp != nil
+		if !StatusEqual(apiPod.Status, MergeStatus(apiPod.Status, e.status)) || (e.deleteRequested && e.apiDelete) {
+			e.synced = 0
+			e.nextTry = time.Time{}
+			m.kickLocked()
+		}
+	}
+}
+
+// Forget drops what the Manager knows of uid.
+func (m *Manager) Forget(uid types.UID) {
+	m.mu.Lock()
+	delete(m.pods, uid)
+	m.mu.Unlock()
+}
+
+func (m *Manager) kick() {
+	select {
+	case m.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) kickLocked() { m.kick() }
+
+// Run writes statuses until ctx is done.
+func (m *Manager) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	timer := m.clock.NewTimer(retryMax)
+	defer timer.Stop()
+	for {
+		wait := m.syncAll(ctx, logger)
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.signal:
+		case <-timer.C():
+		}
+	}
+}
+
+// syncAll writes every pending status and returns how long to wait before the next retry.
+func (m *Manager) syncAll(ctx context.Context, logger klog.Logger) time.Duration {
+	if m.client == nil {
+		return retryMax
+	}
+	now := m.clock.Now()
+	m.mu.Lock()
+	var due []types.UID
+	wait := retryMax
+	for uid, e := range m.pods {
+		if e.synced == e.version && !e.deleteRequested {
+			continue
+		}
+		if d := e.nextTry.Sub(now); d > 0 {
+			wait = min(wait, d)
+			continue
+		}
+		due = append(due, uid)
+	}
+	m.mu.Unlock()
+	for _, uid := range due {
+		if ctx.Err() != nil {
+			return wait
+		}
+		err := m.syncPod(ctx, uid)
+		m.mu.Lock()
+		if e, ok := m.pods[uid]; ok {
+			e.lastErr = err
+			if err != nil {
+				e.failures++
+				d := min(retryInitial<<min(e.failures-1, 10), retryMax)
+				e.nextTry = m.clock.Now().Add(d)
+				wait = min(wait, d)
+				if !errors.Is(err, errNotYet) {
+					logger.Info("Failed to update pod status", "pod", klog.KRef(e.namespace, e.name), "err", err)
+				}
+			} else {
+				e.failures = 0
+			}
+		}
+		m.mu.Unlock()
+	}
+	return wait
+}
+
+// syncPod writes one pod's status (and confirms its deletion when asked).
+func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
+	m.mu.Lock()
+	e, ok := m.pods[uid]
+	if !ok {
+		m.mu.Unlock()
+		return nil
+	}
+	snap := *e
+	snap.status = *e.status.DeepCopy()
+	m.mu.Unlock()
+
+	pods := m.client.CoreV1().Pods(snap.namespace)
+	if snap.apiUID == "" {
+		apiPod, err := pods.Get(ctx, snap.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if snap.static {
+				return errNotYet
+			}
+			m.Forget(uid) // the pod is gone from the API: nothing to write
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("get pod: %w", err)
+		}
+		if snap.static && apiPod.Annotations[AnnotationConfigMirror] != snap.mirrorHash {
+			return errNotYet // the mirror pod is missing or outdated: it will be recreated
+		}
+		if !snap.static && apiPod.UID != uid {
+			m.Forget(uid) // replaced by another pod of the same name
+			return nil
+		}
+		snap.apiUID, snap.apiStatus, snap.apiDelete = apiPod.UID, apiPod.Status, apiPod.DeletionTimestamp != nil
+	}
+
+	merged := MergeStatus(snap.apiStatus, snap.status)
+	if !StatusEqual(snap.apiStatus, merged) {
+		patch, err := PatchBytes(snap.apiUID, snap.apiStatus, merged)
+		if err != nil {
+			return err
+		}
+		updated, err := pods.Patch(ctx, snap.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if err != nil {
+			m.forgetAPI(uid)
+			if apierrors.IsNotFound(err) && !snap.static {
+				m.Forget(uid)
+				return nil
+			}
+			return fmt.Errorf("patch pod status: %w", err)
+		}
+		snap.apiStatus, snap.apiDelete = updated.Status, updated.DeletionTimestamp != nil
+	}
+
+	m.mu.Lock()
+	if cur, ok := m.pods[uid]; ok {
+		cur.apiUID, cur.apiStatus, cur.apiDelete = snap.apiUID, snap.apiStatus, snap.apiDelete
+		if cur.version == snap.version {
+			cur.synced = snap.version
+		}
+	}
+	m.mu.Unlock()
+
+	if !snap.deleteRequested || snap.static || !snap.apiDelete || snap.version != m.version(uid) {
+		return nil
+	}
+	zero := int64(0)
+	err := pods.Delete(ctx, snap.name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &snap.apiUID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod: %w", err)
+	}
+	m.Forget(uid)
+	return nil
+}
+
+func (m *Manager) version(uid types.UID) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.pods[uid]; ok {
+		return e.version
+	}
+	return 0
+}
+
+func (m *Manager) forgetAPI(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.pods[uid]; ok {
+		e.apiUID = ""
+	}
+}

@@ -1,0 +1,209 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testclock "k8s.io/utils/clock/testing"
+)
+
+func apiPod(uid string) *v1.Pod {
+	p := testPod(v1.RestartPolicyAlways, "app")
+	p.UID = types.UID("uid" + uid)
+	p.Status = v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}}
+	return p
+}
+
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func startManager(t *testing.T, objs ...runtime.Object) (*Manager, *fake.Clientset, *testclock.FakeClock) {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	clk := testclock.NewFakeClock(t0)
+	m := NewManager(client, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return m, client, clk
+}
+
+func getPod(t *testing.T, c *fake.Clientset, name string) *v1.Pod {
+	t.Helper()
+	p, err := c.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get pod: %v", err)
+	}
+	return p
+}
+
+func countActions(c *fake.Clientset, verb string) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == verb {
+			n++
+		}
+	}
+	return n
+}
+
+func runningStatus(pod *v1.Pod) v1.PodStatus {
+	return Compute(Input{Pod: pod, Now: t0, Sandboxes: nil,
+		Containers: nil, Waiting: map[string]Waiting{"app": {Reason: ReasonErrImagePull}}})
+}
+
+func TestManagerWritesOnlyChanges(t *testing.T) {
+	pod := apiPod("1")
+	m, client, _ := startManager(t, pod.DeepCopy())
+	st := runningStatus(pod)
+	m.SetPodStatus(pod, st)
+	eventually(t, "status written", func() bool { return m.Synced(pod.UID) })
+
+	got := getPod(t, client, "p")
+	if got.Status.ContainerStatuses[0].State.Waiting.Reason != ReasonErrImagePull {
+		t.Errorf("API status %+v", got.Status.ContainerStatuses)
+	}
+	found := false
+	for _, c := range got.Status.Conditions {
+		found = found || c.Type == v1.PodScheduled
+	}
+	if !found {
+		t.Errorf("PodScheduled condition lost: %+v", got.Status.Conditions)
+	}
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			if a.GetSubresource() != "status" || !strings.Contains(string(p.GetPatch()), `"uid":"uid1"`) {
+				t.Errorf("patch %s on %q", p.GetPatch(), a.GetSubresource())
+			}
+		}
+	}
+	patches := countActions(client, "patch")
+	m.SetPodStatus(pod, st) // same status again
+	time.Sleep(20 * time.Millisecond)
+	if n := countActions(client, "patch"); n != patches {
+		t.Errorf("unchanged status patched again: %d patches, want %d", n, patches)
+	}
+}
+
+func TestManagerRetries(t *testing.T) {
+	pod := apiPod("1")
+	m, client, clk := startManager(t, pod.DeepCopy())
+	var fails atomic.Int32
+	fails.Store(2)
+	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fails.Add(-1) >= 0 {
+			return true, nil, errors.New("apiserver unavailable")
+		}
+		return false, nil, nil
+	})
+	m.SetPodStatus(pod, runningStatus(pod))
+	for i := 0; i < 50 && !m.Synced(pod.UID); i++ {
+		time.Sleep(5 * time.Millisecond)
+		clk.Step(time.Second)
+	}
+	eventually(t, "status written after failures", func() bool { return m.Synced(pod.UID) })
+	if getPod(t, client, "p").Status.ContainerStatuses == nil {
+		t.Errorf("status not in the API")
+	}
+}
+
+func TestManagerKeepsTerminalPhase(t *testing.T) {
+	pod := apiPod("1")
+	m := NewManager(nil, testclock.NewFakeClock(t0))
+	m.SetPodStatus(pod, v1.PodStatus{Phase: v1.PodSucceeded})
+	m.SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning})
+	if st, _ := m.PodStatus(pod.UID); st.Phase != v1.PodSucceeded {
+		t.Errorf("phase %q after terminal", st.Phase)
+	}
+}
+
+func TestManagerStaticPodWritesMirror(t *testing.T) {
+	static := apiPod("s")
+	static.Annotations = map[string]string{AnnotationConfigSource: "file", AnnotationConfigHash: "hash1"}
+	m, client, clk := startManager(t)
+	m.SetPodStatus(static, runningStatus(static))
+	time.Sleep(20 * time.Millisecond)
+	if m.Synced(static.UID) {
+		t.Fatal("synced without a mirror pod")
+	}
+	mirror := apiPod("m")
+	mirror.Annotations = map[string]string{AnnotationConfigSource: "file", AnnotationConfigMirror: "hash1"}
+	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), mirror, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50 && !m.Synced(static.UID); i++ {
+		time.Sleep(5 * time.Millisecond)
+		clk.Step(time.Second)
+	}
+	eventually(t, "mirror status written", func() bool { return m.Synced(static.UID) })
+	if getPod(t, client, "p").Status.ContainerStatuses == nil {
+		t.Errorf("mirror pod has no status")
+	}
+}
+
+func TestManagerConfirmsDeletion(t *testing.T) {
+	pod := apiPod("1")
+	now := metav1.NewTime(t0)
+	pod.DeletionTimestamp = &now
+	m, client, _ := startManager(t, pod.DeepCopy())
+	final := runningStatus(pod)
+	final.Phase = v1.PodSucceeded
+	m.SetPodStatus(pod, final)
+	m.ConfirmDeletion(pod)
+	eventually(t, "pod deleted", func() bool { return countActions(client, "delete") == 1 })
+	var patchAt, deleteAt int
+	for i, a := range client.Actions() {
+		switch a.GetVerb() {
+		case "patch":
+			patchAt = i
+		case "delete":
+			deleteAt = i
+			opts := a.(k8stesting.DeleteAction).GetDeleteOptions()
+			if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 || opts.Preconditions == nil || *opts.Preconditions.UID != pod.UID {
+				t.Errorf("delete options %+v", opts)
+			}
+		}
+	}
+	if patchAt == 0 || patchAt > deleteAt {
+		t.Errorf("final status not written before delete: actions %v", client.Actions())
+	}
+	if _, ok := m.PodStatus(pod.UID); ok {
+		t.Errorf("status still kept after deletion")
+	}
+}
+
+func TestManagerReconcile(t *testing.T) {
+	pod := apiPod("1")
+	m, client, _ := startManager(t, pod.DeepCopy())
+	m.SetPodStatus(pod, runningStatus(pod))
+	eventually(t, "status written", func() bool { return m.Synced(pod.UID) })
+	// Someone overwrote the status: the watch shows it and the manager writes ours again.
+	stale := getPod(t, client, "p")
+	stale.Status.ContainerStatuses = nil
+	if _, err := client.CoreV1().Pods("ns").UpdateStatus(context.Background(), stale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m.Reconcile(stale)
+	eventually(t, "status rewritten", func() bool {
+		return m.Synced(pod.UID) && getPod(t, client, "p").Status.ContainerStatuses != nil
+	})
+}

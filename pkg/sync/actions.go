@@ -1,0 +1,268 @@
+package podsync
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+// killInfo says which container to stop and why.
+type killInfo struct {
+	name    string
+	message string
+}
+
+// podActions is what one sync must do to make the runtime match the pod.
+type podActions struct {
+	// KillPod: stop every container and sandbox (the sandbox is replaced, or nothing will run again).
+	KillPod bool
+	// CreateSandbox: run a new sandbox with Attempt.
+	CreateSandbox bool
+	// SandboxChanged: an existing sandbox is being replaced.
+	SandboxChanged bool
+	Attempt        uint32
+	// SandboxID is the ready sandbox to start containers in (when not creating one).
+	SandboxID string
+	// InitToStart are indexes into spec.initContainers to start, in order (sidecars and at most one regular
+	// init container).
+	InitToStart []int
+	// ContainersToStart are indexes into spec.containers.
+	ContainersToStart []int
+	// ContainersToKill are running containers to stop, by ID.
+	ContainersToKill map[string]killInfo
+}
+
+// computePodActions decides what a sync does, following upstream's computePodActions. It is pure.
+func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
+	a := podActions{ContainersToKill: map[string]killInfo{}}
+	if state == nil {
+		state = &pleg.PodState{}
+	}
+	create, attempt, sandboxID, changed := sandboxChanged(pod, state)
+	if create {
+		all := byName(state, "")
+		a.Attempt, a.SandboxChanged = attempt, changed
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(state.Containers) != 0 {
+			// The pod ran and must not run again: only make sure nothing is left running.
+			a.KillPod = changed
+			return a
+		}
+		var toStart []int
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			if latest := first(all[c.Name]); pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && latest != nil &&
+				latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0 {
+				continue
+			}
+			toStart = append(toStart, i)
+		}
+		if len(toStart) == 0 && anyAppContainer(pod, all) {
+			a.KillPod = changed // initialized and nothing left to run: no new sandbox
+			return a
+		}
+		a.KillPod = changed
+		a.CreateSandbox = true
+		if len(pod.Spec.InitContainers) > 0 {
+			a.InitToStart = []int{0}
+			return a
+		}
+		a.ContainersToStart = toStart
+		return a
+	}
+
+	a.SandboxID, a.Attempt = sandboxID, attempt
+	cur := byName(state, sandboxID)
+	initialized, failed := computeInitActions(pod, cur, &a)
+	if failed {
+		a.KillPod = true
+		a.InitToStart = nil
+		return a
+	}
+	if !initialized {
+		return a
+	}
+	keep := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		latest := first(cur[c.Name])
+		if latest == nil || latest.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if shouldRestart(pod, latest) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+				if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+					a.ContainersToKill[latest.Id] = killInfo{c.Name, "Container is in unknown state, try killing it before restart"}
+				}
+			}
+			continue
+		}
+		if latest.Annotations[annotationHash] != hashContainer(c) {
+			a.ContainersToKill[latest.Id] = killInfo{c.Name, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
+			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+			continue
+		}
+		keep++
+	}
+	if keep == 0 && len(a.ContainersToStart) == 0 {
+		// Nothing runs or will run: stop the sidecars and the sandbox; the pod is done.
+		a.KillPod = true
+		a.InitToStart = nil
+	}
+	return a
+}
+
+// computeInitActions adds the init containers to start to a. It reports whether initialization is complete,
+// and whether it failed for good (an init container failed and the pod never restarts).
+func computeInitActions(pod *v1.Pod, cur map[string][]*runtimeapi.ContainerStatus, a *podActions) (bool, bool) {
+	initialized := anyAppContainer(pod, cur)
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		latest := first(cur[c.Name])
+		if status.IsRestartableInit(c) {
+			if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				if latest.Annotations[annotationHash] == hashContainer(c) {
+					continue
+				}
+				a.ContainersToKill[latest.Id] = killInfo{c.Name, fmt.Sprintf("Init container %s definition changed, will be restarted", c.Name)}
+			} else if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+				a.ContainersToKill[latest.Id] = killInfo{c.Name, "Container is in unknown state, try killing it before restart"}
+			}
+			a.InitToStart = append(a.InitToStart, i)
+			if !initialized {
+				return false, false // one sidecar at a time while initializing
+			}
+			continue
+		}
+		if initialized {
+			continue // regular init containers never run again once app containers ran
+		}
+		if latest == nil {
+			a.InitToStart = append(a.InitToStart, i)
+			return false, false
+		}
+		switch latest.State {
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			return false, false
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			if latest.ExitCode == 0 {
+				continue
+			}
+			if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+				return false, true
+			}
+		default:
+			a.ContainersToKill[latest.Id] = killInfo{c.Name, "Init container is in unknown state, try killing it before restart"}
+		}
+		a.InitToStart = append(a.InitToStart, i)
+		return false, false
+	}
+	return true, false
+}
+
+// shouldRestart follows upstream's ShouldContainerBeRestarted for a container that is not running.
+func shouldRestart(pod *v1.Pod, latest *runtimeapi.ContainerStatus) bool {
+	if latest == nil {
+		return true
+	}
+	switch latest.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return false
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		switch pod.Spec.RestartPolicy {
+		case v1.RestartPolicyNever:
+			return false
+		case v1.RestartPolicyOnFailure:
+			return latest.ExitCode != 0
+		}
+	}
+	return true
+}
+
+// sandboxChanged reports whether the pod needs a new sandbox (and which attempt), or which sandbox to use.
+// changed is true when an existing sandbox is being replaced.
+func sandboxChanged(pod *v1.Pod, state *pleg.PodState) (create bool, attempt uint32, id string, changed bool) {
+	sbs := sortedSandboxes(state)
+	if len(sbs) == 0 {
+		return true, 0, "", false
+	}
+	latest := sbs[0]
+	next := latest.GetMetadata().GetAttempt() + 1
+	ready := 0
+	for _, s := range sbs {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready++
+		}
+	}
+	if ready > 1 || latest.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return true, next, "", true
+	}
+	if opts := latest.GetLinux().GetNamespaces().GetOptions(); opts != nil {
+		want := runtimeapi.NamespaceMode_POD
+		if pod.Spec.HostNetwork {
+			want = runtimeapi.NamespaceMode_NODE
+		}
+		if opts.Network != want {
+			return true, next, "", true
+		}
+	}
+	if !pod.Spec.HostNetwork && latest.GetNetwork().GetIp() == "" {
+		return true, next, "", true
+	}
+	return false, latest.GetMetadata().GetAttempt(), latest.Id, false
+}
+
+// sortedSandboxes returns the pod's sandboxes, newest first.
+func sortedSandboxes(state *pleg.PodState) []*runtimeapi.PodSandboxStatus {
+	out := append([]*runtimeapi.PodSandboxStatus(nil), state.Sandboxes...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ai, aj := out[i].GetMetadata().GetAttempt(), out[j].GetMetadata().GetAttempt()
+		if ai != aj {
+			return ai > aj
+		}
+		return out[i].CreatedAt > out[j].CreatedAt
+	})
+	return out
+}
+
+// byName groups the pod's containers by name, newest first; with sandboxID set, only that sandbox's.
+func byName(state *pleg.PodState, sandboxID string) map[string][]*runtimeapi.ContainerStatus {
+	out := map[string][]*runtimeapi.ContainerStatus{}
+	for _, c := range state.Containers {
+		if sandboxID != "" && state.SandboxOf[c.Id] != sandboxID {
+			continue
+		}
+		name := c.GetMetadata().GetName()
+		out[name] = append(out[name], c)
+	}
+	for _, list := range out {
+		sort.SliceStable(list, func(i, j int) bool {
+			if list[i].CreatedAt != list[j].CreatedAt {
+				return list[i].CreatedAt > list[j].CreatedAt
+			}
+			return list[i].GetMetadata().GetAttempt() > list[j].GetMetadata().GetAttempt()
+		})
+	}
+	return out
+}
+
+func first(list []*runtimeapi.ContainerStatus) *runtimeapi.ContainerStatus {
+	if len(list) == 0 {
+		return nil
+	}
+	return list[0]
+}
+
+// anyAppContainer reports whether any app container of the pod exists in the given set.
+func anyAppContainer(pod *v1.Pod, set map[string][]*runtimeapi.ContainerStatus) bool {
+	for _, c := range pod.Spec.Containers {
+		if len(set[c.Name]) > 0 {
+			return true
+		}
+	}
+	return false
+}

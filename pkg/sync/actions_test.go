@@ -1,0 +1,215 @@
+package podsync
+
+import (
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/pleg"
+)
+
+type stateBuilder struct{ s *pleg.PodState }
+
+func newState() *stateBuilder {
+	return &stateBuilder{s: &pleg.PodState{UID: "u1", SandboxOf: map[string]string{}}}
+}
+
+func (b *stateBuilder) sandbox(id string, attempt uint32, ready bool, ip string) *stateBuilder {
+	st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	if ready {
+		st = runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	b.s.Sandboxes = append(b.s.Sandboxes, &runtimeapi.PodSandboxStatus{
+		Id: id, State: st, Metadata: &runtimeapi.PodSandboxMetadata{Attempt: attempt}, CreatedAt: int64(attempt),
+		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: ip},
+	})
+	return b
+}
+
+// ctr adds a container of pod spec c in sandbox sb; state "running", "exited:<code>", "created".
+func (b *stateBuilder) ctr(sb, id string, c *v1.Container, created int64, state string, code int32) *stateBuilder {
+	cs := &runtimeapi.ContainerStatus{
+		Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: c.Name}, CreatedAt: created, ExitCode: code,
+		Annotations: map[string]string{annotationHash: hashContainer(c)},
+	}
+	switch state {
+	case "running":
+		cs.State = runtimeapi.ContainerState_CONTAINER_RUNNING
+	case "exited":
+		cs.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	case "created":
+		cs.State = runtimeapi.ContainerState_CONTAINER_CREATED
+	default:
+		cs.State = runtimeapi.ContainerState_CONTAINER_UNKNOWN
+	}
+	b.s.Containers = append(b.s.Containers, cs)
+	b.s.SandboxOf[id] = sb
+	return b
+}
+
+func TestComputePodActions(t *testing.T) {
+	basic := newPod("u1", "p", "a", "b")
+	never := basic.DeepCopy()
+	never.Spec.RestartPolicy = v1.RestartPolicyNever
+	onFailure := basic.DeepCopy()
+	onFailure.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+	withInit := basic.DeepCopy()
+	withInit.Spec.InitContainers = []v1.Container{{Name: "i1", Image: "x"}, {Name: "i2", Image: "x"}}
+	always := v1.ContainerRestartPolicyAlways
+	withSidecar := basic.DeepCopy()
+	withSidecar.Spec.InitContainers = []v1.Container{{Name: "s", Image: "x", RestartPolicy: &always}, {Name: "i", Image: "x"}}
+	changed := basic.DeepCopy()
+	changed.Spec.Containers[0].Image = "new"
+	hostNet := basic.DeepCopy()
+	hostNet.Spec.HostNetwork = true
+
+	a, b := &basic.Spec.Containers[0], &basic.Spec.Containers[1]
+	i1, i2 := &withInit.Spec.InitContainers[0], &withInit.Spec.InitContainers[1]
+	sc, si := &withSidecar.Spec.InitContainers[0], &withSidecar.Spec.InitContainers[1]
+
+	tests := []struct {
+		name  string
+		pod   *v1.Pod
+		state *pleg.PodState
+		want  podActions
+	}{
+		{
+			name: "new pod", pod: basic, state: newState().s,
+			want: podActions{CreateSandbox: true, ContainersToStart: []int{0, 1}},
+		},
+		{
+			name: "new pod with init containers", pod: withInit, state: newState().s,
+			want: podActions{CreateSandbox: true, InitToStart: []int{0}},
+		},
+		{
+			name: "all running", pod: basic,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "running", 0).s,
+			want:  podActions{SandboxID: "s1"},
+		},
+		{
+			name: "one exited, restartPolicy Always", pod: basic,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "exited", 0).s,
+			want:  podActions{SandboxID: "s1", ContainersToStart: []int{1}},
+		},
+		{
+			name: "succeeded, restartPolicy OnFailure", pod: onFailure,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "exited", 0).s,
+			want:  podActions{SandboxID: "s1"},
+		},
+		{
+			name: "failed, restartPolicy OnFailure", pod: onFailure,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "exited", 1).s,
+			want:  podActions{SandboxID: "s1", ContainersToStart: []int{1}},
+		},
+		{
+			name: "all done, restartPolicy Never: stop the sandbox", pod: never,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "exited", 0).ctr("s1", "c2", b, 1, "exited", 1).s,
+			want:  podActions{SandboxID: "s1", KillPod: true},
+		},
+		{
+			name: "sandbox died", pod: basic,
+			state: newState().sandbox("s1", 0, false, "").ctr("s1", "c1", a, 1, "exited", 0).s,
+			want:  podActions{CreateSandbox: true, KillPod: true, SandboxChanged: true, Attempt: 1, ContainersToStart: []int{0, 1}},
+		},
+		{
+			name: "sandbox died, restartPolicy Never: not recreated", pod: never,
+			state: newState().sandbox("s1", 0, false, "").ctr("s1", "c1", a, 1, "exited", 0).s,
+			want:  podActions{KillPod: true, SandboxChanged: true, Attempt: 1},
+		},
+		{
+			name: "sandbox without IP", pod: basic, state: newState().sandbox("s1", 0, true, "").s,
+			want: podActions{CreateSandbox: true, KillPod: true, SandboxChanged: true, Attempt: 1, ContainersToStart: []int{0, 1}},
+		},
+		{
+			name: "host network sandbox needs no IP", pod: hostNet, state: newState().sandbox("s1", 0, true, "").s,
+			want: podActions{SandboxID: "s1", ContainersToStart: []int{0, 1}},
+		},
+		{
+			name: "spec changed", pod: changed,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "running", 0).s,
+			want: podActions{SandboxID: "s1", ContainersToStart: []int{0},
+				ContainersToKill: map[string]killInfo{"c1": {"a", "Container a definition changed, will be restarted"}}},
+		},
+		{
+			name: "first init running", pod: withInit,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", i1, 1, "running", 0).s,
+			want:  podActions{SandboxID: "s1"},
+		},
+		{
+			name: "first init done", pod: withInit,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", i1, 1, "exited", 0).s,
+			want:  podActions{SandboxID: "s1", InitToStart: []int{1}},
+		},
+		{
+			name: "init failed, restartPolicy Always: retried", pod: withInit,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", i1, 1, "exited", 0).ctr("s1", "c2", i2, 2, "exited", 1).s,
+			want:  podActions{SandboxID: "s1", InitToStart: []int{1}},
+		},
+		{
+			name: "inits done", pod: withInit,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", i1, 1, "exited", 0).ctr("s1", "c2", i2, 2, "exited", 0).s,
+			want:  podActions{SandboxID: "s1", ContainersToStart: []int{0, 1}},
+		},
+		{
+			name: "sidecar first", pod: withSidecar, state: newState().sandbox("s1", 0, true, "10.0.0.1").s,
+			want: podActions{SandboxID: "s1", InitToStart: []int{0}},
+		},
+		{
+			name: "sidecar running, init next", pod: withSidecar,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", sc, 1, "running", 0).s,
+			want:  podActions{SandboxID: "s1", InitToStart: []int{1}},
+		},
+		{
+			name: "sidecar crashed after initialization: restarted with the app running", pod: withSidecar,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", sc, 1, "exited", 1).ctr("s1", "c2", si, 2, "exited", 0).
+				ctr("s1", "c3", a, 3, "running", 0).ctr("s1", "c4", b, 3, "running", 0).s,
+			want: podActions{SandboxID: "s1", InitToStart: []int{0}},
+		},
+		{
+			name: "containers in an old sandbox are not the current ones", pod: basic,
+			state: newState().sandbox("s0", 0, false, "").sandbox("s1", 1, true, "10.0.0.1").
+				ctr("s0", "c1", a, 1, "exited", 0).ctr("s1", "c2", b, 2, "running", 0).s,
+			want: podActions{SandboxID: "s1", Attempt: 1, ContainersToStart: []int{0}},
+		},
+		{
+			name: "unknown container is killed before restart", pod: basic,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "unknown", 0).ctr("s1", "c2", b, 1, "running", 0).s,
+			want: podActions{SandboxID: "s1", ContainersToStart: []int{0},
+				ContainersToKill: map[string]killInfo{"c1": {"a", "Container is in unknown state, try killing it before restart"}}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computePodActions(tc.pod, tc.state)
+			if tc.want.ContainersToKill == nil {
+				tc.want.ContainersToKill = map[string]killInfo{}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHashStable(t *testing.T) {
+	c := &v1.Container{Name: "app", Image: "busybox:1.35", Command: []string{"sh"}, Args: []string{"-c", "sleep 1"},
+		Env: []v1.EnvVar{{Name: "A", Value: "1"}}}
+	// A fixed value: a change here means every container restarts after an upgrade.
+	if got := hashContainer(c); got != "324dad9adfc2f1fe" {
+		t.Errorf("hash %s changed: every running container would restart after an upgrade", got)
+	}
+	before := hashContainer(c)
+	c2 := c.DeepCopy()
+	c2.ImagePullPolicy = v1.PullAlways
+	c2.Resources.Limits = v1.ResourceList{v1.ResourceCPU: {}}
+	c2.ReadinessProbe = &v1.Probe{}
+	if hashContainer(c2) != before {
+		t.Error("hash changed on a field that does not restart containers")
+	}
+	c2.Args = []string{"-c", "sleep 2"}
+	if hashContainer(c2) == before {
+		t.Error("hash did not change with args")
+	}
+}

@@ -1,0 +1,145 @@
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/pleg"
+)
+
+// startEnv is what starting the containers of one sync shares.
+type startEnv struct {
+	sandboxID     string
+	sandboxConfig *runtimeapi.PodSandboxConfig
+	podIPs        []string
+	volumes       map[string]string
+	state         *pleg.PodState
+}
+
+// containerConfig builds the CRI config of one container instance.
+func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, kind string, restartCount int32, imageRef string, env *startEnv) (*runtimeapi.ContainerConfig, error) {
+	envs, err := k.makeEnv(ctx, pod, c, env.podIPs)
+	if err != nil {
+		return nil, err
+	}
+	mounts, messagePath, err := k.makeMounts(ctx, pod, c, restartCount, env.volumes)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(k.podLogDir(pod), c.Name), 0o755); err != nil {
+		return nil, fmt.Errorf("create container log directory: %w", err)
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     expandAll(c.Command, envs),
+		Args:        expandAll(c.Args, envs),
+		WorkingDir:  c.WorkingDir,
+		Envs:        envs,
+		Mounts:      mounts,
+		Labels:      containerLabels(pod, c.Name, kind),
+		Annotations: containerAnnotations(pod, c, restartCount, messagePath),
+		LogPath:     filepath.Join(c.Name, strconv.Itoa(int(restartCount))+".log"),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       k.containerResources(pod, c),
+			SecurityContext: containerSecurityContext(pod, c),
+		},
+	}, nil
+}
+
+// makeMounts maps the container's volume mounts to host paths, and adds the termination message file. It
+// returns the host path of that file ("" when none).
+func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int32, volumes map[string]string) ([]*runtimeapi.Mount, string, error) {
+	var mounts []*runtimeapi.Mount
+	for _, m := range c.VolumeMounts {
+		host, ok := volumes[m.Name]
+		if !ok {
+			klog.FromContext(ctx).V(2).Info("Volume not available, mount skipped", "pod", klog.KObj(pod), "container", c.Name, "volume", m.Name)
+			continue
+		}
+		if m.SubPath != "" {
+			p, err := securejoin.SecureJoin(host, m.SubPath)
+			if err != nil {
+				return nil, "", fmt.Errorf("%w: subPath %q of volume %q: %v", errConfigRef, m.SubPath, m.Name, err)
+			}
+			if _, err := os.Stat(p); os.IsNotExist(err) {
+				if err := os.MkdirAll(p, 0o750); err != nil {
+					return nil, "", fmt.Errorf("create subPath %q: %w", m.SubPath, err)
+				}
+			}
+			host = p
+		}
+		mounts = append(mounts, &runtimeapi.Mount{
+			ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly, Propagation: propagation(m.MountPropagation),
+		})
+	}
+	messagePath := ""
+	if c.TerminationMessagePath != "" {
+		dir := filepath.Join(k.podDir(pod.UID), "containers", c.Name)
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, "", fmt.Errorf("create termination message directory: %w", err)
+		}
+		messagePath = filepath.Join(dir, strconv.Itoa(int(restartCount))+"-termination-log")
+		f, err := os.OpenFile(messagePath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
+		if err != nil {
+			return nil, "", fmt.Errorf("create termination message file: %w", err)
+		}
+		_ = f.Close()
+		if err := os.Chmod(messagePath, 0o666); err != nil {
+			return nil, "", fmt.Errorf("chmod termination message file: %w", err)
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: messagePath})
+	}
+	return mounts, messagePath, nil
+}
+
+func propagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
+	if p == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	}
+	switch *p {
+	case v1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+	case v1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+	}
+	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+}
+
+// logRestartCount returns the restart count for a container with no instance left in the runtime: one past
+// the highest <n>.log in its log directory, so numbering never goes back after a kubelet restart.
+func (k *Kubelet) logRestartCount(pod *v1.Pod, name string) int32 {
+	entries, err := os.ReadDir(filepath.Join(k.podLogDir(pod), name))
+	if err != nil {
+		return 0
+	}
+	next := int32(0)
+	for _, e := range entries {
+		base, ok := cutSuffix(e.Name(), ".log")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(base, 10, 32); err == nil && int32(n) >= next {
+			next = int32(n) + 1
+		}
+	}
+	return next
+}
+
+func cutSuffix(s, suffix string) (string, bool) {
+	if len(s) < len(suffix) || s[len(s)-len(suffix):] != suffix {
+		return s, false
+	}
+	return s[:len(s)-len(suffix)], true
+}

@@ -1,0 +1,215 @@
+package podsync
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+// housekeeping removes what no pod owns any more: finished workers, orphaned runtime pods, pod cgroups,
+// pod and log directories, mirror pods without a static pod, old back-off entries.
+func (k *Kubelet) housekeeping(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	desired := map[types.UID]*v1.Pod{}
+	for _, p := range k.pods.all() {
+		desired[p.UID] = p
+	}
+	known := k.workers.known()
+	for uid, info := range known {
+		if _, ok := desired[uid]; !ok && info.state == stateFinished {
+			k.workers.forget(uid)
+		}
+	}
+	synced := k.source.Synced()
+	inRuntime := map[types.UID]bool{}
+	for _, uid := range k.pleg.Cache().UIDs() {
+		inRuntime[uid] = true
+		if _, ok := known[uid]; ok || !synced {
+			continue
+		}
+		if _, ok := desired[uid]; ok {
+			continue
+		}
+		state, err := k.pleg.Cache().Get(uid)
+		if err != nil || state == nil || (len(state.Containers) == 0 && len(state.Sandboxes) == 0) {
+			continue
+		}
+		logger.Info("Stopping orphaned pod", "pod", klog.KRef(state.Namespace, state.Name), "podUID", uid)
+		k.workers.UpdatePod(podUpdate{typ: updateKill, runningPod: state, deleted: true})
+	}
+
+	active := map[types.UID]bool{}
+	for uid, info := range k.workers.known() {
+		if info.state == stateSyncing || info.state == stateTerminating {
+			active[uid] = true
+		}
+	}
+	if err := k.cgroups.CleanupOrphans(ctx, active); err != nil {
+		logger.Error(err, "Failed to clean up orphaned pod cgroups")
+	}
+	if synced {
+		owned := func(uid types.UID) bool {
+			_, d := desired[uid]
+			_, w := known[uid]
+			return d || w || inRuntime[uid]
+		}
+		k.cleanupPodDirs(ctx, owned)
+		k.cleanupLogDirs(ctx, owned)
+		k.cleanupMirrors(ctx)
+	}
+	now := k.clock.Now()
+	k.backoff.GC(now)
+	k.puller.backoff.GC(now)
+}
+
+func (k *Kubelet) cleanupPodDirs(ctx context.Context, owned func(types.UID) bool) {
+	entries, err := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || owned(uid) {
+			continue
+		}
+		k.removeDir(ctx, k.podDir(uid))
+	}
+}
+
+func (k *Kubelet) cleanupLogDirs(ctx context.Context, owned func(types.UID) bool) {
+	entries, err := os.ReadDir(k.cfg.PodLogsDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		i := strings.LastIndexByte(e.Name(), '_')
+		if !e.IsDir() || i < 0 || owned(types.UID(e.Name()[i+1:])) {
+			continue
+		}
+		k.removeDir(ctx, filepath.Join(k.cfg.PodLogsDir, e.Name()))
+	}
+}
+
+// removeDir removes a directory tree, unless something is mounted inside it (a volume still set up): the
+// removal must never reach into a mount.
+func (k *Kubelet) removeDir(ctx context.Context, dir string) {
+	if mounted(dir) {
+		klog.FromContext(ctx).Info("Not removing directory with mounts inside", "path", dir)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to remove orphaned directory", "path", dir)
+	}
+}
+
+// mounted reports whether anything is mounted at or below dir (read from /proc/self/mountinfo).
+func mounted(dir string) bool {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	prefix := filepath.Clean(dir)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountPath(fields[4])
+		if mp == prefix || strings.HasPrefix(mp, prefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func unescapeMountPath(s string) string {
+	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
+}
+
+// cleanupMirrors deletes mirror pods whose static pod is gone.
+func (k *Kubelet) cleanupMirrors(ctx context.Context) {
+	if k.mirrors == nil {
+		return
+	}
+	for _, m := range k.pods.allMirrors() {
+		if _, ok := k.pods.staticByName(m.Namespace, m.Name); ok || m.DeletionTimestamp != nil {
+			continue
+		}
+		klog.FromContext(ctx).Info("Deleting orphaned mirror pod", "pod", klog.KObj(m))
+		if err := k.mirrors.DeleteMirror(ctx, m.Namespace, m.Name, m.UID); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to delete mirror pod", "pod", klog.KObj(m))
+		}
+	}
+}
+
+// PodSnapshot is a read-only view of one pod for the debug endpoint.
+type PodSnapshot struct {
+	UID              types.UID   `json:"uid"`
+	Namespace        string      `json:"namespace"`
+	Name             string      `json:"name"`
+	Static           bool        `json:"static,omitempty"`
+	State            string      `json:"state"`
+	Phase            v1.PodPhase `json:"phase,omitempty"`
+	Reason           string      `json:"reason,omitempty"`
+	Syncs            int         `json:"syncs"`
+	LastSyncStart    string      `json:"lastSyncStart,omitempty"`
+	LastSyncDuration string      `json:"lastSyncDuration,omitempty"`
+	LastSyncError    string      `json:"lastSyncError,omitempty"`
+}
+
+// Snapshot returns what the kubelet knows of every pod: desired, rejected, running, or being cleaned up.
+// Safe for concurrent use.
+func (k *Kubelet) Snapshot() []PodSnapshot {
+	known := k.workers.known()
+	seen := map[types.UID]bool{}
+	var out []PodSnapshot
+	add := func(uid types.UID, pod *v1.Pod, info *workerInfo) {
+		if seen[uid] {
+			return
+		}
+		seen[uid] = true
+		s := PodSnapshot{UID: uid, State: "Pending"}
+		if pod != nil {
+			s.Namespace, s.Name, s.Static = pod.Namespace, pod.Name, status.IsStatic(pod)
+		}
+		if k.pods.isRejected(uid) {
+			s.State = "Rejected"
+		}
+		if info != nil {
+			s.State = info.state.String()
+			s.Syncs = info.syncs
+			if !info.lastStart.IsZero() {
+				s.LastSyncStart = info.lastStart.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+				s.LastSyncDuration = info.lastDuration.String()
+			}
+			if info.lastErr != nil {
+				s.LastSyncError = info.lastErr.Error()
+			}
+		}
+		if st, ok := k.status.PodStatus(uid); ok {
+			s.Phase, s.Reason = st.Phase, st.Reason
+		}
+		out = append(out, s)
+	}
+	for _, p := range k.pods.all() {
+		if info, ok := known[p.UID]; ok {
+			add(p.UID, p, &info)
+		} else {
+			add(p.UID, p, nil)
+		}
+	}
+	for uid, info := range known {
+		add(uid, info.pod, &info)
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distribution/reference"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+// imagePuller makes sure a container's image is present, by its pull policy. Pulls of different images run
+// in parallel up to a limit; one image is pulled once at a time (concurrent callers with the same
+// credentials share the pull). Failed pulls back off per pod and image (ImagePullBackOff). Safe for
+// concurrent use.
+type imagePuller struct {
+	images   cri.ImageManagerService
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	clock    clock.Clock
+	sem      chan struct{}
+	backoff  *Backoff
+
+	mu       sync.Mutex
+	calls    map[string]*pullCall     // by image and credentials
+	locks    map[string]chan struct{} // one pull per image at a time
+	lastErrs map[string]string        // last pull error, by backoff key
+}
+
+type pullCall struct {
+	done chan struct{}
+	ref  string
+	err  error
+}
+
+func newImagePuller(images cri.ImageManagerService, client kubernetes.Interface, rec record.EventRecorder, clk clock.Clock, limit int) *imagePuller {
+	return &imagePuller{
+		images: images, client: client, recorder: rec, clock: clk, sem: make(chan struct{}, limit),
+		backoff: NewBackoff(backoffInitial, backoffMax, backoffReset),
+		calls:   map[string]*pullCall{}, locks: map[string]chan struct{}{}, lastErrs: map[string]string{},
+	}
+}
+
+// ensureImage returns the image reference to create the container with, or why it cannot (a waiting reason
+// for the status) and, on back-off, how long until the next try.
+func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, *status.Waiting, time.Duration) {
+	ref := containerRef(pod, c)
+	image, err := normalizeImage(c.Image)
+	if err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
+		p.recorder.Event(ref, v1.EventTypeWarning, status.ReasonInvalidImageName, msg)
+		return "", &status.Waiting{Reason: status.ReasonInvalidImageName, Message: msg}, 0
+	}
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image}
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = defaultPullPolicy(image)
+	}
+	if policy != v1.PullAlways {
+		present, err := p.images.ImageStatus(ctx, spec, false)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			p.recorder.Event(ref, v1.EventTypeWarning, eventInspectFailed, msg)
+			return "", &status.Waiting{Reason: "ImageInspectError", Message: msg}, 0
+		}
+		if img := present.GetImage(); img != nil {
+			if policy == v1.PullIfNotPresent {
+				p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Container image %q already present on machine", c.Image)
+			}
+			return imageID(img, image), nil, 0
+		}
+		if policy == v1.PullNever {
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			p.recorder.Event(ref, v1.EventTypeWarning, eventErrImageNeverPull, msg)
+			return "", &status.Waiting{Reason: status.ReasonErrImageNeverPull, Message: msg}, 0
+		}
+	}
+
+	key := string(pod.UID) + "/" + image
+	if left := p.backoff.Remaining(key, p.clock.Now()); left > 0 {
+		p.recorder.Eventf(ref, v1.EventTypeNormal, eventBackOff, "Back-off pulling image %q", c.Image)
+		p.mu.Lock()
+		last := p.lastErrs[key]
+		p.mu.Unlock()
+		msg := fmt.Sprintf("Back-off pulling image %q: %s: %s", c.Image, status.ReasonErrImagePull, last)
+		return "", &status.Waiting{Reason: status.ReasonImagePullBackOff, Message: msg}, left
+	}
+
+	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
+	start := p.clock.Now()
+	auths := p.credentials(ctx, pod, image)
+	imageRef, waited, err := p.pull(ctx, spec, auths, sandbox)
+	if err != nil {
+		p.backoff.Next(key, p.clock.Now())
+		p.mu.Lock()
+		p.lastErrs[key] = err.Error()
+		p.mu.Unlock()
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		p.recorder.Event(ref, v1.EventTypeWarning, eventFailed, msg)
+		p.recorder.Eventf(ref, v1.EventTypeWarning, eventFailed, "Error: %s", status.ReasonErrImagePull)
+		// Sync again soon, to show ImagePullBackOff while the back-off runs.
+		return "", &status.Waiting{Reason: status.ReasonErrImagePull, Message: msg}, time.Second
+	}
+	took := p.clock.Since(start)
+	size := uint64(0)
+	if st, err := p.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false); err == nil && st.GetImage() != nil {
+		size = st.GetImage().Size
+	}
+	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.",
+		c.Image, (took - waited).Round(time.Millisecond), took.Round(time.Millisecond), size)
+	return imageRef, nil, 0
+}
+
+// pull pulls spec once per image at a time, trying each credential in turn. It returns the image reference
+// and how long it waited for another pull of the same image or a free slot.
+func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
+	key := spec.Image + "\x00" + authKey(auths)
+	start := p.clock.Now()
+	p.mu.Lock()
+	if call, ok := p.calls[key]; ok {
+		p.mu.Unlock()
+		select {
+		case <-call.done:
+			return call.ref, p.clock.Since(start), call.err
+		case <-ctx.Done():
+			return "", 0, ctx.Err()
+		}
+	}
+	call := &pullCall{done: make(chan struct{})}
+	p.calls[key] = call
+	lock, ok := p.locks[spec.Image]
+	if !ok {
+		lock = make(chan struct{}, 1)
+		p.locks[spec.Image] = lock
+	}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.calls, key)
+		p.mu.Unlock()
+		close(call.done)
+	}()
+
+	select {
+	case lock <- struct{}{}:
+	case <-ctx.Done():
+		call.err = ctx.Err()
+		return "", 0, call.err
+	}
+	defer func() { <-lock }()
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		call.err = ctx.Err()
+		return "", 0, call.err
+	}
+	defer func() { <-p.sem }()
+	waited := p.clock.Since(start)
+
+	if len(auths) == 0 {
+		auths = []*runtimeapi.AuthConfig{nil}
+	}
+	var errs []error
+	for _, auth := range auths {
+		ref, err := p.images.PullImage(ctx, spec, auth, sandbox)
+		if err == nil {
+			call.ref = ref
+			return ref, waited, nil
+		}
+		errs = append(errs, err)
+	}
+	call.err = errors.Join(errs...)
+	return "", waited, call.err
+}
+
+// forgetPod drops the pull back-off state of a pod.
+func (p *imagePuller) forgetPod(uid types.UID) {
+	prefix := string(uid) + "/"
+	p.backoff.DeletePrefix(prefix)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.lastErrs {
+		if strings.HasPrefix(k, prefix) {
+			delete(p.lastErrs, k)
+		}
+	}
+}
+
+// credentials reads the pod's imagePullSecrets and returns those that match the image's registry.
+func (p *imagePuller) credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+	if p.client == nil || len(pod.Spec.ImagePullSecrets) == 0 {
+		return nil
+	}
+	var secrets []*v1.Secret
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		s, err := p.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			p.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedPullSecret,
+				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", ref.Name)
+			continue
+		}
+		secrets = append(secrets, s)
+	}
+	return matchCredentials(secrets, image)
+}
+
+// normalizeImage returns the fully qualified image name with the default tag, or an error for a name that
+// does not parse.
+func normalizeImage(image string) (string, error) {
+	if image == "" {
+		return "", errors.New("empty image name")
+	}
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", err
+	}
+	return reference.TagNameOnly(named).String(), nil
+}
+
+// defaultPullPolicy is the API's default: Always for :latest (or no tag), IfNotPresent otherwise.
+func defaultPullPolicy(image string) v1.PullPolicy {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return v1.PullIfNotPresent
+	}
+	if _, digested := named.(reference.Digested); digested {
+		return v1.PullIfNotPresent
+	}
+	if tagged, ok := named.(reference.Tagged); !ok || tagged.Tag() == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+func imageID(img *runtimeapi.Image, fallback string) string {
+	if img.Id != "" {
+		return img.Id
+	}
+	return fallback
+}

@@ -1,0 +1,261 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/config"
+	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+// Defaults, upstream's where upstream has one.
+const (
+	DefaultRootDir               = "/var/lib/kubelet"
+	DefaultPodLogsDir            = "/var/log/pods"
+	DefaultMaxPods               = 110
+	DefaultMaxParallelImagePulls = 5
+	DefaultRuntimeName           = "containerd"
+	syncPeriod                   = time.Second
+	housekeepingPeriod           = 2 * time.Second
+	resyncInterval               = time.Minute
+	errorRetryPeriod             = 10 * time.Second
+	loopStallThreshold           = 2 * time.Minute
+)
+
+// PodSource delivers the pods the node must run.
+type PodSource interface {
+	// Run feeds Updates until ctx is done.
+	Run(ctx context.Context)
+	// Updates carries the changes of the desired pods.
+	Updates() <-chan config.PodUpdate
+	// Synced reports whether every source has delivered its initial list (until then, pods the kubelet finds
+	// running are not treated as orphans).
+	Synced() bool
+}
+
+// MirrorClient creates and deletes the mirror pods of static pods in the API.
+type MirrorClient interface {
+	CreateMirror(ctx context.Context, static *v1.Pod) error
+	DeleteMirror(ctx context.Context, namespace, name string, uid types.UID) error
+}
+
+// Config holds the kubelet's dependencies and settings. Runtime and Images are required.
+type Config struct {
+	NodeName   string
+	RootDir    string // default /var/lib/kubelet
+	PodLogsDir string // default /var/log/pods
+	// Client talks to the API server; nil runs static pods only.
+	Client  kubernetes.Interface
+	Runtime cri.RuntimeService
+	Images  cri.ImageManagerService
+	// RuntimeName prefixes container IDs in the API ("containerd://<id>").
+	RuntimeName    string
+	RuntimeHandler string
+	// RuntimeEvents, when set, carries the runtime's container events to the PLEG (low-latency exits).
+	RuntimeEvents <-chan *runtimeapi.ContainerEventResponse
+	Cgroups       PodCgroups // default NoopCgroups
+	Volumes       PodVolumes // default: emptyDir and hostPath only
+	Clock         clock.WithTicker
+	Recorder      record.EventRecorder
+	// NodeAllocatable returns what pods may request in total (admission); nil or empty: no resource check.
+	NodeAllocatable func() v1.ResourceList
+	// NodeIPs returns the node's addresses, primary first.
+	NodeIPs func() []net.IP
+	// Node returns the node object (labels and taints for admission); nil or a nil result: hostname and os
+	// labels only, no taints.
+	Node                  func() *v1.Node
+	MaxPods               int // default 110
+	MaxParallelImagePulls int // default 5
+	ManifestDir           string
+	// ClusterDNS and ClusterDomain configure pod DNS for dnsPolicy ClusterFirst; empty uses the host's.
+	ClusterDNS    []net.IP
+	ClusterDomain string
+	// Source overrides the pod sources built from Client and ManifestDir.
+	Source PodSource
+	// Mirrors overrides the mirror pod client built from Client.
+	Mirrors MirrorClient
+}
+
+// Kubelet runs the pods assigned to the node. Build it with New, start it with Run.
+type Kubelet struct {
+	cfg      Config
+	clock    clock.WithTicker
+	recorder record.EventRecorder
+	runtime  cri.RuntimeService
+	images   cri.ImageManagerService
+	cgroups  PodCgroups
+	volumes  PodVolumes
+	pleg     *pleg.PLEG
+	status   *status.Manager
+	source   PodSource
+	mirrors  MirrorClient
+	pods     *podManager
+	workers  *podWorkers
+	puller   *imagePuller
+	backoff  *Backoff
+	reasons  *reasonCache
+	hkBusy   sync.Mutex
+
+	loopMu   sync.Mutex
+	loopSeen time.Time
+	running  bool
+}
+
+// New checks cfg, fills defaults and builds the kubelet's pieces. It starts nothing.
+func New(cfg Config) (*Kubelet, error) {
+	if cfg.Runtime == nil || cfg.Images == nil {
+		return nil, errors.New("podsync: a runtime and an image service are required")
+	}
+	if cfg.NodeName == "" {
+		return nil, errors.New("podsync: node name is required")
+	}
+	if cfg.RootDir == "" {
+		cfg.RootDir = DefaultRootDir
+	}
+	if cfg.PodLogsDir == "" {
+		cfg.PodLogsDir = DefaultPodLogsDir
+	}
+	if cfg.RuntimeName == "" {
+		cfg.RuntimeName = DefaultRuntimeName
+	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = DefaultMaxPods
+	}
+	if cfg.MaxParallelImagePulls <= 0 {
+		cfg.MaxParallelImagePulls = DefaultMaxParallelImagePulls
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = discardRecorder()
+	}
+	if cfg.Cgroups == nil {
+		cfg.Cgroups = NoopCgroups{}
+	}
+	if cfg.NodeIPs == nil {
+		cfg.NodeIPs = func() []net.IP { return nil }
+	}
+	k := &Kubelet{
+		cfg:      cfg,
+		clock:    cfg.Clock,
+		recorder: cfg.Recorder,
+		runtime:  cfg.Runtime,
+		images:   cfg.Images,
+		cgroups:  cfg.Cgroups,
+		volumes:  cfg.Volumes,
+		status:   status.NewManager(cfg.Client, cfg.Clock),
+		pods:     newPodManager(),
+		backoff:  NewBackoff(backoffInitial, backoffMax, backoffReset),
+		reasons:  newReasonCache(),
+		mirrors:  cfg.Mirrors,
+		source:   cfg.Source,
+	}
+	if k.volumes == nil {
+		k.volumes = dirVolumes{podDir: k.podDir}
+	}
+	k.pleg = pleg.New(cfg.Runtime, cfg.Clock, pleg.Options{RuntimeEvents: cfg.RuntimeEvents, Enrich: enrichTermination})
+	k.puller = newImagePuller(cfg.Images, cfg.Client, cfg.Recorder, cfg.Clock, cfg.MaxParallelImagePulls)
+	k.workers = newPodWorkers(k, k.pleg, cfg.Clock)
+	if k.mirrors == nil && cfg.Client != nil {
+		k.mirrors = config.NewMirrorClient(cfg.Client, cfg.NodeName)
+	}
+	if k.source == nil {
+		src, err := config.NewSources(config.Options{
+			NodeName: cfg.NodeName, Client: cfg.Client, ManifestDir: cfg.ManifestDir,
+			Clock: cfg.Clock, Recorder: cfg.Recorder,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pod sources: %w", err)
+		}
+		k.source = src
+	}
+	return k, nil
+}
+
+// Run starts the PLEG, the status writer and the pod sources, and runs the sync loop until ctx is done. It
+// returns after the loops stopped; pod workers are asked to stop and not waited for beyond ctx.
+func (k *Kubelet) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	k.loopMu.Lock()
+	if k.running {
+		k.loopMu.Unlock()
+		return errors.New("podsync: Run called twice")
+	}
+	k.running = true
+	k.loopSeen = k.clock.Now()
+	k.loopMu.Unlock()
+
+	var wg sync.WaitGroup
+	start := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	start(k.pleg.Run)
+	start(k.status.Run)
+	start(k.source.Run)
+	logger.Info("Starting the sync loop", "node", k.cfg.NodeName)
+	k.syncLoop(ctx)
+	k.workers.stopAll()
+	wg.Wait()
+	return nil
+}
+
+// Healthy returns an error when the PLEG has not relisted for three minutes or the sync loop has stalled.
+func (k *Kubelet) Healthy() error {
+	if err := k.pleg.Healthy(); err != nil {
+		return fmt.Errorf("PLEG is not healthy: %w", err)
+	}
+	k.loopMu.Lock()
+	defer k.loopMu.Unlock()
+	if k.running {
+		if since := k.clock.Since(k.loopSeen); since > loopStallThreshold {
+			return fmt.Errorf("sync loop last ran %v ago", since)
+		}
+	}
+	return nil
+}
+
+// Pod returns the desired pod of a namespace and name (the status endpoint resolves log and exec requests
+// with it). Safe for concurrent use.
+func (k *Kubelet) Pod(namespace, name string) (*v1.Pod, bool) {
+	for _, p := range k.pods.all() {
+		if p.Namespace == namespace && p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Status returns the last status computed for a pod (for the status endpoint).
+func (k *Kubelet) Status(uid types.UID) (v1.PodStatus, bool) { return k.status.PodStatus(uid) }
+
+func (k *Kubelet) heartbeat() {
+	k.loopMu.Lock()
+	k.loopSeen = k.clock.Now()
+	k.loopMu.Unlock()
+}
+
+func (k *Kubelet) podDir(uid types.UID) string {
+	return filepath.Join(k.cfg.RootDir, "pods", string(uid))
+}
+
+// podLogDir is /var/log/pods/<ns>_<name>_<uid>.
+func (k *Kubelet) podLogDir(pod *v1.Pod) string {
+	return filepath.Join(k.cfg.PodLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}

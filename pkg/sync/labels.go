@@ -1,0 +1,88 @@
+package podsync
+
+import (
+	"encoding/json"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// CRI labels and annotations, as upstream sets them.
+const (
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelContainerName = "io.kubernetes.container.name"
+	labelContainerType = "io.kubernetes.container.type" // not upstream's; tells init containers apart
+
+	annotationHash                = "io.kubernetes.container.hash"
+	annotationRestartCount        = "io.kubernetes.container.restartCount"
+	annotationTerminationPath     = "io.kubernetes.container.terminationMessagePath"
+	annotationTerminationPolicy   = "io.kubernetes.container.terminationMessagePolicy"
+	annotationPreStop             = "io.kubernetes.container.preStopHandler"
+	annotationPodGracePeriod      = "io.kubernetes.pod.terminationGracePeriod"
+	annotationContainerPorts      = "io.kubernetes.container.ports"
+	annotationContainerLogMessage = "io.kubernetes.container.terminationMessageHostPath"
+
+	containerTypeInit    = "init"
+	containerTypeSidecar = "sidecar"
+	containerTypeApp     = "app"
+)
+
+func sandboxLabels(pod *v1.Pod) map[string]string {
+	l := make(map[string]string, len(pod.Labels)+3)
+	for k, v := range pod.Labels {
+		l[k] = v
+	}
+	l[labelPodName] = pod.Name
+	l[labelPodNamespace] = pod.Namespace
+	l[labelPodUID] = string(pod.UID)
+	return l
+}
+
+func containerLabels(pod *v1.Pod, name, kind string) map[string]string {
+	return map[string]string{
+		labelPodName:       pod.Name,
+		labelPodNamespace:  pod.Namespace,
+		labelPodUID:        string(pod.UID),
+		labelContainerName: name,
+		labelContainerType: kind,
+	}
+}
+
+func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int32, hostMessagePath string) map[string]string {
+	a := map[string]string{
+		annotationHash:              hashContainer(c),
+		annotationRestartCount:      strconv.Itoa(int(restartCount)),
+		annotationTerminationPath:   c.TerminationMessagePath,
+		annotationTerminationPolicy: string(c.TerminationMessagePolicy),
+		annotationPodGracePeriod:    strconv.FormatInt(gracePeriodOf(pod, nil, nil), 10),
+	}
+	if hostMessagePath != "" {
+		a[annotationContainerLogMessage] = hostMessagePath
+	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if b, err := json.Marshal(c.Lifecycle.PreStop); err == nil {
+			a[annotationPreStop] = string(b)
+		}
+	}
+	if len(c.Ports) > 0 {
+		if b, err := json.Marshal(c.Ports); err == nil {
+			a[annotationContainerPorts] = string(b)
+		}
+	}
+	return a
+}
+
+// preStopFromAnnotations reads the preStop hook recorded on a container (for pods whose spec is gone).
+func preStopFromAnnotations(a map[string]string) *v1.LifecycleHandler {
+	raw, ok := a[annotationPreStop]
+	if !ok {
+		return nil
+	}
+	var h v1.LifecycleHandler
+	if json.Unmarshal([]byte(raw), &h) != nil {
+		return nil
+	}
+	return &h
+}

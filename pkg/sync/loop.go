@@ -1,0 +1,189 @@
+package podsync
+
+import (
+	"context"
+	"runtime"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/admission"
+	"github.com/nodeagent/kubelet/pkg/config"
+	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+// syncLoop is the kubelet's one select: source updates, PLEG events, the sync tick and housekeeping.
+func (k *Kubelet) syncLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	k.workers.setContext(ctx)
+	syncTicker := k.clock.NewTicker(syncPeriod)
+	defer syncTicker.Stop()
+	hkTicker := k.clock.NewTicker(housekeepingPeriod)
+	defer hkTicker.Stop()
+	updates := k.source.Updates()
+	events := k.pleg.Watch()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u, ok := <-updates:
+			if !ok {
+				logger.Info("Pod sources closed; no more pod updates")
+				updates = nil
+				continue
+			}
+			k.handleUpdate(ctx, u)
+		case e := <-events:
+			k.handlePLEGEvent(e)
+		case <-syncTicker.C():
+			k.heartbeat()
+			for _, uid := range k.workers.takeDue(k.clock.Now()) {
+				k.dispatchSync(uid)
+			}
+		case <-hkTicker.C():
+			k.heartbeat()
+			if k.hkBusy.TryLock() {
+				go func() {
+					defer k.hkBusy.Unlock()
+					k.housekeeping(ctx)
+				}()
+			}
+		}
+	}
+}
+
+// handleUpdate applies one source update.
+func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Pod update", "op", u.Op.String(), "source", u.Source, "pods", len(u.Pods))
+	pods := append([]*v1.Pod(nil), u.Pods...)
+	sortByCreation(pods)
+	for _, pod := range pods {
+		switch u.Op {
+		case config.Add, config.Update, config.Delete:
+			k.pods.set(pod)
+			if status.IsMirror(pod) {
+				k.status.Reconcile(pod)
+				if static, ok := k.pods.staticByName(pod.Namespace, pod.Name); ok {
+					k.dispatchSync(static.UID) // check the mirror against its static pod
+				}
+				continue
+			}
+			if u.Op != config.Add {
+				k.status.Reconcile(pod)
+			}
+			if u.Op == config.Add && status.IsStatic(pod) {
+				if st, ok := k.workers.state(pod.UID); ok && st == stateFinished {
+					k.workers.forget(pod.UID) // a static pod put back with the same content runs again
+				}
+			}
+			k.applyPod(ctx, pod)
+		case config.Remove:
+			k.pods.remove(pod)
+			if status.IsMirror(pod) {
+				if static, ok := k.pods.staticByName(pod.Namespace, pod.Name); ok {
+					k.dispatchSync(static.UID) // recreate the mirror
+				}
+				continue
+			}
+			k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod, deleted: true})
+		case config.Reconcile:
+			k.pods.set(pod)
+			k.status.Reconcile(pod)
+		}
+	}
+}
+
+// applyPod admits a pod the workers do not know yet, and hands it to its worker.
+func (k *Kubelet) applyPod(ctx context.Context, pod *v1.Pod) {
+	if k.pods.isRejected(pod.UID) {
+		if pod.DeletionTimestamp != nil && !status.IsStatic(pod) {
+			k.status.ConfirmDeletion(pod) // it never ran: nothing to stop
+		}
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod, grace: pod.DeletionGracePeriodSeconds, deleted: true})
+		return
+	}
+	if _, known := k.workers.state(pod.UID); !known {
+		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			// Finished before: make sure nothing runs, never start it again.
+			k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod})
+			return
+		}
+		if res := k.admit(pod); !res.Admit {
+			k.rejectPod(ctx, pod, res)
+			return
+		}
+	}
+	k.workers.UpdatePod(podUpdate{typ: updateSync, pod: pod})
+}
+
+// admit runs admission against the pods that are admitted and still running.
+func (k *Kubelet) admit(pod *v1.Pod) admission.Result {
+	var active []*v1.Pod
+	for uid, info := range k.workers.known() {
+		if uid == pod.UID || info.state != stateSyncing || info.pod == nil {
+			continue
+		}
+		active = append(active, info.pod)
+	}
+	return admission.Admit(pod, k.nodeInfo(), active)
+}
+
+func (k *Kubelet) nodeInfo() admission.Node {
+	n := admission.Node{
+		Name:    k.cfg.NodeName,
+		MaxPods: k.cfg.MaxPods,
+		Labels: map[string]string{
+			v1.LabelHostname: k.cfg.NodeName, v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH,
+		},
+	}
+	if k.cfg.NodeAllocatable != nil {
+		n.Allocatable = k.cfg.NodeAllocatable()
+	}
+	if k.cfg.Node != nil {
+		if node := k.cfg.Node(); node != nil {
+			n.Labels = node.Labels
+			n.Taints = node.Spec.Taints
+		}
+	}
+	return n
+}
+
+// rejectPod fails a pod that admission refused: phase Failed with the reason, and an event. It never starts.
+func (k *Kubelet) rejectPod(ctx context.Context, pod *v1.Pod, res admission.Result) {
+	klog.FromContext(ctx).Info("Pod rejected by admission", "pod", klog.KObj(pod), "reason", res.Reason, "message", res.Message)
+	k.pods.reject(pod.UID)
+	k.recorder.Event(podRef(pod, ""), v1.EventTypeWarning, res.Reason, res.Message)
+	st := status.Compute(status.Input{
+		Pod: pod, Now: k.clock.Now(), HostIPs: k.cfg.NodeIPs(), RuntimeName: k.cfg.RuntimeName,
+		FailReason: res.Reason, FailMessage: res.Message,
+	})
+	k.status.SetPodStatus(pod, st)
+}
+
+// handlePLEGEvent wakes the worker of the pod the event is about.
+func (k *Kubelet) handlePLEGEvent(e *pleg.Event) {
+	if e.Type == pleg.ContainerRemoved {
+		return
+	}
+	k.dispatchSync(e.UID)
+}
+
+// dispatchSync asks a known pod's worker to sync with the pod's current spec.
+func (k *Kubelet) dispatchSync(uid types.UID) {
+	if pod, ok := k.pods.get(uid); ok {
+		if k.pods.isRejected(uid) {
+			return
+		}
+		k.workers.UpdatePod(podUpdate{typ: updateSync, pod: pod})
+		return
+	}
+	if _, known := k.workers.state(uid); known {
+		k.workers.UpdatePod(podUpdate{typ: updateSync, runningPod: &pleg.PodState{UID: uid}})
+	}
+}

@@ -1,0 +1,175 @@
+package podsync
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// sandboxConfig builds the CRI sandbox config of a pod. It is a function of the pod, the attempt and the
+// cgroup parent only, so every sync builds the same one.
+func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string) *runtimeapi.PodSandboxConfig {
+	annotations := make(map[string]string, len(pod.Annotations))
+	for key, v := range pod.Annotations {
+		annotations[key] = v
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Hostname:     podHostname(pod),
+		LogDirectory: k.podLogDir(pod),
+		DnsConfig:    k.dnsConfig(pod),
+		PortMappings: portMappings(pod),
+		Labels:       sandboxLabels(pod),
+		Annotations:  annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			CgroupParent:    cgroupParent,
+			SecurityContext: sandboxSecurityContext(pod),
+			Sysctls:         sysctls(pod),
+		},
+	}
+	return cfg
+}
+
+// podHostname is spec.hostname or the pod name, cut to a DNS label; empty for host-network pods (the
+// runtime uses the node's).
+func podHostname(pod *v1.Pod) string {
+	if pod.Spec.HostNetwork {
+		return ""
+	}
+	h := pod.Spec.Hostname
+	if h == "" {
+		h = pod.Name
+	}
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	return strings.TrimRight(h, "-.")
+}
+
+// dnsConfig returns the pod's DNS settings; nil lets the runtime use the host's resolver configuration.
+func (k *Kubelet) dnsConfig(pod *v1.Pod) *runtimeapi.DNSConfig {
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = v1.DNSClusterFirst
+	}
+	var cfg *runtimeapi.DNSConfig
+	switch policy {
+	case v1.DNSNone:
+		cfg = &runtimeapi.DNSConfig{}
+	case v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet:
+		if len(k.cfg.ClusterDNS) == 0 || (pod.Spec.HostNetwork && policy == v1.DNSClusterFirst) {
+			break
+		}
+		cfg = &runtimeapi.DNSConfig{Options: []string{"ndots:5"}}
+		for _, ip := range k.cfg.ClusterDNS {
+			cfg.Servers = append(cfg.Servers, ip.String())
+		}
+		if d := k.cfg.ClusterDomain; d != "" {
+			cfg.Searches = []string{pod.Namespace + ".svc." + d, "svc." + d, d}
+		}
+	}
+	if extra := pod.Spec.DNSConfig; extra != nil {
+		if cfg == nil {
+			cfg = &runtimeapi.DNSConfig{}
+		}
+		cfg.Servers = append(cfg.Servers, extra.Nameservers...)
+		cfg.Searches = append(cfg.Searches, extra.Searches...)
+		for _, o := range extra.Options {
+			opt := o.Name
+			if o.Value != nil {
+				opt += ":" + *o.Value
+			}
+			cfg.Options = append(cfg.Options, opt)
+		}
+	}
+	return cfg
+}
+
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			out = append(out, &runtimeapi.PortMapping{
+				Protocol: protocol(p.Protocol), ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP,
+			})
+		}
+	}
+	return out
+}
+
+func protocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+// namespaceOptions maps hostNetwork/hostPID/hostIPC/shareProcessNamespace to CRI namespace modes.
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	o := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		o.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		o.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		o.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		o.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return o
+}
+
+func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			sc.Privileged = true
+		}
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
+	}
+	return sc
+}
+
+func sysctls(pod *v1.Pod) map[string]string {
+	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, s := range pod.Spec.SecurityContext.Sysctls {
+		out[s.Name] = s.Value
+	}
+	return out
+}
+
+// podDesc formats a pod as upstream's format.Pod does: name_namespace(uid).
+func podDesc(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}

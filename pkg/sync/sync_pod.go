@@ -1,0 +1,228 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/config"
+	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+var _ podSyncer = (*Kubelet)(nil)
+
+// statusInput gathers what status.Compute needs for pod from its runtime state.
+func (k *Kubelet) statusInput(pod *v1.Pod, state *pleg.PodState) status.Input {
+	prev, ok := k.status.PodStatus(pod.UID)
+	if !ok {
+		prev = *pod.Status.DeepCopy()
+	}
+	in := status.Input{
+		Pod: pod, Previous: &prev, Waiting: k.reasons.get(pod.UID),
+		HostIPs: k.cfg.NodeIPs(), RuntimeName: k.cfg.RuntimeName, Now: k.clock.Now(),
+	}
+	if state != nil {
+		in.Sandboxes, in.Containers = state.Sandboxes, state.Containers
+	}
+	return in
+}
+
+// deadlineLeft returns how long the pod may still be active (activeDeadlineSeconds), and false when it has
+// none.
+func (k *Kubelet) deadlineLeft(pod *v1.Pod, st *v1.PodStatus) (time.Duration, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || st.StartTime == nil {
+		return 0, false
+	}
+	d := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
+	return d - k.clock.Since(st.StartTime.Time), true
+}
+
+// syncPod makes the runtime match a pod that should run, and reports its status.
+func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState) (syncOutcome, error) {
+	in := k.statusInput(pod, state)
+	st := status.Compute(in)
+	if left, ok := k.deadlineLeft(pod, &st); ok && left <= 0 && !isTerminalPhase(st.Phase) {
+		k.recorder.Event(podRef(pod, ""), v1.EventTypeNormal, eventDeadlineExceeded, status.MessageDeadline)
+		in.FailReason, in.FailMessage = status.ReasonDeadlineExceeded, status.MessageDeadline
+		st = status.Compute(in)
+	}
+	k.status.SetPodStatus(pod, st)
+	if isTerminalPhase(st.Phase) {
+		return syncOutcome{terminal: true}, nil
+	}
+	if status.IsStatic(pod) {
+		k.ensureMirror(ctx, pod)
+	}
+	if err := k.makePodDirs(pod); err != nil {
+		return syncOutcome{}, err
+	}
+	cgroupParent, err := k.cgroups.EnsurePod(ctx, pod)
+	if err != nil {
+		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedCreatePodCgroups, "unable to ensure pod container exists: %v", err)
+		return syncOutcome{}, fmt.Errorf("ensure pod cgroup: %w", err)
+	}
+	volumes, err := k.volumes.MountPod(ctx, pod)
+	if err != nil {
+		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedMountVolume, "Unable to attach or mount volumes: %v", err)
+		return syncOutcome{}, fmt.Errorf("mount volumes: %w", err)
+	}
+
+	res := k.syncRuntime(ctx, pod, state, cgroupParent, volumes)
+	if res.reasonsChanged {
+		k.status.SetPodStatus(pod, status.Compute(k.statusInput(pod, state)))
+	}
+	out := syncOutcome{changed: res.changed, requeue: res.requeue}
+	if left, ok := k.deadlineLeft(pod, &st); ok && (out.requeue == 0 || left < out.requeue) {
+		out.requeue = max(left, time.Millisecond)
+	}
+	return out, res.err
+}
+
+func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+func (k *Kubelet) makePodDirs(pod *v1.Pod) error {
+	for _, d := range []string{"volumes", "plugins", "containers"} {
+		if err := os.MkdirAll(filepath.Join(k.podDir(pod.UID), d), 0o750); err != nil {
+			return fmt.Errorf("create pod directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// ensureMirror makes the API hold an up-to-date mirror pod of a static pod.
+func (k *Kubelet) ensureMirror(ctx context.Context, pod *v1.Pod) {
+	if k.mirrors == nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	hash := pod.Annotations[config.AnnotationHash]
+	mirror, ok := k.pods.mirror(pod.Namespace, pod.Name)
+	if ok && (mirror.Annotations[config.AnnotationMirror] != hash || mirror.DeletionTimestamp != nil) {
+		if mirror.DeletionTimestamp == nil {
+			logger.Info("Deleting outdated mirror pod", "pod", klog.KObj(pod))
+			if err := k.mirrors.DeleteMirror(ctx, mirror.Namespace, mirror.Name, mirror.UID); err != nil {
+				logger.Error(err, "Failed to delete mirror pod", "pod", klog.KObj(pod))
+			}
+		}
+		return // recreated once the deletion shows up
+	}
+	if !ok {
+		if err := k.mirrors.CreateMirror(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+			logger.Error(err, "Failed to create mirror pod", "pod", klog.KObj(pod))
+		}
+	}
+}
+
+// syncTerminatingPod stops everything of the pod within its grace period.
+func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState, grace *int64) error {
+	if _, known := k.pods.get(pod.UID); known {
+		k.status.SetPodStatus(pod, status.Compute(k.statusInput(pod, state)))
+	}
+	return k.killPod(ctx, pod, state, gracePeriodOf(pod, grace, state))
+}
+
+// syncTerminatedPod releases what a stopped pod holds. The pod's cgroup and volumes go at once; its
+// sandbox, containers, directories and logs stay (for logs) until the pod is deleted.
+func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState, deleted bool) error {
+	if running, sandboxes := runningContainers(state), readySandboxes(state); len(running)+len(sandboxes) > 0 {
+		if err := k.killPod(ctx, pod, state, 0); err != nil {
+			return err
+		}
+		return fmt.Errorf("%d containers and %d sandboxes were still running", len(running), len(sandboxes))
+	}
+	if err := k.volumes.UnmountPod(ctx, pod.UID); err != nil {
+		return fmt.Errorf("unmount volumes: %w", err)
+	}
+	if err := k.cgroups.RemovePod(ctx, pod.UID); err != nil {
+		return fmt.Errorf("remove pod cgroup: %w", err)
+	}
+	_, known := k.pods.get(pod.UID)
+	if known {
+		in := k.statusInput(pod, state)
+		in.Terminal = true
+		k.status.SetPodStatus(pod, status.Compute(in))
+	}
+	if !deleted {
+		return nil
+	}
+	if err := k.removePodContent(ctx, pod, state); err != nil {
+		return err
+	}
+	k.reasons.forget(pod.UID)
+	k.backoff.DeletePrefix(string(pod.UID) + "/")
+	k.puller.forgetPod(pod.UID)
+	switch {
+	case known && pod.DeletionTimestamp != nil && !status.IsStatic(pod):
+		k.status.ConfirmDeletion(pod)
+	case !known || status.IsStatic(pod):
+		k.status.Forget(pod.UID)
+	}
+	return nil
+}
+
+// removePodContent removes the pod's containers and sandboxes from the runtime, and its directories.
+func (k *Kubelet) removePodContent(ctx context.Context, pod *v1.Pod, state *pleg.PodState) error {
+	var errs []error
+	for _, c := range state.Containers {
+		if err := k.runtime.RemoveContainer(ctx, c.Id); err != nil {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
+		}
+	}
+	for _, sb := range state.Sandboxes {
+		if err := k.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if mounted(k.podDir(pod.UID)) {
+		return fmt.Errorf("pod directory %s still has mounts", k.podDir(pod.UID))
+	}
+	if err := os.RemoveAll(k.podDir(pod.UID)); err != nil {
+		return fmt.Errorf("remove pod directory: %w", err)
+	}
+	if pod.Name != "" {
+		if err := os.RemoveAll(k.podLogDir(pod)); err != nil {
+			return fmt.Errorf("remove pod logs: %w", err)
+		}
+	}
+	return nil
+}
+
+// runningContainers returns the containers of state that may still run (running, created or unknown).
+func runningContainers(state *pleg.PodState) []*runtimeapi.ContainerStatus {
+	if state == nil {
+		return nil
+	}
+	var out []*runtimeapi.ContainerStatus
+	for _, c := range state.Containers {
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// readySandboxes returns the sandboxes of state that are still ready.
+func readySandboxes(state *pleg.PodState) []*runtimeapi.PodSandboxStatus {
+	if state == nil {
+		return nil
+	}
+	var out []*runtimeapi.PodSandboxStatus
+	for _, s := range state.Sandboxes {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			out = append(out, s)
+		}
+	}
+	return out
+}
