@@ -2,13 +2,155 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path"
+	"strconv"
 
+	"golang.org/x/sync/errgroup"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/cgroups"
+	"github.com/nodeagent/kubelet/pkg/node"
+	"github.com/nodeagent/kubelet/pkg/server"
+	podsync "github.com/nodeagent/kubelet/pkg/sync"
 )
 
-// runNode runs the node's loops (registration, pod sync, endpoint) until ctx is done.
-func runNode(ctx context.Context, o *options, nodeName string, client kubernetes.Interface, rt cri.RuntimeService, images cri.ImageManagerService) error {
-	<-ctx.Done()
+// nodeDeps are the pieces runNode wires together.
+type nodeDeps struct {
+	name      string
+	client    kubernetes.Interface
+	clientCA  []byte // CA bundle authenticating callers of the kubelet's endpoint
+	runtime   cri.RuntimeService
+	images    cri.ImageManagerService
+	streaming server.StreamingRuntime // nil with a remote runtime
+}
+
+// runNode runs the node's loops (cgroups, node registration and status, pod sync, the endpoint) until ctx is
+// done or one of them fails.
+func runNode(ctx context.Context, o *options, d nodeDeps) error {
+	logger := klog.FromContext(ctx)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: d.name})
+
+	driver, err := cgroups.ParseDriver(o.cgroupDriver)
+	if err != nil {
+		return fmt.Errorf("--cgroup-driver: %w", err)
+	}
+	cg, err := cgroups.New(cgroups.Config{
+		Driver:     driver,
+		CgroupRoot: path.Join(o.cgroupRoot, "kubepods"),
+		Pod:        cgroups.PodOptions{PodPidsLimit: o.podMaxPIDs},
+	})
+	if err != nil {
+		return err
+	}
+	if err := cg.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("Cgroups ready", "mode", cg.Mode().String(), "driver", o.cgroupDriver)
+
+	var kl *podsync.Kubelet
+	agent, err := node.New(node.Config{
+		Name:           d.name,
+		Client:         d.client,
+		Runtime:        d.runtime,
+		Images:         d.images,
+		NodeIP:         o.nodeIP,
+		KubeletPort:    int32(o.port),
+		RootDir:        o.rootDir,
+		MaxPods:        o.maxPods,
+		KubeletVersion: kubeletVersion,
+		Recorder:       recorder,
+		NoRegister:     !o.registerNode,
+		Health:         []node.Check{{Name: "pleg", Func: func() error { return kl.Healthy() }}},
+	})
+	if err != nil {
+		return err
+	}
+
+	events := make(chan *runtimeapi.ContainerEventResponse, 1024)
+	kl, err = podsync.New(podsync.Config{
+		NodeName:              d.name,
+		RootDir:               o.rootDir,
+		PodLogsDir:            o.podLogsDir,
+		Client:                d.client,
+		Runtime:               d.runtime,
+		Images:                d.images,
+		RuntimeName:           "containerd",
+		RuntimeEvents:         events,
+		Cgroups:               cg,
+		Recorder:              recorder,
+		NodeAllocatable:       agent.Allocatable,
+		NodeIPs:               agent.NodeIPs,
+		MaxPods:               o.maxPods,
+		MaxParallelImagePulls: o.imagePullParallel,
+		ManifestDir:           o.podManifestPath,
+	})
+	if err != nil {
+		return err
+	}
+
+	srv, err := server.New(server.Config{
+		Addr:        net.JoinHostPort(o.address, strconv.Itoa(o.port)),
+		HealthzAddr: healthzAddr(o.healthzPort),
+		RootDir:     o.rootDir,
+		Hostnames:   append([]string{d.name}, ipStrings(agent.NodeIPs())...),
+		ClientCA:    d.clientCA,
+		LogsDir:     o.podLogsDir,
+		Pods:        kl.Pod,
+		Resolver:    server.CRIResolver{Runtime: d.runtime},
+		Streaming:   d.streaming,
+		Checks:      []server.Check{{Name: "syncloop", Func: kl.Healthy}},
+	})
+	if err != nil {
+		return err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return followRuntimeEvents(gctx, d.runtime, events) })
+	g.Go(func() error { return agent.Run(gctx) })
+	g.Go(func() error { return kl.Run(gctx) })
+	g.Go(func() error { return srv.Run(gctx) })
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// followRuntimeEvents feeds the runtime's container events to the PLEG. A runtime without an event stream
+// (containerd 1.6's CRI plugin) leaves the PLEG to its relist.
+func followRuntimeEvents(ctx context.Context, rt cri.RuntimeService, ch chan *runtimeapi.ContainerEventResponse) error {
+	err := rt.GetContainerEvents(ctx, ch, nil)
+	if err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Info("Runtime has no container event stream; relying on relist", "err", err)
+	}
 	return nil
+}
+
+func healthzAddr(port int) string {
+	if port == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+func ipStrings(ips []net.IP) []string {
+	var out []string
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 // options are the kubelet's flags. Defaults are upstream's unless the flag is ours.
 type options struct {
 	kubeconfig      string
+	clientCAFile    string
 	adminKubeconfig string
 	apiserverDir    string
 	apiserverPort   int
@@ -75,6 +76,7 @@ func defaultOptions() *options {
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the API server to join. Empty: start the lightweight API server in-process and run a standalone node.")
+	fs.StringVar(&o.clientCAFile, "client-ca-file", o.clientCAFile, "CA bundle authenticating callers of the kubelet's endpoint; defaults to the kubeconfig's cluster CA.")
 	fs.StringVar(&o.adminKubeconfig, "admin-kubeconfig", o.adminKubeconfig, "Standalone node: where to write the admin kubeconfig for kubectl.")
 	fs.StringVar(&o.apiserverDir, "apiserver-data-dir", o.apiserverDir, "Standalone node: the lightweight API server's store and certificates.")
 	fs.IntVar(&o.apiserverPort, "apiserver-port", o.apiserverPort, "Standalone node: the lightweight API server's port on 127.0.0.1 (0 picks a free one).")

@@ -19,6 +19,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/runtime/criserver"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
+	"github.com/nodeagent/kubelet/pkg/server"
 )
 
 // run builds the kubelet's pieces and runs them until ctx is done.
@@ -34,13 +35,13 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 
-	rt, images, closeRuntime, err := startRuntime(ctx, o)
+	rt, images, streaming, closeRuntime, err := startRuntime(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer closeRuntime()
 
-	restCfg, stopAPI, err := startAPI(ctx, o, nodeName)
+	restCfg, clientCA, stopAPI, err := startAPI(ctx, o, nodeName)
 	if err != nil {
 		return err
 	}
@@ -51,20 +52,23 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	logger.Info("Kubelet started", "node", nodeName, "apiserver", restCfg.Host)
-	return runNode(ctx, o, nodeName, client, rt, images)
+	return runNode(ctx, o, nodeDeps{
+		name: nodeName, client: client, clientCA: clientCA,
+		runtime: rt, images: images, streaming: streaming,
+	})
 }
 
 // startRuntime connects to the remote CRI runtime, or starts the built-in one and serves it on the CRI socket.
-func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.ImageManagerService, func(), error) {
+func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.ImageManagerService, server.StreamingRuntime, func(), error) {
 	if o.runtimeEndpoint != "" {
 		rs, is, err := remote.Connect(o.runtimeEndpoint, remote.DefaultTimeout)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if _, err := rs.Version(ctx, "v1"); err != nil {
-			return nil, nil, nil, fmt.Errorf("--container-runtime-endpoint %s does not answer: %w", o.runtimeEndpoint, err)
+			return nil, nil, nil, nil, fmt.Errorf("--container-runtime-endpoint %s does not answer: %w", o.runtimeEndpoint, err)
 		}
-		return rs, is, func() {}, nil
+		return rs, is, nil, func() {}, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -79,12 +83,12 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 		Network:           cni.New(cni.Config{ConfDir: o.cniConfDir, BinDirs: o.cniBinDirs(), CacheDir: filepath.Join(o.rootDir, "cni-cache")}),
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("built-in runtime (is containerd running at %s? `sudo make setup` starts it): %w", o.containerdAddress, err)
+		return nil, nil, nil, nil, fmt.Errorf("built-in runtime (is containerd running at %s? `sudo make setup` starts it): %w", o.containerdAddress, err)
 	}
 	stream := criserver.NewStreamServer(rt, "127.0.0.1:0")
 	if err := stream.Start(); err != nil {
 		rt.Close()
-		return nil, nil, nil, fmt.Errorf("CRI streaming server: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("CRI streaming server: %w", err)
 	}
 	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan struct{})
@@ -100,7 +104,7 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 	} else {
 		close(served)
 	}
-	return rt, rt, func() {
+	return rt, rt, rt.Streamer(), func() {
 		stopServe()
 		<-served
 		_ = stream.Stop()
@@ -108,37 +112,63 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 	}, nil
 }
 
-// startAPI returns the kubelet's API client configuration: from --kubeconfig, or from the lightweight API
-// server started in-process for a standalone node, whose admin kubeconfig it writes for kubectl.
-func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, func(), error) {
+// startAPI returns the kubelet's API client configuration and the CA bundle that authenticates callers of
+// its endpoint: from --kubeconfig (and --client-ca-file, else the kubeconfig's cluster CA), or from the
+// lightweight API server started in-process for a standalone node, whose admin kubeconfig it writes.
+func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, []byte, func(), error) {
 	if o.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+			return nil, nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
 		}
-		return cfg, func() {}, nil
+		ca, err := clientCA(o, cfg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return cfg, ca, func() {}, nil
 	}
 	srv, err := apiserver.New(apiserver.Config{DataDir: o.apiserverDir, Port: o.apiserverPort})
 	if err != nil {
-		return nil, nil, fmt.Errorf("lightweight API server: %w", err)
+		return nil, nil, nil, fmt.Errorf("lightweight API server: %w", err)
 	}
 	if err := srv.Start(ctx); err != nil {
-		return nil, nil, fmt.Errorf("lightweight API server: %w", err)
+		return nil, nil, nil, fmt.Errorf("lightweight API server: %w", err)
 	}
 	if err := srv.WriteAdminKubeconfig(o.adminKubeconfig); err != nil {
 		_ = srv.Stop()
-		return nil, nil, fmt.Errorf("--admin-kubeconfig: %w", err)
+		return nil, nil, nil, fmt.Errorf("--admin-kubeconfig: %w", err)
 	}
 	fmt.Printf("Standalone node %q: API server at %s\n", nodeName, srv.URL())
 	fmt.Printf("Admin kubeconfig: %s\n  kubectl --kubeconfig %s get pods\n", o.adminKubeconfig, o.adminKubeconfig)
 	cfg, err := srv.NodeClientConfig(nodeName)
 	if err != nil {
 		_ = srv.Stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return cfg, func() {
+	return cfg, srv.CACertPEM(), func() {
 		if err := srv.Stop(); err != nil && !errors.Is(err, context.Canceled) {
 			klog.FromContext(ctx).Error(err, "Stopping the API server")
 		}
 	}, nil
+}
+
+// clientCA is --client-ca-file, else the CA the kubeconfig trusts for the API server.
+func clientCA(o *options, cfg *rest.Config) ([]byte, error) {
+	switch {
+	case o.clientCAFile != "":
+		b, err := os.ReadFile(o.clientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+		return b, nil
+	case len(cfg.CAData) > 0:
+		return cfg.CAData, nil
+	case cfg.CAFile != "":
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig CA file: %w", err)
+		}
+		return b, nil
+	}
+	return nil, errors.New("--client-ca-file is required when the kubeconfig names no CA")
 }
