@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -127,7 +128,12 @@ func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, [
 		}
 		return cfg, ca, func() {}, nil
 	}
-	srv, err := apiserver.New(apiserver.Config{DataDir: o.apiserverDir, Port: o.apiserverPort})
+	srv, err := apiserver.New(apiserver.Config{
+		DataDir: o.apiserverDir,
+		Port:    o.apiserverPort,
+		// The API server reaches this kubelet's endpoint (logs, exec) where it listens, on this host.
+		KubeletHosts: map[string]string{nodeName: localAddress(o.address)},
+	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("lightweight API server: %w", err)
 	}
@@ -171,4 +177,12 @@ func clientCA(o *options, cfg *rest.Config) ([]byte, error) {
 		return b, nil
 	}
 	return nil, errors.New("--client-ca-file is required when the kubeconfig names no CA")
+}
+
+// localAddress is where a process on this host reaches a server listening on addr.
+func localAddress(addr string) string {
+	if ip := net.ParseIP(addr); ip == nil || ip.IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return addr
 }

@@ -44,6 +44,9 @@ type Config struct {
 	// KubeletPreferredAddressTypes orders the node address types tried when
 	// proxying to a kubelet; DefaultKubeletAddressTypes if empty.
 	KubeletPreferredAddressTypes []corev1.NodeAddressType
+	// KubeletHosts maps node names to the host the kubelet is reached at, ahead of the node's addresses. A
+	// kubelet that embeds this server maps its own node to 127.0.0.1, where its endpoint listens.
+	KubeletHosts map[string]string
 	// KubeletCAFile verifies kubelets' serving certificates when set; without
 	// it they are not verified, as upstream without a kubelet CA.
 	KubeletCAFile string

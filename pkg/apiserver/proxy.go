@@ -50,7 +50,8 @@ type nodeProxy struct {
 	ca        *auth.CA
 	clock     clock.PassiveClock
 	addrTypes []corev1.NodeAddressType
-	roots     *x509.CertPool // nil: kubelets' serving certificates are not verified, as upstream without a kubelet CA
+	hosts     map[string]string // node name -> host, ahead of the node's addresses
+	roots     *x509.CertPool    // nil: kubelets' serving certificates are not verified, as upstream without a kubelet CA
 
 	mu       sync.Mutex
 	cert     *tls.Certificate
@@ -58,7 +59,8 @@ type nodeProxy struct {
 }
 
 func newNodeProxy(store *storage.Store, ca *auth.CA, cfg *Config) (*nodeProxy, error) {
-	p := &nodeProxy{store: store, decode: store.Decode, ca: ca, clock: cfg.Clock, addrTypes: cfg.KubeletPreferredAddressTypes}
+	p := &nodeProxy{store: store, decode: store.Decode, ca: ca, clock: cfg.Clock, addrTypes: cfg.KubeletPreferredAddressTypes,
+		hosts: cfg.KubeletHosts}
 	if len(p.addrTypes) == 0 {
 		p.addrTypes = DefaultKubeletAddressTypes
 	}
@@ -297,8 +299,11 @@ func (p *nodeProxy) node(name string) (*corev1.Node, error) {
 // location returns the kubelet endpoint of node: its first address of the
 // preferred types, and its published kubelet port.
 func (p *nodeProxy) location(node *corev1.Node) (*url.URL, error) {
-	host := ""
+	host := p.hosts[node.Name]
 	for _, typ := range p.addrTypes {
+		if host != "" {
+			break
+		}
 		for _, a := range node.Status.Addresses {
 			if a.Type == typ && a.Address != "" {
 				host = a.Address
