@@ -44,6 +44,37 @@ func (l layout) hierarchies() map[string]string {
 	return out
 }
 
+// otherHierarchies returns, on v1, the root of every mounted hierarchy pods do not use for limits (devices,
+// freezer, blkio, the named systemd hierarchy, a controller-less cgroup2 at unified/...). The runtime creates
+// the pod's path in all of them when it places containers, so removal must look there too.
+func (l layout) otherHierarchies() []string {
+	if l.mode.unified() {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, dir := range l.hierarchies() {
+		used[dir] = true
+	}
+	entries, err := os.ReadDir(l.root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		dir := filepath.Join(l.root, e.Name())
+		// Co-mounted controllers appear as symlinks (cpu -> cpu,cpuacct); follow them once.
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		if used[dir] || !dirExists(dir) {
+			continue
+		}
+		used[dir] = true
+		out = append(out, dir)
+	}
+	return out
+}
+
 // paths returns the directories of a cgroup in every hierarchy, keyed like
 // hierarchies (the form opencontainers/cgroups takes).
 func (l layout) paths(n cgroupName) map[string]string {

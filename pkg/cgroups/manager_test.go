@@ -215,6 +215,12 @@ func TestRemovePodKillsAndRemoves(t *testing.T) {
 				h.write(c, podDir, "cgroup.procs", "4242\n")
 				h.write(c, podDir+"/ctr1", "cgroup.procs", "4243\n")
 			}
+			if !hc.mode.unified() {
+				// runc also places containers in hierarchies the pod sets no limits in.
+				for _, other := range []string{"devices", "systemd"} {
+					h.write(other, podDir+"/ctr1", "cgroup.procs", "")
+				}
+			}
 			if err := m.RemovePod(ctx, pod.UID); err != nil {
 				t.Fatalf("RemovePod: %v", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -82,6 +83,15 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 			continue
 		}
 		klog.FromContext(ctx).V(2).Info("Removed pod cgroup", "podUID", uid, "cgroup", m.layout.parent(name))
+	}
+	// The pod's path in the hierarchies it sets no limits in, which the runtime created for its containers.
+	for _, qos := range qosClasses {
+		rel := m.layout.rel(podName(m.podsName, qos, uid))
+		for _, h := range m.layout.otherHierarchies() {
+			if err := removeCgroupDir(filepath.Join(h, rel)); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("remove cgroup of pod %q: %w", uid, errors.Join(errs...))

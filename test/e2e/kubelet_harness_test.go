@@ -1,0 +1,212 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	buildOnce   sync.Once
+	kubeletPath string
+	buildErr    error
+)
+
+// kubeletBinary builds cmd/kubelet once per test run.
+func kubeletBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nodeagent-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		kubeletPath = filepath.Join(dir, "kubelet")
+		cmd := exec.Command("go", "build", "-o", kubeletPath, "github.com/nodeagent/kubelet/cmd/kubelet")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build kubelet: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return kubeletPath
+}
+
+// node is a standalone kubelet (with its in-process API server) started as a user starts it.
+type node struct {
+	t      *testing.T
+	name   string
+	dir    string
+	args   []string
+	cmd    *exec.Cmd
+	done   chan error
+	client kubernetes.Interface
+	log    *os.File
+}
+
+// startNode starts a standalone kubelet whose state lives in a fresh directory, and waits until its API
+// answers. It is stopped (and its pods deleted) when the test ends.
+func startNode(t *testing.T, extraArgs ...string) *node {
+	t.Helper()
+	dir := t.TempDir()
+	n := &node{t: t, name: "e2e-node", dir: dir}
+	n.args = append([]string{
+		"--hostname-override", n.name,
+		"--root-dir", filepath.Join(dir, "root"),
+		"--apiserver-data-dir", filepath.Join(dir, "apiserver"),
+		"--apiserver-port", "0",
+		"--admin-kubeconfig", filepath.Join(dir, "admin.kubeconfig"),
+		"--cri-socket", filepath.Join(dir, "cri.sock"),
+		"--pod-manifest-path", filepath.Join(dir, "manifests"),
+		"-v", "2",
+	}, extraArgs...)
+	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+func (n *node) start() {
+	t := n.t
+	t.Helper()
+	_ = os.Remove(filepath.Join(n.dir, "admin.kubeconfig"))
+	log, err := os.OpenFile(filepath.Join(n.dir, "kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.log = log
+	n.cmd = exec.Command(kubeletBinary(t), n.args...)
+	n.cmd.Stdout, n.cmd.Stderr = log, log
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.done = make(chan error, 1)
+	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(n.cmd, n.done)
+	kc := filepath.Join(n.dir, "admin.kubeconfig")
+	eventually(t, 60*time.Second, "kubelet writes its admin kubeconfig", func() error {
+		select {
+		case err := <-n.done:
+			n.done <- err
+			return fmt.Errorf("kubelet exited: %v; log:\n%s", err, n.logTail())
+		default:
+		}
+		_, err := os.Stat(kc)
+		return err
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.client = kubernetes.NewForConfigOrDie(cfg)
+	eventually(t, 30*time.Second, "API answers", func() error {
+		_, err := n.client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+// stop sends SIGTERM and waits for the kubelet to exit; its containers keep running.
+func (n *node) stop() {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.done:
+	case <-time.After(30 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-n.done
+	}
+	n.cmd = nil
+	_ = n.log.Close()
+}
+
+func (n *node) restart() {
+	n.stop()
+	n.start()
+}
+
+// cleanup deletes every pod through the API, waits for the kubelet to confirm, then stops it.
+func (n *node) cleanup() {
+	if n.cmd != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		_ = n.client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		for ctx.Err() == nil {
+			pods, err := n.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+			if err == nil && len(pods.Items) == 0 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	n.stop()
+	if n.t.Failed() {
+		n.t.Logf("kubelet log tail:\n%s", n.logTail())
+	}
+}
+
+func (n *node) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "kubelet.log"))
+	if len(b) > 8000 {
+		b = b[len(b)-8000:]
+	}
+	return string(b)
+}
+
+// createPod creates pod in the default namespace.
+func (n *node) createPod(pod *v1.Pod) *v1.Pod {
+	n.t.Helper()
+	if pod.Namespace == "" {
+		pod.Namespace = "default"
+	}
+	out, err := n.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		n.t.Fatalf("create pod %s: %v", pod.Name, err)
+	}
+	return out
+}
+
+// waitPod waits until cond holds for the named pod and returns it.
+func (n *node) waitPod(name string, timeout time.Duration, what string, cond func(*v1.Pod) error) *v1.Pod {
+	n.t.Helper()
+	var pod *v1.Pod
+	eventually(n.t, timeout, what, func() error {
+		p, err := n.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod = p
+		return cond(p)
+	})
+	return pod
+}
+
+func busyboxPod(name string, cmd ...string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PodSpec{
+			TerminationGracePeriodSeconds: ptrInt64(2),
+			Containers: []v1.Container{{Name: "main", Image: busyboxImage, Command: cmd}},
+		},
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }
