@@ -192,16 +192,17 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		criopts.WithoutDefaultSecuritySettings,
 		oci.WithImageConfig(image),
 		oci.WithRootFSReadonly(),
-		oci.WithHostname(meta.Hostname),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
 		criopts.WithDefaultSandboxShares,
 		criopts.WithPodOOMScoreAdj(r.oom.clamp(sandboxOOMScoreAdj), false),
 		withMountsOf(hostFileMounts(r.sandboxDir(id))),
 	}
 	if meta.HostNetwork {
+		// The host's network and UTS namespaces: the pod has the host's hostname, which runc cannot set.
 		opts = append(opts, oci.WithHostNamespace(runtimespec.NetworkNamespace), oci.WithHostNamespace(runtimespec.UTSNamespace))
 	} else {
-		opts = append(opts, oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace, Path: meta.NetnsPath}))
+		opts = append(opts, oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace, Path: meta.NetnsPath}),
+			oci.WithHostname(meta.Hostname))
 	}
 	if meta.HostPID {
 		opts = append(opts, oci.WithHostNamespace(runtimespec.PIDNamespace))

@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -234,4 +235,40 @@ func ids(cs []*runtimeapi.Container) []string {
 		out = append(out, c.Id)
 	}
 	return out
+}
+
+// A hostNetwork pod shares the host's network and hostname: no namespace, veth or IP of its own.
+func TestHostNetworkPod(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		before := readHostNetState(t)
+		p := runPod(t, b, "hostnet", func(c *runtimeapi.PodSandboxConfig) {
+			c.Linux.SecurityContext.NamespaceOptions.Network = runtimeapi.NamespaceMode_NODE
+			c.Hostname = "" // as the kubelet sends it for hostNetwork pods
+		})
+		id := p.start(t, containerConfig("sleeper", "sleep", "3600"))
+		during := readHostNetState(t)
+		if d := diff(before.netns, during.netns); len(d) > 0 {
+			t.Errorf("a hostNetwork pod made network namespaces %v", d)
+		}
+		hostname, _ := os.Hostname()
+		if out, err := execSync(t, p, id, "hostname"); err != nil || out != hostname {
+			t.Errorf("hostname in the pod %q (%v), want the host's %q", out, err, hostname)
+		}
+		// The host's loopback is the pod's: a listener on the host answers inside the pod.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				_, _ = c.Write([]byte("host-side\n"))
+				c.Close()
+			}
+		}()
+		out, err := execSync(t, p, id, "sh", "-c", "nc 127.0.0.1 "+strings.Split(ln.Addr().String(), ":")[1]+" </dev/null")
+		if err != nil || out != "host-side" {
+			t.Errorf("reaching the host's loopback from the pod: %q %v", out, err)
+		}
+	})
 }
