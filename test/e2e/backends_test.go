@@ -36,7 +36,18 @@ func builtinBackend(t *testing.T) backend {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := runtime.New(ctx, runtime.Config{
+	rt, err := runtime.New(ctx, builtinConfig(dir, cniConfDir))
+	if err != nil {
+		t.Fatalf("start built-in runtime: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return backend{name: "builtin", rt: rt, images: rt, ns: "nodeagent"}
+}
+
+// builtinConfig is the built-in runtime's configuration on this host, with its state under dir and the CNI
+// configuration in confDir.
+func builtinConfig(dir, confDir string) runtime.Config {
+	return runtime.Config{
 		Address:           containerdSock,
 		Namespace:         "nodeagent",
 		StateDir:          filepath.Join(dir, "state"),
@@ -44,13 +55,8 @@ func builtinBackend(t *testing.T) backend {
 		ImageFsDir:        "/var/lib/nodeagent/containerd",
 		PauseImage:        pauseImage,
 		PauseImageArchive: pauseArchive,
-		Network:           cni.New(cni.Config{ConfDir: cniConfDir, BinDirs: []string{cniBinDir}}),
-	})
-	if err != nil {
-		t.Fatalf("start built-in runtime: %v", err)
+		Network:           cni.New(cni.Config{ConfDir: confDir, BinDirs: []string{cniBinDir}}),
 	}
-	t.Cleanup(func() { rt.Close() })
-	return backend{name: "builtin", rt: rt, images: rt, ns: "nodeagent"}
 }
 
 func remoteBackend(t *testing.T) backend {

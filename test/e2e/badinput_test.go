@@ -12,7 +12,6 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 )
 
@@ -62,11 +61,7 @@ func TestBadInput(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		dir := t.TempDir()
-		rt, err := runtime.New(ctx, runtime.Config{
-			Address: containerdSock, Namespace: "nodeagent", StateDir: filepath.Join(dir, "state"),
-			FIFODir: filepath.Join("/run/nodeagent/e2e-fifo", filepath.Base(dir)), PauseImage: pauseImage,
-			Network: cni.New(cni.Config{ConfDir: confDir, BinDirs: []string{cniBinDir}}),
-		})
+		rt, err := runtime.New(ctx, builtinConfig(dir, confDir))
 		if err != nil {
 			t.Fatal(err)
 		}

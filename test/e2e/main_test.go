@@ -11,7 +11,6 @@ import (
 
 	cri "k8s.io/cri-api/pkg/apis"
 
-	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
@@ -48,11 +47,7 @@ func TestMain(m *testing.M) {
 func removeLeftovers() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rt, err := runtime.New(ctx, runtime.Config{
-		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/e2e-state",
-		FIFODir: "/run/nodeagent/e2e-fifo/leftovers", PauseImage: pauseImage, PauseImageArchive: pauseArchive,
-		Network: cni.New(cni.Config{ConfDir: cniConfDir, BinDirs: []string{cniBinDir}}),
-	})
+	rt, err := runtime.New(ctx, builtinConfig("/var/lib/nodeagent/e2e-leftovers", cniConfDir))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 )
 
@@ -20,12 +19,7 @@ import (
 // output to their logs, and records exits it did not see.
 func TestBuiltinRuntimeRestart(t *testing.T) {
 	dir := t.TempDir()
-	cfg := runtime.Config{
-		Address: containerdSock, Namespace: "nodeagent", StateDir: filepath.Join(dir, "state"),
-		FIFODir: filepath.Join("/run/nodeagent/e2e-fifo", filepath.Base(dir)), PauseImage: pauseImage,
-		ImageFsDir: "/var/lib/nodeagent/containerd",
-		Network:    cni.New(cni.Config{ConfDir: cniConfDir, BinDirs: []string{cniBinDir}}),
-	}
+	cfg := builtinConfig(dir, cniConfDir)
 	start := func() *runtime.Runtime {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
