@@ -25,7 +25,7 @@ run: setup build
 
 # Everything CI runs: unit tests, the end-to-end suite on real containerd, runc, CNI and cgroup v1, and the
 # cgroup v2 checks in a VM.
-test: test-unit test-e2e test-vm
+test: test-unit test-vm test-e2e
 
 # Unit tests; no root needed.
 test-unit: vet
