@@ -30,6 +30,7 @@ func main() {
 	var addrTypes string
 	flag.StringVar(&addrTypes, "kubelet-preferred-address-types", joinTypes(apiserver.DefaultKubeletAddressTypes),
 		"node address types to reach kubelets by, in order of preference")
+	flag.DurationVar(&cfg.EventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long events are kept after their last write")
 	flag.StringVar(&kubeconfig, "admin-kubeconfig", "", "write an admin kubeconfig here (default <data-dir>/admin.kubeconfig)")
 	flag.Parse()
 	types, err := parseTypes(addrTypes)
@@ -38,6 +39,10 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.KubeletPreferredAddressTypes = types
+	if cfg.EventTTL <= 0 {
+		fmt.Fprintln(os.Stderr, "apiserver: --event-ttl must be positive")
+		os.Exit(2)
+	}
 	if err := run(cfg, kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, "apiserver:", err)
 		os.Exit(1)

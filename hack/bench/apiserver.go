@@ -16,12 +16,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
@@ -36,12 +38,16 @@ type apiBench struct {
 	acked   map[string]time.Time // create acknowledged, by pod name
 	seen    map[string]time.Time // ADDED event received, by pod name
 	waiters map[string]chan struct{}
+	// watchErr is the error a watch ERROR event carried, if any.
+	watchErr error
 }
 
 // benchAPIServer creates pods through client-go while a watch runs (one at a time, then 16 at a time), lists
 // them, patches their status as a kubelet does and deletes them. With no --kubeconfig it runs cmd/apiserver as a
 // child process on a fresh data directory and reads its resident memory; --rss-pids names the processes to
-// measure for another apiserver (kube-apiserver and etcd, say). The disk's fsync time is measured beside.
+// measure for another apiserver. With --with-kube-apiserver it then starts etcd and an upstream kube-apiserver
+// (see kubeapiserver.go), runs the same measurements against them and prints each figure beside ours with a
+// kube_apiserver_ prefix. The disk's fsync time is measured beside.
 func benchAPIServer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("apiserver", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "benchmark the apiserver of this kubeconfig instead of starting ours")
@@ -50,8 +56,15 @@ func benchAPIServer(ctx context.Context, args []string) error {
 	dataDir := fs.String("data-dir", "", "data directory for our apiserver and the fsync probe (default: a new temp dir)")
 	pods := fs.Int("pods", 1000, "pods created in each phase")
 	protobuf := fs.Bool("protobuf", false, "talk protobuf, as the kubelet does, instead of JSON")
+	withKube := fs.Bool("with-kube-apiserver", false, "also measure kube-apiserver with etcd, started here on loopback")
+	kubeBin := fs.String("kube-apiserver-bin", defaultKubeAPIServer, "kube-apiserver binary for --with-kube-apiserver")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *withKube {
+		if _, err := os.Stat(*kubeBin); err != nil {
+			return fmt.Errorf("--with-kube-apiserver: %w (build it with hack/kube-binaries.sh kube-apiserver)", err)
+		}
 	}
 	dir := *dataDir
 	if dir == "" {
@@ -67,15 +80,25 @@ func benchAPIServer(ctx context.Context, args []string) error {
 	}
 
 	var pids []int
-	cfgPath := *kubeconfig
-	if cfgPath == "" {
+	var cfg *rest.Config
+	if *kubeconfig == "" {
 		child, err := startAPIServer(ctx, *bin, dir)
 		if err != nil {
 			return err
 		}
 		defer child.stop()
-		cfgPath, pids = child.kubeconfig, []int{child.cmd.Process.Pid}
-	} else if *rssPIDs != "" {
+		if cfg, err = clientcmd.BuildConfigFromFlags("", child.kubeconfig); err != nil {
+			return err
+		}
+		pids = []int{child.cmd.Process.Pid}
+		ours, err := measureAPIServer(ctx, cfg, pids, *pods, *protobuf)
+		child.stop() // before the reference starts, so that both run alone
+		if err != nil {
+			return err
+		}
+		return printAPIBench(ctx, ours, fsyncs, *withKube, *kubeBin, *pods, *protobuf)
+	}
+	if *rssPIDs != "" {
 		for _, s := range strings.Split(*rssPIDs, ",") {
 			pid, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil {
@@ -84,31 +107,83 @@ func benchAPIServer(ctx context.Context, args []string) error {
 			pids = append(pids, pid)
 		}
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", cfgPath)
+	if cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig); err != nil {
+		return err
+	}
+	ours, err := measureAPIServer(ctx, cfg, pids, *pods, *protobuf)
 	if err != nil {
 		return err
 	}
+	return printAPIBench(ctx, ours, fsyncs, *withKube, *kubeBin, *pods, *protobuf)
+}
+
+// printAPIBench prints the fsync reference and our figures, each followed by kube-apiserver's when asked for.
+func printAPIBench(ctx context.Context, ours []metric, fsyncs []time.Duration, withKube bool, kubeBin string, pods int, protobuf bool) error {
+	var kube []metric
+	if withKube {
+		cp, err := startKubeControlPlane(ctx, kubeBin)
+		if err != nil {
+			return fmt.Errorf("kube-apiserver: %w", err)
+		}
+		kube, err = measureAPIServer(ctx, cp.config, cp.pids(), pods, protobuf)
+		cp.stop()
+		if err != nil {
+			return fmt.Errorf("kube-apiserver: %w", err)
+		}
+	}
+	fmt.Printf("apiserver_disk_fsync_p50: %.2f ms\n", ms(percentile(fsyncs, 50)))
+	fmt.Printf("apiserver_disk_fsync_p99: %.2f ms\n", ms(percentile(fsyncs, 99)))
+	for i, m := range ours {
+		fmt.Printf("apiserver_%s: %s\n", m.name, m.value)
+		if i < len(kube) && kube[i].name == m.name {
+			fmt.Printf("kube_apiserver_%s: %s\n", m.name, kube[i].value)
+		}
+	}
+	return nil
+}
+
+// metric is one figure: its name without the server prefix, and its value with the unit.
+type metric struct{ name, value string }
+
+// measureAPIServer runs the measurements against the apiserver of cfg; pids are the processes whose resident
+// memory is summed (none: no memory figures).
+func measureAPIServer(ctx context.Context, cfg *rest.Config, pids []int, pods int, protobuf bool) ([]metric, error) {
+	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, 0
-	if *protobuf {
+	if protobuf {
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	}
-	b := &apiBench{client: kubernetes.NewForConfigOrDie(cfg), ns: "bench-" + utilrand.String(5), pods: *pods,
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &apiBench{client: client, ns: "bench-" + utilrand.String(5), pods: pods,
 		acked: map[string]time.Time{}, seen: map[string]time.Time{}, waiters: map[string]chan struct{}{}}
-	return b.run(ctx, pids, fsyncs)
+	return b.run(ctx, pids)
 }
 
-func (b *apiBench) run(ctx context.Context, pids []int, fsyncs []time.Duration) error {
+func (b *apiBench) run(ctx context.Context, pids []int) ([]metric, error) {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}
 	if _, err := b.client.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		_ = b.client.CoreV1().Namespaces().Delete(context.Background(), b.ns, metav1.DeleteOptions{})
 	}()
-	w, err := b.client.CoreV1().Pods(b.ns).Watch(ctx, metav1.ListOptions{})
+	// Pods run as the namespace's default service account; without a controller manager nobody else makes it.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := b.client.CoreV1().ServiceAccounts(b.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	// List, then watch from the list's version, as a client-go informer does.
+	initial, err := b.client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
+	}
+	w, err := b.client.CoreV1().Pods(b.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: initial.ResourceVersion})
+	if err != nil {
+		return nil, err
 	}
 	defer w.Stop()
 	go b.watch(w)
@@ -116,7 +191,7 @@ func (b *apiBench) run(ctx context.Context, pids []int, fsyncs []time.Duration) 
 
 	serialLat, serialWall, err := b.create(ctx, "s", 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	serialDelay := b.delays("s")
 	var lists []time.Duration
@@ -124,51 +199,51 @@ func (b *apiBench) run(ctx context.Context, pids []int, fsyncs []time.Duration) 
 		t0 := time.Now()
 		l, err := b.client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: "phase=s"})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lists = append(lists, time.Since(t0))
 		if len(l.Items) != b.pods {
-			return fmt.Errorf("list returned %d pods, want %d", len(l.Items), b.pods)
+			return nil, fmt.Errorf("list returned %d pods, want %d", len(l.Items), b.pods)
 		}
 	}
 	parLat, parWall, err := b.create(ctx, "p", 16)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	parDelay := b.delays("p")
 	time.Sleep(2 * time.Second) // let the server settle before reading its memory
 	rss := sumRSS(pids)
 	patches, err := b.patchStatus(ctx, "s")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	deleteWall, err := b.deleteAll(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
-	fmt.Printf("apiserver_disk_fsync_p50: %.2f ms\n", ms(percentile(fsyncs, 50)))
-	fmt.Printf("apiserver_disk_fsync_p99: %.2f ms\n", ms(percentile(fsyncs, 99)))
+	var out []metric
+	add := func(name, format string, v float64) { out = append(out, metric{name, fmt.Sprintf(format, v)}) }
 	for _, r := range []struct {
 		mode        string
 		lat, delays []time.Duration
 		wall        time.Duration
 	}{{"serial", serialLat, serialDelay, serialWall}, {"parallel16", parLat, parDelay, parWall}} {
-		fmt.Printf("apiserver_create_%s_p50: %.2f ms\n", r.mode, ms(percentile(r.lat, 50)))
-		fmt.Printf("apiserver_create_%s_p99: %.2f ms\n", r.mode, ms(percentile(r.lat, 99)))
-		fmt.Printf("apiserver_creates_per_second_%s: %.0f creates/s\n", r.mode, float64(len(r.lat))/r.wall.Seconds())
-		fmt.Printf("apiserver_watch_delay_%s_p50: %.2f ms\n", r.mode, ms(percentile(r.delays, 50)))
-		fmt.Printf("apiserver_watch_delay_%s_p99: %.2f ms\n", r.mode, ms(percentile(r.delays, 99)))
+		add("create_"+r.mode+"_p50", "%.2f ms", ms(percentile(r.lat, 50)))
+		add("create_"+r.mode+"_p99", "%.2f ms", ms(percentile(r.lat, 99)))
+		add("creates_per_second_"+r.mode, "%.0f creates/s", float64(len(r.lat))/r.wall.Seconds())
+		add("watch_delay_"+r.mode+"_p50", "%.2f ms", ms(percentile(r.delays, 50)))
+		add("watch_delay_"+r.mode+"_p99", "%.2f ms", ms(percentile(r.delays, 99)))
 	}
-	fmt.Printf("apiserver_list_%d_pods_p50: %.1f ms\n", b.pods, ms(percentile(lists, 50)))
-	fmt.Printf("apiserver_status_patch_p50: %.2f ms\n", ms(percentile(patches, 50)))
-	fmt.Printf("apiserver_status_patch_p99: %.2f ms\n", ms(percentile(patches, 99)))
-	fmt.Printf("apiserver_deletes_per_second_parallel16: %.0f deletes/s\n", float64(2*b.pods)/deleteWall.Seconds())
+	add(fmt.Sprintf("list_%d_pods_p50", b.pods), "%.1f ms", ms(percentile(lists, 50)))
+	add("status_patch_p50", "%.2f ms", ms(percentile(patches, 50)))
+	add("status_patch_p99", "%.2f ms", ms(percentile(patches, 99)))
+	add("deletes_per_second_parallel16", "%.0f deletes/s", float64(2*b.pods)/deleteWall.Seconds())
 	if len(pids) > 0 {
-		fmt.Printf("apiserver_rss_empty: %.1f MiB\n", float64(rss0)/1024)
-		fmt.Printf("apiserver_rss_%d_pods: %.1f MiB\n", 2*b.pods, float64(rss)/1024)
+		add("rss_empty", "%.1f MiB", float64(rss0)/1024)
+		add(fmt.Sprintf("rss_%d_pods", 2*b.pods), "%.1f MiB", float64(rss)/1024)
 	}
-	return nil
+	return out, nil
 }
 
 func benchPod(name, phase string) *corev1.Pod {
@@ -230,6 +305,12 @@ feed:
 // watch records when each pod's ADDED event arrives.
 func (b *apiBench) watch(w watch.Interface) {
 	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			b.mu.Lock()
+			b.watchErr = apierrors.FromObject(ev.Object)
+			b.mu.Unlock()
+			continue
+		}
 		pod, ok := ev.Object.(*corev1.Pod)
 		if !ok || ev.Type != watch.Added {
 			continue
@@ -262,7 +343,9 @@ func (b *apiBench) waitSeen(ctx context.Context, phase string) error {
 		select {
 		case <-c:
 		case <-time.After(30 * time.Second):
-			return fmt.Errorf("the watch never saw %s", name)
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return fmt.Errorf("the watch never saw %s (watch error: %v)", name, b.watchErr)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -50,6 +50,9 @@ type Config struct {
 	// KubeletCAFile verifies kubelets' serving certificates when set; without
 	// it they are not verified, as upstream without a kubelet CA.
 	KubeletCAFile string
+	// EventTTL is how long an event lives after its last write; DefaultEventTTL
+	// if 0; events never expire if negative.
+	EventTTL time.Duration
 	// Clock is the time source; the real clock if nil.
 	Clock clock.WithTicker
 }
@@ -76,6 +79,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.TLSKeyFile == "" {
 		c.TLSKeyFile = filepath.Join(pki, auth.ServingKeyFile)
+	}
+	if c.EventTTL == 0 {
+		c.EventTTL = DefaultEventTTL
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}

@@ -36,96 +36,116 @@ func (s *Server) startControllers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := &controller{s: s, client: client}
-	go c.run(ctx)
+	c := &controller{s: s, client: client, graph: newOwnerGraph(s.reg)}
+	tick := s.cfg.Clock.NewTicker(controllerResync)
+	go func() {
+		defer tick.Stop()
+		c.run(ctx, tick.C())
+	}()
 	return nil
 }
 
 type controller struct {
 	s      *Server
 	client kubernetes.Interface
+	graph  *ownerGraph
+	// nextEventSweep is when expired events are next looked for.
+	nextEventSweep time.Time
 }
 
-func (c *controller) run(ctx context.Context) {
+func (c *controller) run(ctx context.Context, tick <-chan time.Time) {
 	logger := klog.FromContext(ctx)
 	w, err := c.s.store.Watch("", c.s.store.CurrentRV())
 	if err != nil {
 		logger.Error(err, "Control loop cannot watch the store")
 		return
 	}
-	tick := time.NewTicker(controllerResync)
-	defer tick.Stop()
-	var evs []storage.Event
+	c.graph.rebuild(c.s.store)
+	// resync holds at most one pending periodic pass.
+	resync := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-tick:
+				select {
+				case resync <- struct{}{}:
+				default:
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	c.sync(ctx)
 	for {
-		if evs == nil {
+		evs, err := w.Next(ctx, resync)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil { // fell out of the window: start over from now
+			w, _ = c.s.store.Watch("", c.s.store.CurrentRV())
+			c.graph.rebuild(c.s.store)
+			c.sync(ctx)
+			continue
+		}
+		for _, ev := range evs {
+			c.graph.observe(ev)
+		}
+		full := evs == nil // woken for the periodic pass
+		if !full {         // a steady stream of changes must not starve it
+			select {
+			case <-resync:
+				full = true
+			default:
+			}
+		}
+		if full {
 			c.sync(ctx)
 		} else {
 			c.syncChanges(ctx, evs)
-		}
-		wake := make(chan struct{})
-		go func() {
-			defer close(wake)
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-			}
-		}()
-		for {
-			var err error
-			evs, err = w.Next(ctx, wake)
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil { // fell out of the window: start over from now
-				w, _ = c.s.store.Watch("", c.s.store.CurrentRV())
-				evs = nil
-				break
-			}
-			if evs == nil || len(evs) > 0 {
-				break
-			}
 		}
 	}
 }
 
 // sync runs one pass of every loop; errors are retried on the next pass.
 func (c *controller) sync(ctx context.Context) {
-	logger := klog.FromContext(ctx)
 	nodes := c.nodes()
-	if err := c.syncNamespaces(ctx, nodes); err != nil && ctx.Err() == nil {
-		logger.V(2).Info("Namespace sync failed", "err", err)
-	}
-	if err := c.schedule(ctx, nodes); err != nil && ctx.Err() == nil {
-		logger.V(2).Info("Placement failed", "err", err)
-	}
-	if err := c.collectPods(ctx, nodes); err != nil && ctx.Err() == nil {
-		logger.V(2).Info("Pod cleanup failed", "err", err)
-	}
+	c.report(ctx, "Namespace sync", c.syncNamespaces(ctx, nodes))
+	c.report(ctx, "Placement", c.schedule(ctx, nodes))
+	c.report(ctx, "Pod cleanup", c.collectPods(ctx, nodes))
+	c.graph.requeue()
+	c.report(ctx, "Garbage collection", c.collectGarbage(ctx))
+	c.report(ctx, "Event expiry", c.expireEvents(ctx))
 }
 
 // syncChanges runs the loops the changes in evs concern (see loopsFor);
 // everything else waits for the periodic pass.
 func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
 	need := loopsFor(evs)
-	if need == (loops{}) {
+	if need == (loops{}) && len(c.graph.pending) == 0 {
 		return
 	}
-	logger := klog.FromContext(ctx)
-	nodes := c.nodes()
+	var nodes map[string]*corev1.Node
+	if need.namespaces || need.schedule || need.collect {
+		nodes = c.nodes()
+	}
 	if need.namespaces {
-		if err := c.syncNamespaces(ctx, nodes); err != nil && ctx.Err() == nil {
-			logger.V(2).Info("Namespace sync failed", "err", err)
-		}
+		c.report(ctx, "Namespace sync", c.syncNamespaces(ctx, nodes))
 	}
 	if need.schedule {
-		if err := c.schedule(ctx, nodes); err != nil && ctx.Err() == nil {
-			logger.V(2).Info("Placement failed", "err", err)
-		}
+		c.report(ctx, "Placement", c.schedule(ctx, nodes))
 	}
 	if need.collect {
-		if err := c.collectPods(ctx, nodes); err != nil && ctx.Err() == nil {
-			logger.V(2).Info("Pod cleanup failed", "err", err)
-		}
+		c.report(ctx, "Pod cleanup", c.collectPods(ctx, nodes))
+	}
+	if len(c.graph.pending) > 0 {
+		c.report(ctx, "Garbage collection", c.collectGarbage(ctx))
+	}
+}
+
+func (c *controller) report(ctx context.Context, what string, err error) {
+	if err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).V(2).Info(what+" failed", "err", err)
 	}
 }
 
@@ -135,7 +155,8 @@ type loops struct{ schedule, collect, namespaces bool }
 // loopsFor returns the loops a batch of changes concerns, so that a write
 // costs the loops nothing unless it is theirs: a pod waiting for a node, a
 // terminating pod (its node may be gone), a namespace, an object leaving a
-// namespace (which may be terminating), a node.
+// namespace (which may be terminating), a node. The garbage collector keeps
+// its own account of the changes it needs (ownerGraph.observe).
 func loopsFor(evs []storage.Event) loops {
 	var l loops
 	for _, ev := range evs {

@@ -2,7 +2,9 @@
 // store (package storage), the resource table (registry), the REST handlers
 // (rest), discovery, TLS and the auth filters (auth), and the small control
 // loops upstream's controller-manager and scheduler would run (namespace
-// deletion, placement of unbound pods, orphan cleanup).
+// deletion, placement of unbound pods, cleanup of pods whose node is gone,
+// garbage collection of dependents by their ownerReferences, and the expiry
+// of events after --event-ttl).
 //
 // It is run by cmd/apiserver or embedded by the kubelet: New, then Start (or
 // Run), then Stop. It owns its data directory and nothing else on the host.

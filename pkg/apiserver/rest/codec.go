@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,6 +123,9 @@ func writeError(w http.ResponseWriter, err error) {
 	code := int(status.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
+	}
+	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
 	var buf bytes.Buffer
 	_ = codecs.LegacyCodec(metav1.SchemeGroupVersion).Encode(&status, &buf)

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -42,8 +43,23 @@ func (q *req) deleteOptions() (*metav1.DeleteOptions, error) {
 		}
 		opts.GracePeriodSeconds = &n
 	}
+	query := q.r.URL.Query()
+	if s := query.Get("propagationPolicy"); s != "" {
+		p := metav1.DeletionPropagation(s)
+		opts.PropagationPolicy = &p
+	}
+	if s := query.Get("orphanDependents"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid orphanDependents %q", s))
+		}
+		opts.OrphanDependents = &b //nolint:staticcheck // still served, as upstream
+	}
 	if err := q.bodyDryRun(opts); err != nil {
 		return nil, err
+	}
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", errs)
 	}
 	return opts, nil
 }
@@ -86,6 +102,11 @@ func (q *req) deleteOne(key, name string, opts *metav1.DeleteOptions) (*storage.
 			return nil, err
 		}
 		grace := gracePeriod(cur, opts)
+		// As upstream, the garbage collector's finalizers follow the options
+		// unless a graceful deletion is already under way.
+		if pending := acc.GetDeletionGracePeriodSeconds(); acc.GetDeletionTimestamp() == nil || pending == nil || *pending == 0 {
+			acc.SetFinalizers(GCFinalizers(acc.GetFinalizers(), opts))
+		}
 		if old := acc.GetDeletionGracePeriodSeconds(); acc.GetDeletionTimestamp() == nil || old == nil || grace < *old {
 			ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
 			if dt := acc.GetDeletionTimestamp(); dt != nil && dt.Before(&ts) {
@@ -285,4 +306,44 @@ func (q *req) evict() {
 		return
 	}
 	q.writeStatus(http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess})
+}
+
+// GCFinalizers returns finalizers with the garbage collector's two (orphan,
+// foregroundDeletion) set as a delete with opts asks, as upstream's
+// deletionFinalizersForGarbageCollection: an explicit policy wins, then the
+// finalizer already present; the default is background (neither).
+func GCFinalizers(finalizers []string, opts *metav1.DeleteOptions) []string {
+	hadOrphan, hadForeground := false, false
+	for _, f := range finalizers {
+		switch f {
+		case metav1.FinalizerOrphanDependents:
+			hadOrphan = true
+		case metav1.FinalizerDeleteDependents:
+			hadForeground = true
+		}
+	}
+	orphan, foreground := hadOrphan, hadForeground && !hadOrphan // both: refused by validation
+	switch {
+	case opts.OrphanDependents != nil: //nolint:staticcheck // still served, as upstream
+		orphan, foreground = *opts.OrphanDependents, false //nolint:staticcheck
+	case opts.PropagationPolicy != nil:
+		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
+		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
+	}
+	if orphan == hadOrphan && foreground == hadForeground {
+		return finalizers
+	}
+	var out []string
+	for _, f := range finalizers {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	return out
 }

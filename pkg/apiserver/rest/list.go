@@ -21,6 +21,14 @@ import (
 )
 
 func (q *req) get() {
+	rv, err := parseResourceVersion(q.r.URL.Query().Get("resourceVersion"))
+	if err == nil {
+		err = q.checkReadVersion(rv)
+	}
+	if err != nil {
+		q.fail(err)
+		return
+	}
 	o, ok := q.h.store.Get(q.key())
 	if !ok {
 		q.fail(apierrors.NewNotFound(q.res.GroupResource(), q.info.Name))
@@ -121,6 +129,16 @@ func (q *req) listObjects() (*listPage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := validateListOptions(params); err != nil {
+		return nil, err
+	}
+	minRV, err := parseResourceVersion(params.Get("resourceVersion"))
+	if err != nil {
+		return nil, err
+	}
+	if err := q.checkReadVersion(minRV); err != nil {
+		return nil, err
+	}
 	var limit int64
 	if s := params.Get("limit"); s != "" {
 		if limit, err = strconv.ParseInt(s, 10, 64); err != nil || limit < 0 {
@@ -132,6 +150,9 @@ func (q *req) listObjects() (*listPage, error) {
 	if c := params.Get("continue"); c != "" {
 		tok, err := decodeContinue(c)
 		if err != nil {
+			return nil, err
+		}
+		if err := q.checkReadVersion(tok.RV); err != nil {
 			return nil, err
 		}
 		start, rv = tok.Start, tok.RV

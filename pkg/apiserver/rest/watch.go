@@ -53,16 +53,21 @@ func (q *req) watch() {
 		sendInitial = s == "true"
 		initialEnd = sendInitial
 	}
+	rv, err := parseResourceVersion(rvParam)
+	if err != nil {
+		q.fail(err)
+		return
+	}
 	var initial []*storage.Object
 	var w *storage.Watch
-	if sendInitial {
+	tooLarge := q.checkReadVersion(rv)
+	switch {
+	case tooLarge != nil:
+	case sendInitial:
 		initial, w = q.h.store.Snapshot(prefix)
-	} else {
-		rv, perr := strconv.ParseUint(rvParam, 10, 64)
-		if perr != nil {
-			q.fail(apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rvParam)))
-			return
-		}
+	case rv == 0: // sendInitialEvents=false: from now on
+		w, _ = q.h.store.Watch(prefix, q.h.store.CurrentRV())
+	default:
 		if w, err = q.h.store.Watch(prefix, rv); err != nil {
 			q.fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, q.h.store.CurrentRV())))
 			return
@@ -88,6 +93,12 @@ func (q *req) watch() {
 		}
 	}
 
+	if tooLarge != nil { // as upstream: once the version parses, a watch fails by an ERROR event
+		st := tooLarge.(apierrors.APIStatus).Status()
+		_ = ew.writeTyped(watch.Error, &st)
+		flush()
+		return
+	}
 	for _, o := range initial {
 		if sel.matches(o) {
 			if err := ew.write(watch.Added, o); err != nil {
