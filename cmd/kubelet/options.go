@@ -32,6 +32,7 @@ type options struct {
 	runtimeEndpoint   string // remote CRI; empty means the built-in runtime
 	containerdAddress string
 	containerdNS      string
+	containerdRoot    string
 	criSocket         string // where the built-in runtime is served over CRI; empty disables
 	cniConfDir        string
 	cniBinDir         string
@@ -61,6 +62,7 @@ func defaultOptions() *options {
 		registerNode:      true,
 		containerdAddress: "/run/nodeagent/containerd/containerd.sock",
 		containerdNS:      "nodeagent",
+		containerdRoot:    "/var/lib/nodeagent/containerd",
 		criSocket:         "/run/nodeagent/runtime.sock",
 		cniConfDir:        "/etc/nodeagent/cni/net.d",
 		cniBinDir:         "/usr/lib/cni",
@@ -93,6 +95,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", o.runtimeEndpoint, "Remote CRI runtime socket (e.g. unix:///run/containerd/containerd.sock). Empty: the built-in runtime.")
 	fs.StringVar(&o.containerdAddress, "containerd-address", o.containerdAddress, "Built-in runtime: containerd's socket.")
 	fs.StringVar(&o.containerdNS, "containerd-namespace", o.containerdNS, "Built-in runtime: the containerd namespace for pods and images.")
+	fs.StringVar(&o.containerdRoot, "containerd-root", o.containerdRoot, "Built-in runtime: containerd's root directory, whose filesystem holds images (for image filesystem stats).")
 	fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "Built-in runtime: serve it over CRI on this unix socket (mode 0600) for crictl; empty disables.")
 	fs.StringVar(&o.cniConfDir, "cni-conf-dir", o.cniConfDir, "Built-in runtime: directory of the CNI network configuration.")
 	fs.StringVar(&o.cniBinDir, "cni-bin-dir", o.cniBinDir, "Built-in runtime: directories of CNI plugins, comma-separated.")

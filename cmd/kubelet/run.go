@@ -78,7 +78,7 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 		Namespace:         o.containerdNS,
 		StateDir:          filepath.Join(o.rootDir, "runtime"),
 		FIFODir:           "/run/nodeagent/fifo",
-		ImageFsDir:        filepath.Dir(o.containerdAddress),
+		ImageFsDir:        o.containerdRoot,
 		PauseImage:        o.pauseImage,
 		PauseImageArchive: o.pauseImageArchive,
 		Network:           cni.New(cni.Config{ConfDir: o.cniConfDir, BinDirs: o.cniBinDirs(), CacheDir: filepath.Join(o.rootDir, "cni-cache")}),
