@@ -90,6 +90,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.ImageFsDir == "" {
+		cfg.ImageFsDir = "/"
+	}
 	if cfg.Network == nil {
 		return nil, errors.New("runtime: no network configured")
 	}

@@ -52,7 +52,7 @@ func (r *Runtime) streamServer() (urlServer, error) {
 // Version reports the runtime's name and version.
 func (r *Runtime) Version(ctx context.Context, _ string) (*runtimeapi.VersionResponse, error) {
 	return &runtimeapi.VersionResponse{
-		Version:           "0.1.0",
+		Version:           "0.1.0", // the kubelet-runtime API version, as CRI defines it
 		RuntimeName:       Name,
 		RuntimeVersion:    Version,
 		RuntimeApiVersion: APIVersion,
