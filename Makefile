@@ -31,10 +31,12 @@ test: test-unit test-vm test-e2e
 test-unit: vet
 	$(GO) test -count=1 ./...
 
-# End-to-end tests; root, and sets the host up first.
+# End-to-end tests; root. Sets the host up, builds kubectl and kube-apiserver (cached), and starts a real
+# control plane (etcd + kube-apiserver on loopback) for the tests that run the kubelet against it.
 test-e2e: setup
-	hack/kube-binaries.sh
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+	hack/kube-binaries.sh kube-apiserver
+	hack/control-plane.sh start >/dev/null
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...; rc=$$?; hack/control-plane.sh stop >/dev/null; exit $$rc
 
 # pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, in a qemu guest (root; the first run builds
 # the guest image, a few minutes, cached in /var/cache/nodeagent/vm).
@@ -45,6 +47,7 @@ test-vm:
 bench: setup
 	$(GO) run ./hack/bench runtime
 	$(GO) run ./hack/bench apiserver
+	$(GO) run ./hack/bench nodeready
 
 vet:
 	$(GO) vet ./...

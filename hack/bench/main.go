@@ -27,6 +27,8 @@ func main() {
 		err = benchRuntime(ctx)
 	case "apiserver":
 		err = benchAPIServer(ctx, os.Args[2:])
+	case "nodeready":
+		err = benchNodeReady(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

@@ -47,6 +47,10 @@ func TestNodeAuthorization(t *testing.T) {
 	mirror := testPod("mirror")
 	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "x"}
 	mirror.Spec.NodeName = "n1"
+	controller := true
+	mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "u", Controller: &controller}}
+	unowned := mirror.DeepCopy()
+	unowned.Name, unowned.OwnerReferences = "unowned", nil
 	lease := func(name string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	}
@@ -86,8 +90,36 @@ func TestNodeAuthorization(t *testing.T) {
 			_, err := node.CoreV1().Pods("default").Create(ctx, mirror, metav1.CreateOptions{})
 			return err
 		}},
+		{"create unowned mirror pod", false, func() error {
+			_, err := node.CoreV1().Pods("default").Create(ctx, unowned, metav1.CreateOptions{})
+			return err
+		}},
 		{"list pods on node", true, func() error {
 			_, err := node.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n1"})
+			return err
+		}},
+		{"list all pods", false, func() error { _, err := node.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err }},
+		{"get own pod", true, func() error {
+			_, err := node.CoreV1().Pods("default").Get(ctx, "pod-n1", metav1.GetOptions{})
+			return err
+		}},
+		{"get other pod", false, func() error {
+			_, err := node.CoreV1().Pods("default").Get(ctx, "pod-n2", metav1.GetOptions{})
+			return err
+		}},
+		{"get missing pod", false, func() error {
+			_, err := node.CoreV1().Pods("default").Get(ctx, "nope", metav1.GetOptions{})
+			return err
+		}},
+		{"get other node", false, func() error { _, err := node.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{}); return err }},
+		{"list all nodes", false, func() error { _, err := node.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err }},
+		{"list own node by name", true, func() error {
+			_, err := node.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=n1"})
+			return err
+		}},
+		{"delete own node", false, func() error { return node.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}) }},
+		{"get other lease", false, func() error {
+			_, err := node.CoordinationV1().Leases(NodeLeaseNS).Get(ctx, "n2", metav1.GetOptions{})
 			return err
 		}},
 		{"get own pod secret", true, func() error {

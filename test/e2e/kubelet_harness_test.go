@@ -57,14 +57,23 @@ type node struct {
 	done   chan error
 	client kubernetes.Interface
 	log    *os.File
+	cp     *controlPlane // the real control plane it joins; nil for the embedded API server
 }
 
 // startNode starts a standalone kubelet whose state lives in a fresh directory, and waits until its API
-// answers. It is stopped (and its pods deleted) when the test ends.
+// answers. It is stopped (and its pods deleted) when the test ends. Under TestControlPlane, or with
+// E2E_CONTROL_PLANE=real, the kubelet joins the real control plane of hack/control-plane.sh instead (see
+// controlplane_test.go).
 func startNode(t *testing.T, extraArgs ...string) *node {
 	t.Helper()
 	dir := t.TempDir()
 	n := &node{t: t, name: "e2e-node", dir: dir}
+	if onRealControlPlane(t) {
+		n.joinRealControlPlane(extraArgs)
+		n.start()
+		t.Cleanup(n.cleanup)
+		return n
+	}
 	n.args = append([]string{
 		"--hostname-override", n.name,
 		"--root-dir", filepath.Join(dir, "root"),
@@ -100,6 +109,10 @@ func (n *node) start() {
 	}
 	n.done = make(chan error, 1)
 	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(n.cmd, n.done)
+	if n.cp != nil {
+		n.waitRegistered()
+		return
+	}
 	kc := filepath.Join(n.dir, "admin.kubeconfig")
 	eventually(t, 60*time.Second, "kubelet writes its admin kubeconfig", func() error {
 		select {
@@ -150,7 +163,7 @@ func (n *node) cleanup() {
 		defer cancel()
 		_ = n.client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		for ctx.Err() == nil {
-			pods, err := n.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+			pods, err := n.client.CoreV1().Pods("").List(ctx, n.podsListOptions())
 			if err == nil && len(pods.Items) == 0 {
 				break
 			}
@@ -176,6 +189,9 @@ func (n *node) createPod(pod *v1.Pod) *v1.Pod {
 	n.t.Helper()
 	if pod.Namespace == "" {
 		pod.Namespace = "default"
+	}
+	if n.cp != nil && pod.Spec.NodeName == "" {
+		pod.Spec.NodeName = n.name // no scheduler places pods on a real control plane here
 	}
 	out, err := n.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
@@ -204,7 +220,7 @@ func busyboxPod(name string, cmd ...string) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.PodSpec{
 			TerminationGracePeriodSeconds: ptrInt64(2),
-			Containers: []v1.Container{{Name: "main", Image: busyboxImage, Command: cmd}},
+			Containers:                    []v1.Container{{Name: "main", Image: busyboxImage, Command: cmd}},
 		},
 	}
 }

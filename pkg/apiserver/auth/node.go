@@ -78,19 +78,34 @@ func isRead(verb string) bool { return verb == "get" || verb == "list" || verb =
 func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) bool {
 	switch info.Group + "/" + info.Resource {
 	case "/nodes":
+		// A node reads only its own Node (by name, or listed with a metadata.name selector) and never deletes it.
 		switch info.Subresource {
 		case "":
-			return isRead(info.Verb) || info.Verb == "create" ||
-				info.Name == node && (info.Verb == "update" || info.Verb == "patch" || info.Verb == "delete")
+			return info.Verb == "create" || isRead(info.Verb) && requestName(info, query) == node ||
+				info.Name == node && (info.Verb == "update" || info.Verb == "patch")
 		case "status":
 			return info.Name == node && (info.Verb == "get" || info.Verb == "update" || info.Verb == "patch")
 		}
 	case "/pods":
+		// A node reads only the pods bound to it: by name, or listed with its spec.nodeName selector.
 		switch info.Subresource {
 		case "":
-			return isRead(info.Verb) || info.Verb == "create" || info.Verb == "delete"
+			switch info.Verb {
+			case "create", "delete":
+				return true // NodeRestriction limits both to the node's own (mirror) pods
+			case "list", "watch":
+				if sel, err := fields.ParseSelector(query.Get("fieldSelector")); err == nil {
+					if n, ok := sel.RequiresExactMatch("spec.nodeName"); ok && n == node {
+						return true
+					}
+				}
+				fallthrough
+			case "get":
+				name := requestName(info, query)
+				return name != "" && a.boundTo(node, info.Namespace, name)
+			}
 		case "status":
-			return info.Verb == "get" || info.Verb == "update" || info.Verb == "patch"
+			return info.Verb == "update" || info.Verb == "patch"
 		case "eviction":
 			return info.Verb == "create"
 		}
@@ -100,8 +115,8 @@ func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) 
 		if info.Subresource != "" || info.Namespace != NodeLeaseNamespace {
 			return false
 		}
-		return info.Verb == "get" || info.Verb == "create" ||
-			info.Name == node && (info.Verb == "update" || info.Verb == "patch" || info.Verb == "delete")
+		return info.Verb == "create" ||
+			info.Name == node && (info.Verb == "get" || info.Verb == "update" || info.Verb == "patch" || info.Verb == "delete")
 	case "/secrets", "/configmaps", "/serviceaccounts":
 		if info.Subresource != "" {
 			return false
@@ -123,6 +138,30 @@ func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) 
 			return false
 		}
 		return a.referenced(node, info.Resource, info.Namespace, name)
+	}
+	return false
+}
+
+// requestName is the object a request names: its name, or for a list or watch the value of a
+// metadata.name=<name> field selector, as upstream's request info has it. Empty when it names none.
+func requestName(info *request.Info, query url.Values) string {
+	if info.Name != "" || (info.Verb != "list" && info.Verb != "watch") {
+		return info.Name
+	}
+	sel, err := fields.ParseSelector(query.Get("fieldSelector"))
+	if err != nil {
+		return ""
+	}
+	name, _ := sel.RequiresExactMatch("metadata.name")
+	return name
+}
+
+// boundTo reports whether the named pod is bound to node.
+func (a *Authorizer) boundTo(node, namespace, name string) bool {
+	for _, pod := range a.pods.PodsOnNode(node) {
+		if pod.Namespace == namespace && pod.Name == name {
+			return true
+		}
 	}
 	return false
 }
@@ -252,6 +291,12 @@ func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 			if pod.Spec.NodeName != node {
 				return deny("can only create pods with spec.nodeName set to itself")
 			}
+			if !ownedByNode(pod, node) {
+				return deny("can only create pods with a single controller owner reference set to itself")
+			}
+			if pod.Spec.ServiceAccountName != "" {
+				return deny("cannot create pods that reference service accounts")
+			}
 			if len(PodSecrets(pod)) > 0 || len(PodConfigMaps(pod)) > 0 {
 				return deny("cannot create pods that reference secrets or configmaps")
 			}
@@ -270,6 +315,17 @@ func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 		}
 	}
 	return nil
+}
+
+// ownedByNode reports whether a mirror pod has the one owner reference upstream requires: the v1 Node
+// node, as controller, without blockOwnerDeletion. (Upstream also checks the owner's UID against the Node.)
+func ownedByNode(pod *corev1.Pod, node string) bool {
+	if len(pod.OwnerReferences) != 1 {
+		return false
+	}
+	o := pod.OwnerReferences[0]
+	return o.APIVersion == "v1" && o.Kind == "Node" && o.Name == node && o.Controller != nil && *o.Controller &&
+		(o.BlockOwnerDeletion == nil || !*o.BlockOwnerDeletion)
 }
 
 func nameOf(obj, old runtime.Object) string {

@@ -17,7 +17,8 @@ const DefaultTolerationSeconds = 300
 func DefaultPod(pod *corev1.Pod) {
 	s := &pod.Spec
 	DefaultPodSpec(s)
-	if s.ServiceAccountName == "" {
+	// Mirror pods get no service account, as upstream's ServiceAccount admission leaves them.
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; s.ServiceAccountName == "" && !mirror {
 		s.ServiceAccountName = "default"
 	}
 	s.DeprecatedServiceAccount = s.ServiceAccountName //nolint:staticcheck // kept in step as upstream does
