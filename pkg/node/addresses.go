@@ -123,8 +123,21 @@ func nodeAddresses(ips []net.IP, hostname string) []v1.NodeAddress {
 	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: hostname})
 }
 
-// netlinkAddrs lists the host's addresses and the interfaces that carry a default route.
+// netlinkAddrs lists the host's addresses and the interfaces that carry a default route. A dump the kernel
+// interrupted (interfaces changing meanwhile, as pods come and go) is taken again.
 func netlinkAddrs() ([]IfaceAddr, []string, error) {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var addrs []IfaceAddr
+		var defaults []string
+		if addrs, defaults, err = netlinkAddrsOnce(); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return addrs, defaults, err
+		}
+	}
+	return nil, nil, err
+}
+
+func netlinkAddrsOnce() ([]IfaceAddr, []string, error) {
 	links, err := netlink.LinkList()
 	if err != nil {
 		return nil, nil, fmt.Errorf("list links: %w", err)
