@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +48,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer stopAPI()
+	restCfg.UserAgent = fmt.Sprintf("kubelet/%s (%s/%s) nodeagent/%s", kubeletVersion, goruntime.GOOS, goruntime.GOARCH, runtime.Version)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
