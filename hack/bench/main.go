@@ -29,6 +29,8 @@ func main() {
 		err = benchAPIServer(ctx, os.Args[2:])
 	case "nodeready":
 		err = benchNodeReady(ctx, os.Args[2:])
+	case "kubelet":
+		err = benchKubelet(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

@@ -1,0 +1,508 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	cri "k8s.io/cri-api/pkg/apis"
+
+	"github.com/nodeagent/kubelet/pkg/runtime"
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
+)
+
+const benchNode = "benchnode"
+
+// kubeletBench is one run of the kubelet benchmark.
+type kubeletBench struct {
+	kl      *kubeletChild
+	api     *childAPIServer // nil with the embedded API server
+	client  kubernetes.Interface
+	cri     cri.RuntimeService // the kubelet's CRI socket
+	watch   *podWatch
+	idleFor time.Duration
+	perfDir string
+	// floorLogs holds the floor's pod logs.
+	floorLogs    string
+	sampleRelist bool
+}
+
+// benchKubelet starts the kubelet as a child process and measures, through the API, pods created at once and
+// at a steady rate, container exits reaching the API, deletion, and the kubelet's memory, CPU and relist
+// cost, beside the same pods started directly on the built-in runtime in the same run.
+func benchKubelet(ctx context.Context, args []string) (retErr error) {
+	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
+	bin := fs.String("kubelet-bin", "", "kubelet binary (default: go build ./cmd/kubelet)")
+	external := fs.Bool("external-apiserver", false, "run cmd/apiserver as its own process, so that the kubelet's RSS and CPU leave the API server out")
+	idle := fs.Duration("idle", 30*time.Second, "length of each idle window")
+	perfDir := fs.String("perf", "", "record `perf` CPU profiles of the kubelet during each phase into this directory")
+	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
+	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
+	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// An interrupt ends the run through the same cleanup as an error.
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	if os.Geteuid() != 0 {
+		return errors.New("the kubelet benchmark needs root and a host prepared by `make setup`")
+	}
+	dir, err := os.MkdirTemp("", "kubelet-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	progress("work directory %s", dir)
+	if *bin == "" {
+		progress("building ./cmd/kubelet")
+		if *bin, err = buildKubelet(ctx, dir); err != nil {
+			return err
+		}
+	}
+
+	// The kubelet's namespace gets busybox, and loses what an interrupted run left behind, before it starts.
+	prep, err := openRuntime(ctx, kubeletNamespace, filepath.Join(dir, "prep"))
+	if err != nil {
+		return err
+	}
+	if n, err := removeAllSandboxes(ctx, prep, 8); err != nil || n > 0 {
+		progress("removed %d sandboxes left in %s by an earlier run (%v)", n, kubeletNamespace, err)
+	}
+	prep.Close() // the kubelet owns its namespace from here on
+	_ = removeCgroupTree(kubeletCgroupRoot)
+	floorRT, err := openRuntime(ctx, floorNamespace, filepath.Join(dir, "floor"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if _, err := removeAllSandboxes(cctx, floorRT, 8); err != nil {
+			retErr = errors.Join(retErr, fmt.Errorf("floor cleanup: %w", err))
+		}
+		if err := removeCgroupTree(floorCgroupRoot); err != nil {
+			retErr = errors.Join(retErr, fmt.Errorf("floor cgroups: %w", err))
+		}
+		floorRT.Close()
+		_ = os.Remove(fifoDir(floorNamespace))
+	}()
+	if _, err := removeAllSandboxes(ctx, floorRT, 8); err != nil {
+		return err
+	}
+
+	b := &kubeletBench{idleFor: *idle, perfDir: *perfDir, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
+	kubeconfig := ""
+	if *external {
+		apiDir := filepath.Join(dir, "apiserver")
+		if err := os.MkdirAll(apiDir, 0o755); err != nil {
+			return err
+		}
+		if b.api, err = startAPIServer(ctx, "", apiDir); err != nil {
+			return err
+		}
+		defer b.api.stop()
+		kubeconfig = b.api.kubeconfig
+	}
+	kubeletDir := filepath.Join(dir, "node")
+	if b.kl, err = startKubelet(ctx, *bin, kubeletDir, benchNode, kubeconfig, []string{"-v", *verbosity}); err != nil {
+		return err
+	}
+	defer func() {
+		if err := b.cleanup(ctx, dir); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+		if *saveLog != "" {
+			if data, err := os.ReadFile(b.kl.logPath); err == nil {
+				_ = os.WriteFile(*saveLog, data, 0o644)
+			}
+		}
+	}()
+	progress("kubelet pid %d, log %s", b.kl.pid(), b.kl.logPath)
+	if b.client, err = b.kl.connect(ctx, time.Minute); err != nil {
+		return err
+	}
+	if err := b.kl.waitNodeReady(ctx, b.client, benchNode, time.Minute); err != nil {
+		return err
+	}
+	if b.cri, _, err = remote.Connect(b.kl.criSocket, time.Minute); err != nil {
+		return err
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	b.watch = newPodWatch(b.client, "default")
+	b.watch.alive = func() error {
+		if err, ok := b.kl.exited(); ok {
+			return fmt.Errorf("kubelet exited: %v", err)
+		}
+		return nil
+	}
+	if err := b.watch.start(wctx); err != nil {
+		return err
+	}
+	return b.run(ctx, floorRT)
+}
+
+func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error {
+	if err := b.idleWindow(ctx, "0pods"); err != nil {
+		return err
+	}
+	b.relist(ctx, "0pods")
+
+	// One pod at a time, the latency without contention.
+	progress("kubelet: 5 pods one at a time")
+	if err := b.serial(ctx, "kubelet_serial5", names("serial", 5)); err != nil {
+		return err
+	}
+
+	// (a) 30 pods at once, beside 30 sandboxes at once on the runtime.
+	progress("floor: 30 pods at once")
+	stopCPU := runtimeCPU(floorNamespace)
+	fd, fwall, err := floorRun(ctx, floorRT, b.floorLogs, 30, 0)
+	if err != nil {
+		return fmt.Errorf("floor burst: %w", err)
+	}
+	printRuntimeCPU("floor_burst30", stopCPU)
+	printLatencies("floor_burst30_pod", fd)
+	figure("floor_burst30_pods_per_second", 30/fwall.Seconds(), "pods/s")
+	// The floor of deletion: the same pods stopped and removed at once (no grace period).
+	t0 := time.Now()
+	if _, err := removeAllSandboxes(ctx, floorRT, 30); err != nil {
+		return fmt.Errorf("floor burst cleanup: %w", err)
+	}
+	figure("floor_burst30_stop_and_remove_all", ms(time.Since(t0)), "ms")
+	progress("kubelet: 30 pods at once")
+	burst := names("burst", 30)
+	if err := b.createReady(ctx, "kubelet_burst30", burst, 0, fd); err != nil {
+		return err
+	}
+	if err := b.idleWindow(ctx, "30pods"); err != nil {
+		return err
+	}
+	b.relist(ctx, "30pods")
+	progress("kubelet: deleting 30 pods, grace 2 s")
+	if err := b.deleteGone(ctx, "kubelet_delete30", burst); err != nil {
+		return err
+	}
+
+	// Container exits reaching the API.
+	progress("kubelet: 30 pods that exit after a random short sleep")
+	if err := b.exits(ctx, 30); err != nil {
+		return err
+	}
+
+	// (b) 110 pods at 10 per second, beside the same pace on the runtime.
+	progress("floor: 110 pods at 10/s")
+	stopCPU = runtimeCPU(floorNamespace)
+	fd, fwall, err = floorRun(ctx, floorRT, b.floorLogs, 110, 100*time.Millisecond)
+	if err != nil {
+		return fmt.Errorf("floor paced: %w", err)
+	}
+	printRuntimeCPU("floor_paced110", stopCPU)
+	printLatencies("floor_paced110_pod", fd)
+	figure("floor_paced110_pods_per_second", 110/fwall.Seconds(), "pods/s")
+	if _, err := removeAllSandboxes(ctx, floorRT, 8); err != nil {
+		return fmt.Errorf("floor paced cleanup: %w", err)
+	}
+	progress("kubelet: 110 pods at 10/s")
+	paced := names("paced", 110)
+	if err := b.createReady(ctx, "kubelet_paced110", paced, 100*time.Millisecond, fd); err != nil {
+		return err
+	}
+	if err := b.idleWindow(ctx, "110pods"); err != nil {
+		return err
+	}
+	b.relist(ctx, "110pods")
+	progress("kubelet: deleting 110 pods, grace 2 s")
+	return b.deleteGone(ctx, "kubelet_delete110", paced)
+}
+
+// createReady creates the pods (all at once, or one every interval) and waits until the watch shows each
+// Ready; it prints create-to-Ready, pods/s, where the time went (from the kubelet's log), the kubelet's CPU,
+// and how far the p99 is above the floor's.
+func (b *kubeletBench) createReady(ctx context.Context, label string, pods []string, interval time.Duration, floor []time.Duration) error {
+	stopPerf := b.perf(label)
+	stopCPU := runtimeCPU(kubeletNamespace)
+	stopSampler := b.relistSampler(ctx)
+	before, _ := readProc(b.kl.pid())
+	err := b.create(ctx, pods, interval, corev1.RestartPolicyAlways, func(int) []string { return []string{"sleep", "3600"} })
+	if err == nil {
+		err = b.watch.waitAll(ctx, pods, "Ready", 3*time.Minute, func(t *podTimes) bool { return !t.ready.IsZero() })
+	}
+	after, _ := readProc(b.kl.pid())
+	relists := stopSampler()
+	stopPerf()
+	printRuntimeCPU(label, stopCPU)
+	printLatencies(label+"_relist_sampled", relists)
+	if err != nil {
+		return fmt.Errorf("%s: %w; log tail:\n%s", label, err, b.kl.logTail(2000))
+	}
+	ts := b.watch.times(pods)
+	var lat []time.Duration
+	first, last := ts[0].created, ts[0].ready
+	for _, t := range ts {
+		lat = append(lat, t.ready.Sub(t.created))
+		if t.created.Before(first) {
+			first = t.created
+		}
+		if t.ready.After(last) {
+			last = t.ready
+		}
+	}
+	printLatencies(label+"_create_to_ready", lat)
+	figure(label+"_pods_per_second", float64(len(pods))/last.Sub(first).Seconds(), "pods/s")
+	figure(label+"_p99_over_floor_p99", ms(percentile(lat, 99)-percentile(floor, 99)), "ms")
+	figure(label+"_kubelet_cpu", cpuSeconds(before, after), "core-s")
+	b.printStages(label, pods, ts)
+	return nil
+}
+
+// serial creates the pods one at a time, each once the previous one is Ready, then deletes them.
+func (b *kubeletBench) serial(ctx context.Context, label string, pods []string) error {
+	var lat []time.Duration
+	for _, name := range pods {
+		if err := b.create(ctx, []string{name}, 0, corev1.RestartPolicyAlways, func(int) []string { return []string{"sleep", "3600"} }); err != nil {
+			return err
+		}
+		if err := b.watch.waitAll(ctx, []string{name}, "Ready", time.Minute, func(t *podTimes) bool { return !t.ready.IsZero() }); err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
+		t := b.watch.times([]string{name})[0]
+		lat = append(lat, t.ready.Sub(t.created))
+	}
+	printLatencies(label+"_create_to_ready", lat)
+	// The pod's own grace period: the kubelet confirms the deletion once everything is gone, so the next
+	// phase starts on a clean node.
+	for _, name := range pods {
+		_ = b.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	return b.watch.waitAll(ctx, pods, "gone", 2*time.Minute, func(t *podTimes) bool { return !t.gone.IsZero() })
+}
+
+// printStages prints, from the kubelet's log, how long after the create call each step of a pod's start
+// ended: sandbox running, container created, container started; then the rest up to the API showing Ready.
+func (b *kubeletBench) printStages(label string, pods []string, ts []podTimes) {
+	stages := readStages(b.kl.logPath)
+	var calls, computed, written []time.Duration
+	for _, t := range ts {
+		calls = append(calls, t.createCall)
+		// lastTransitionTime has a resolution of one second: add half a second to center the error.
+		written = append(written, t.ready.Sub(t.readySet.Add(500*time.Millisecond)))
+	}
+	printLatencies(label+"_api_create_call", calls)
+	var sb, cr, st, rd []time.Duration
+	for i, name := range pods {
+		s := stages[name]
+		if s == nil || s.sandbox.IsZero() || s.created.IsZero() || s.started.IsZero() {
+			continue
+		}
+		sb = append(sb, s.sandbox.Sub(ts[i].created))
+		cr = append(cr, s.created.Sub(s.sandbox))
+		st = append(st, s.started.Sub(s.created))
+		rd = append(rd, ts[i].ready.Sub(s.started))
+		computed = append(computed, ts[i].readySet.Add(500*time.Millisecond).Sub(s.started))
+	}
+	if len(sb) == 0 {
+		progress("%s: no stage lines in the kubelet log (needs -v 3)", label)
+		return
+	}
+	printLatencies(label+"_stage_create_to_sandbox", sb)
+	printLatencies(label+"_stage_sandbox_to_created", cr)
+	printLatencies(label+"_stage_created_to_started", st)
+	printLatencies(label+"_stage_started_to_ready_seen", rd)
+	// Split at the Ready condition's lastTransitionTime (±0.5 s): PLEG and sync before it, the status writer
+	// and the watch after it.
+	printLatencies(label+"_stage_started_to_ready_computed_approx", computed)
+	printLatencies(label+"_stage_ready_computed_to_seen_approx", written)
+	if n := len(rd); n >= 9 {
+		third := func(i int) time.Duration { return percentile(rd[i*n/3:(i+1)*n/3], 50) }
+		progress("%s: started-to-Ready p50 by creation order, first/middle/last third: %.0f / %.0f / %.0f ms",
+			label, ms(third(0)), ms(third(1)), ms(third(2)))
+	}
+}
+
+// create sends one create call per pod, all at once or one every interval, each from its own goroutine.
+func (b *kubeletBench) create(ctx context.Context, pods []string, interval time.Duration, restart corev1.RestartPolicy, cmd func(int) []string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(pods))
+	begin := time.Now()
+	for i, name := range pods {
+		if interval > 0 {
+			if err := sleepCtx(ctx, time.Until(begin.Add(time.Duration(i)*interval))); err != nil {
+				return err
+			}
+		}
+		pod := benchPodSpec(name, benchNode, pods[0], restart, cmd(i)...)
+		wg.Add(1)
+		go func(i int, pod *corev1.Pod) {
+			defer wg.Done()
+			t0 := time.Now()
+			b.watch.mark(pod.Name, func(t *podTimes) { t.created = t0 })
+			_, errs[i] = b.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+			took := time.Since(t0)
+			b.watch.mark(pod.Name, func(t *podTimes) { t.createCall = took })
+		}(i, pod)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// deleteGone deletes the pods at once with a 2 s grace period and waits until the API no longer has them.
+func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []string) error {
+	stopPerf := b.perf(label)
+	defer stopPerf()
+	var wg sync.WaitGroup
+	errs := make([]error, len(pods))
+	grace := int64(2)
+	for i, name := range pods {
+		wg.Add(1)
+		go func(i int, name string) {
+			defer wg.Done()
+			b.watch.mark(name, func(t *podTimes) { t.deleteSent = time.Now() })
+			errs[i] = b.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		}(i, name)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	if err := b.watch.waitAll(ctx, pods, "gone", 3*time.Minute, func(t *podTimes) bool { return !t.gone.IsZero() }); err != nil {
+		return fmt.Errorf("%s: %w; log tail:\n%s", label, err, b.kl.logTail(2000))
+	}
+	ts := b.watch.times(pods)
+	var lat []time.Duration
+	first, last := ts[0].deleteSent, ts[0].gone
+	for _, t := range ts {
+		lat = append(lat, t.gone.Sub(t.deleteSent))
+		if t.deleteSent.Before(first) {
+			first = t.deleteSent
+		}
+		if t.gone.After(last) {
+			last = t.gone
+		}
+	}
+	printLatencies(label+"_gone", lat)
+	figure(label+"_first_gone", ms(percentile(lat, 0)), "ms")
+	figure(label+"_all_gone", ms(last.Sub(first)), "ms")
+	return nil
+}
+
+// exits runs n pods (restartPolicy Never, 5 created per second) whose container sleeps 1 to 5 s, writes the
+// time in microseconds into its termination message and exits; it prints the time from that moment to the
+// watch showing the container terminated.
+func (b *kubeletBench) exits(ctx context.Context, n int) error {
+	pods := names("exit", n)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	sleeps := make([]float64, n)
+	for i := range sleeps {
+		sleeps[i] = 1 + 4*rng.Float64()
+	}
+	script := `sleep %.2f; adjtimex | awk '/tv_sec/{s=$2} /tv_usec/{u=$2} END{printf "%%d%%06d", s, u}' > /dev/termination-log`
+	stopPerf := b.perf("kubelet_exit30")
+	err := b.create(ctx, pods, 200*time.Millisecond, corev1.RestartPolicyNever, func(i int) []string {
+		return []string{"sh", "-c", fmt.Sprintf(script, sleeps[i])}
+	})
+	if err == nil {
+		err = b.watch.waitAll(ctx, pods, "terminated", 2*time.Minute, func(t *podTimes) bool { return !t.terminated.IsZero() })
+	}
+	stopPerf()
+	if err != nil {
+		return fmt.Errorf("exit pods: %w; log tail:\n%s", err, b.kl.logTail(2000))
+	}
+	var lat []time.Duration
+	bad := 0
+	for _, t := range b.watch.times(pods) {
+		at, ok := messageTime(t.message)
+		if !ok {
+			bad++
+			continue
+		}
+		lat = append(lat, t.terminated.Sub(at))
+	}
+	if bad > 0 {
+		progress("%d exit pods had no readable termination message", bad)
+	}
+	printLatencies("kubelet_exit_to_api", lat)
+	// The pod's own grace period: the kubelet confirms the deletion once everything is gone, so the next
+	// phase starts on a clean node.
+	for _, name := range pods {
+		_ = b.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	return b.watch.waitAll(ctx, pods, "gone", 2*time.Minute, func(t *podTimes) bool { return !t.gone.IsZero() })
+}
+
+// cleanup deletes every pod left, stops the kubelet by its PID, removes what it left in the runtime and its
+// cgroups.
+func (b *kubeletBench) cleanup(ctx context.Context, dir string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	if b.client != nil {
+		if _, ok := b.kl.exited(); !ok {
+			grace := int64(0)
+			_ = b.client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{})
+			for ctx.Err() == nil {
+				pods, err := b.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+				if err == nil && len(pods.Items) == 0 {
+					break
+				}
+				_ = sleepCtx(ctx, 200*time.Millisecond)
+			}
+			// Pods deleted with grace 0 leave the API at once: give the kubelet a moment to stop them.
+			for deadline := time.Now().Add(30 * time.Second); b.cri != nil && time.Now().Before(deadline); {
+				if sbs, err := b.cri.ListPodSandbox(ctx, nil); err != nil || len(sbs) == 0 {
+					break
+				}
+				_ = sleepCtx(ctx, 200*time.Millisecond)
+			}
+		}
+	}
+	b.kl.stop()
+	rt, err := openRuntime(ctx, kubeletNamespace, filepath.Join(dir, "prep"))
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	defer rt.Close()
+	if n, err := removeAllSandboxes(ctx, rt, 8); err != nil || n > 0 {
+		errs = append(errs, fmt.Errorf("the kubelet left %d sandboxes (removed now): %v", n, err))
+	}
+	if err := removeCgroupTree(kubeletCgroupRoot); err != nil {
+		errs = append(errs, fmt.Errorf("kubelet cgroups: %w", err))
+	}
+	_ = os.Remove(fifoDir(kubeletNamespace))
+	return errors.Join(errs...)
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%03d", prefix, i)
+	}
+	return out
+}
+
+func printLatencies(name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	figure(name+"_p50", ms(percentile(ds, 50)), "ms")
+	figure(name+"_p99", ms(percentile(ds, 99)), "ms")
+}
+
+func figure(name string, v float64, unit string) { fmt.Printf("%s: %.1f %s\n", name, v, unit) }
+
+// progress reports what the benchmark is doing, on stderr, apart from the figures.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// podStages are the moments the kubelet's log (at -v 3) shows for one pod's start.
+type podStages struct {
+	sandbox time.Time // RunPodSandbox returned ("Started pod sandbox")
+	created time.Time // CreateContainer returned ("Created container")
+	started time.Time // StartContainer returned (the Started event)
+}
+
+var (
+	klogHeader = regexp.MustCompile(`^[IWE](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6})`)
+	logSandbox = regexp.MustCompile(`"Started pod sandbox" pod="[^/]+/([^"]+)"`)
+	logCreated = regexp.MustCompile(`"Created container" pod="[^/]+/([^"]+)"`)
+	logStarted = regexp.MustCompile(`"Event occurred" object="[^/]+/([^"]+)".*reason="Started"`)
+)
+
+// readStages reads the kubelet's log and returns the stages of every pod it names.
+func readStages(path string) map[string]*podStages {
+	out := map[string]*podStages{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	year := time.Now().Year()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		h := klogHeader.FindStringSubmatch(line)
+		if h == nil {
+			continue
+		}
+		n := func(i int) int { v, _ := strconv.Atoi(h[i]); return v }
+		at := time.Date(year, time.Month(n(1)), n(2), n(3), n(4), n(5), n(6)*1000, time.Local)
+		for _, m := range []struct {
+			re  *regexp.Regexp
+			set func(*podStages)
+		}{
+			{logSandbox, func(s *podStages) { s.sandbox = at }},
+			{logCreated, func(s *podStages) { s.created = at }},
+			{logStarted, func(s *podStages) { s.started = at }},
+		} {
+			if g := m.re.FindStringSubmatch(line); g != nil {
+				s := out[g[1]]
+				if s == nil {
+					s = &podStages{}
+					out[g[1]] = s
+				}
+				m.set(s)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// idleWindow waits for the kubelet to settle, then reads its RSS and CPU over the idle window.
+func (b *kubeletBench) idleWindow(ctx context.Context, label string) error {
+	progress("idle window at %s (%v)", label, b.idleFor)
+	if err := sleepCtx(ctx, 5*time.Second); err != nil {
+		return err
+	}
+	stopPerf := b.perf("kubelet_idle_" + label)
+	a, err := readProc(b.kl.pid())
+	if err != nil {
+		stopPerf()
+		return err
+	}
+	var apiA procSample
+	if b.api != nil {
+		apiA, _ = readProc(b.api.cmd.Process.Pid)
+	}
+	// What the kubelet's idle work costs the runtime: containerd (shared with everything else on the host)
+	// and the shims of the kubelet's pods (its relists ask each of them for its tasks' state).
+	containerd, shims := containerdPIDs(), shimPIDs(kubeletNamespace)
+	ctrdA, shimA := readGroup(containerd), readGroup(shims)
+	if err := sleepCtx(ctx, b.idleFor); err != nil {
+		stopPerf()
+		return err
+	}
+	c, err := readProc(b.kl.pid())
+	stopPerf()
+	if err != nil {
+		return err
+	}
+	what := "kubelet"
+	if b.api == nil {
+		what = "kubelet_with_apiserver"
+	}
+	figure(fmt.Sprintf("%s_rss_%s", what, label), mib(c.rssKiB), "MiB")
+	figure(fmt.Sprintf("%s_rss_anon_%s", what, label), mib(c.anonKiB), "MiB")
+	figure(fmt.Sprintf("%s_rss_file_%s", what, label), mib(c.fileKiB), "MiB")
+	figure(fmt.Sprintf("%s_rss_peak_%s", what, label), mib(c.hwmKiB), "MiB")
+	figure(fmt.Sprintf("%s_idle_cpu_%s", what, label), cpuPercent(a, c), "%core")
+	if c.childTicks > a.childTicks {
+		figure(fmt.Sprintf("%s_idle_children_cpu_%s", what, label), float64(c.childTicks-a.childTicks)/clockTicks/c.at.Sub(a.at).Seconds()*100, "%core")
+	}
+	ctrdC, shimC := readGroup(containerd), readGroup(shims)
+	figure("containerd_idle_cpu_"+label, groupCPUPercent(ctrdA, ctrdC), "%core")
+	if len(shims) > 0 {
+		figure("kubelet_pod_shims_idle_cpu_"+label, groupCPUPercent(shimA, shimC), "%core")
+		figure("kubelet_pod_shims_pss_"+label, mib(shimC.pssKiB), "MiB")
+	}
+	if b.api != nil {
+		if apiC, err := readProc(b.api.cmd.Process.Pid); err == nil {
+			figure("apiserver_rss_"+label, mib(apiC.rssKiB), "MiB")
+			figure("apiserver_idle_cpu_"+label, cpuPercent(apiA, apiC), "%core")
+		}
+	}
+	return nil
+}
+
+// relist times what a full PLEG relist asks of the runtime, ListPodSandbox then ListContainers, over the
+// kubelet's CRI socket (so with a gRPC round trip more than the kubelet's in-process calls).
+func (b *kubeletBench) relist(ctx context.Context, label string) {
+	var total, sbs, ctrs []time.Duration
+	nsb, nctr := 0, 0
+	for i := 0; i < 20; i++ {
+		t0 := time.Now()
+		s, err1 := b.cri.ListPodSandbox(ctx, nil)
+		t1 := time.Now()
+		c, err2 := b.cri.ListContainers(ctx, nil)
+		t2 := time.Now()
+		if err1 != nil || err2 != nil {
+			progress("relist %s: %v %v", label, err1, err2)
+			return
+		}
+		nsb, nctr = len(s), len(c)
+		total, sbs, ctrs = append(total, t2.Sub(t0)), append(sbs, t1.Sub(t0)), append(ctrs, t2.Sub(t1))
+		_ = sleepCtx(ctx, 50*time.Millisecond)
+	}
+	printLatencies("relist_"+label, total)
+	figure("relist_"+label+"_list_pod_sandbox_p50", ms(percentile(sbs, 50)), "ms")
+	figure("relist_"+label+"_list_containers_p50", ms(percentile(ctrs, 50)), "ms")
+	progress("relist %s: %d sandboxes, %d containers", label, nsb, nctr)
+}
+
+// relistSampler times ListPodSandbox+ListContainers over the CRI socket twice a second until the returned
+// function is called, which returns the durations: what a relist costs while pods start.
+func (b *kubeletBench) relistSampler(ctx context.Context) func() []time.Duration {
+	if !b.sampleRelist {
+		return func() []time.Duration { return nil }
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan []time.Duration, 1)
+	go func() {
+		var out []time.Duration
+		for sleepCtx(sctx, 500*time.Millisecond) == nil {
+			t0 := time.Now()
+			if _, err := b.cri.ListPodSandbox(sctx, nil); err != nil {
+				break
+			}
+			if _, err := b.cri.ListContainers(sctx, nil); err != nil {
+				break
+			}
+			out = append(out, time.Since(t0))
+		}
+		done <- out
+	}()
+	return func() []time.Duration {
+		cancel()
+		return <-done
+	}
+}
+
+func printRuntimeCPU(label string, stop func() (float64, float64)) {
+	c, s := stop()
+	figure(label+"_containerd_cpu", c, "core-s")
+	figure(label+"_pod_shims_cpu", s, "core-s")
+}
+
+// perf records a CPU profile of the kubelet until the returned function is called (with --perf).
+func (b *kubeletBench) perf(label string) func() {
+	if b.perfDir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(b.perfDir, 0o755); err != nil {
+		progress("perf: %v", err)
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-q", "-F", "499", "-g", "-p", fmt.Sprint(b.kl.pid()),
+		"-o", filepath.Join(b.perfDir, label+".data"))
+	if err := cmd.Start(); err != nil {
+		progress("perf: %v", err)
+		return func() {}
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	}
+}
