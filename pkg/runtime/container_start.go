@@ -24,7 +24,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return fmt.Errorf("start container %q: %w", containerID, err)
 	}
 	id := rec.ID
-	meta, err := decodeContainerMeta(rec)
+	meta, err := r.metas.container(rec)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 	if _, err := cont.SetLabels(ctx, map[string]string{labelStartedAt: unixNanoLabel(startedAt)}); err != nil {
 		return fmt.Errorf("start container %q: record start: %w", id, err)
 	}
-	r.events.publishContainer(id, meta.SandboxID, eventStarted)
+	r.events.publishContainer(id, meta.SandboxID, rec.Labels[labelPodUID], eventStarted)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
@@ -27,12 +28,11 @@ type containerView struct {
 }
 
 // viewContainer derives a container's state: recorded exit first, then the live task, then what is left
-// (started but neither running nor recorded means its task vanished, e.g. with a host reboot).
-func viewContainer(rec containers.Container, t *task.Process) (*containerView, error) {
-	meta, err := decodeContainerMeta(rec)
-	if err != nil {
-		return nil, err
-	}
+// (started but neither running nor recorded means its task vanished, e.g. with a host reboot). With
+// fromLabels the labels alone decide: a started container whose exit is not recorded is running. That is what
+// lists use: exits are recorded from containerd's events within milliseconds, and a periodic reconciliation
+// against the tasks catches any missed, so a list needs no call to every shim.
+func viewContainer(rec containers.Container, meta *containerMeta, t *task.Process, fromLabels bool) *containerView {
 	v := &containerView{
 		rec:        rec,
 		meta:       meta,
@@ -46,6 +46,10 @@ func viewContainer(rec containers.Container, t *task.Process) (*containerView, e
 		v.state = runtimeapi.ContainerState_CONTAINER_EXITED
 		code, _ := strconv.ParseInt(rec.Labels[labelExitCode], 10, 32)
 		v.exitCode = int32(code)
+	case fromLabels && v.startedAt != 0:
+		v.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	case fromLabels:
+		v.state = runtimeapi.ContainerState_CONTAINER_CREATED
 	case t != nil && (t.Status == task.Status_RUNNING || t.Status == task.Status_PAUSED || t.Status == task.Status_PAUSING):
 		v.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 		v.pid = t.Pid
@@ -67,7 +71,7 @@ func viewContainer(rec containers.Container, t *task.Process) (*containerView, e
 	default:
 		v.state = runtimeapi.ContainerState_CONTAINER_CREATED
 	}
-	return v, nil
+	return v
 }
 
 // ContainerStatus returns a container's state, exit details, image and mounts.
@@ -83,10 +87,29 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	} else if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
 		return nil, fmt.Errorf("container %q: task: %w", containerID, err)
 	}
-	v, err := viewContainer(rec, t)
+	meta, err := r.metas.container(rec)
 	if err != nil {
 		return nil, err
 	}
+	if t != nil && t.Status == task.Status_STOPPED && rec.Labels[labelFinishedAt] == "" {
+		// The exit is not recorded yet (its event is on its way): record it now, so that lists, which go by
+		// the recorded state, agree with this answer from here on.
+		if cont, err := r.client.LoadContainer(ctx, rec.ID); err == nil {
+			var at time.Time
+			if t.ExitedAt != nil {
+				at = t.ExitedAt.AsTime()
+			}
+			if err := r.persistExit(ctx, cont, t.ExitStatus, at); err != nil {
+				return nil, err
+			}
+			// Answer from the record, which knows an OOM kill.
+			if rec, err = r.client.ContainerService().Get(ctx, rec.ID); err != nil {
+				return nil, fmt.Errorf("container %q: %w", containerID, err)
+			}
+			t = nil
+		}
+	}
+	v := viewContainer(rec, meta, t, false)
 	st := &runtimeapi.ContainerStatus{
 		Id:          rec.ID,
 		Metadata:    v.meta.Metadata,
@@ -155,21 +178,17 @@ func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string) 
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	tasks, err := r.tasksByContainer(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []*containerView
 	for _, rec := range recs {
 		if sandboxPrefix != "" && !strings.HasPrefix(rec.Labels[labelSandboxID], sandboxPrefix) {
 			continue
 		}
-		v, err := viewContainer(rec, tasks[rec.ID])
+		meta, err := r.metas.container(rec)
 		if err != nil {
 			logger(ctx).Error(err, "Skipping container with unreadable metadata", "id", rec.ID)
 			continue
 		}
-		out = append(out, v)
+		out = append(out, viewContainer(rec, meta, nil, true))
 	}
 	return out, nil
 }

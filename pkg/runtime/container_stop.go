@@ -23,7 +23,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	if err != nil {
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}
-	meta, err := decodeContainerMeta(rec)
+	meta, err := r.metas.container(rec)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,8 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 		return fmt.Errorf("remove container %q: %w", containerID, err)
 	}
 	_ = os.RemoveAll(r.fifoDir(rec.ID))
-	r.events.publishContainer(rec.ID, rec.Labels[labelSandboxID], eventDeleted)
+	r.events.publishContainer(rec.ID, rec.Labels[labelSandboxID], rec.Labels[labelPodUID], eventDeleted)
+	r.metas.Delete(rec.ID)
 	return nil
 }
 

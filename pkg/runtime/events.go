@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/containerd/containerd"
 	eventtypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/cio"
@@ -48,12 +50,12 @@ func (h *eventHub) subscribe() (chan *runtimeapi.ContainerEventResponse, func())
 	}
 }
 
-func (h *eventHub) publishContainer(id, sandboxID string, typ containerEvent) {
+func (h *eventHub) publishContainer(id, sandboxID, podUID string, typ containerEvent) {
 	ev := &runtimeapi.ContainerEventResponse{
 		ContainerId:        id,
 		ContainerEventType: typ,
 		CreatedAt:          h.clock().UnixNano(),
-		PodSandboxStatus:   &runtimeapi.PodSandboxStatus{Id: sandboxID},
+		PodSandboxStatus:   &runtimeapi.PodSandboxStatus{Id: sandboxID, Metadata: &runtimeapi.PodSandboxMetadata{Uid: podUID}},
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -151,10 +153,11 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 			return
 		}
 		labels, err := cont.Labels(ctx)
+		if err == nil && labels[labelKind] == kindSandbox {
+			r.recordPauseExit(ctx, cont, labels)
+			return
+		}
 		if err != nil || labels[labelKind] != kindContainer {
-			if err == nil && labels[labelKind] == kindSandbox {
-				r.events.publishContainer(e.ContainerID, e.ContainerID, eventStopped)
-			}
 			return
 		}
 		var at time.Time
@@ -167,33 +170,85 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 	}
 }
 
-// reconcileExits records the exit of every container whose task stopped while nobody watched.
+// reconcileInterval is how often the recorded states are checked against containerd's tasks, the safety net
+// behind the event watch that lists rely on.
+const reconcileInterval = 10 * time.Second
+
+// reconcileLoop checks the recorded states against the tasks every reconcileInterval until stop is closed.
+func (r *Runtime) reconcileLoop(ctx context.Context, stop <-chan struct{}) {
+	t := time.NewTicker(reconcileInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := r.reconcileExits(ctx); err != nil {
+				logger(ctx).Error(err, "Reconciling container exits failed")
+			}
+		}
+	}
+}
+
+// reconcileExits records what happened while nobody watched: containers whose task stopped or vanished, and
+// sandboxes whose pause process is gone.
 func (r *Runtime) reconcileExits(ctx context.Context) error {
+	recs, err := r.client.ContainerService().List(ctx)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
 	tasks, err := r.tasksByContainer(ctx)
 	if err != nil {
 		return err
 	}
-	for id, t := range tasks {
-		if t.Status != task.Status_STOPPED {
-			continue
-		}
-		cont, err := r.client.LoadContainer(ctx, id)
-		if err != nil {
-			continue
-		}
-		labels, err := cont.Labels(ctx)
-		if err != nil || labels[labelKind] != kindContainer {
-			continue
-		}
-		var at time.Time
-		if t.ExitedAt != nil {
-			at = t.ExitedAt.AsTime()
-		}
-		if err := r.persistExit(ctx, cont, t.ExitStatus, at); err != nil {
-			return err
+	for _, rec := range recs {
+		t := tasks[rec.ID]
+		switch rec.Labels[labelKind] {
+		case kindSandbox:
+			if rec.Labels[labelExited] != "true" && (t == nil || t.Status == task.Status_STOPPED) {
+				if cont, err := r.client.LoadContainer(ctx, rec.ID); err == nil {
+					r.recordPauseExit(ctx, cont, rec.Labels)
+				}
+			}
+		case kindContainer:
+			if rec.Labels[labelFinishedAt] != "" || rec.Labels[labelStartedAt] == "" {
+				continue
+			}
+			cont, err := r.client.LoadContainer(ctx, rec.ID)
+			if err != nil {
+				continue
+			}
+			switch {
+			case t == nil:
+				r.recordLostExit(ctx, cont, rec.Labels)
+			case t.Status == task.Status_STOPPED:
+				var at time.Time
+				if t.ExitedAt != nil {
+					at = t.ExitedAt.AsTime()
+				}
+				if err := r.persistExit(ctx, cont, t.ExitStatus, at); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// recordLostExit marks a started container whose task is gone without a recorded exit (its shim died, or
+// the host rebooted) as exited with an unknown status.
+func (r *Runtime) recordLostExit(ctx context.Context, cont containerd.Container, labels map[string]string) {
+	_, err := cont.SetLabels(ctx, map[string]string{
+		labelFinishedAt: unixNanoLabel(r.clock.Now()),
+		labelExitCode:   "255",
+		labelReason:     reasonUnknown,
+		labelMessage:    "container process is gone and its exit was not recorded",
+	})
+	if err != nil {
+		logger(ctx).Error(err, "Recording a lost container failed", "id", cont.ID())
+		return
+	}
+	r.events.publishContainer(cont.ID(), labels[labelSandboxID], labels[labelPodUID], eventStopped)
 }
 
 // recover runs at start: it re-attaches the log copies of running containers and records exits that happened

@@ -50,9 +50,12 @@ func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, ex
 		}
 		r.oomSeen.Delete(id)
 		logger(ctx).V(2).Info("Container exited", "id", id, "exitCode", exitCode, "reason", reason)
+		// Announced now: the task's deletion and the log's last lines do not change what a watcher sees.
+		r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
 	}
 	if task, err := cont.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		// Both the event watch and a StopContainer may get here; the later one finds the task gone.
+		if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) && !taskGone(ctx, cont) {
 			return fmt.Errorf("delete task of %s: %w", id, err)
 		}
 	}
@@ -64,8 +67,20 @@ func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, ex
 		case <-time.After(2 * time.Second):
 		}
 	}
-	r.events.publishContainer(id, labels[labelSandboxID], eventStopped)
 	return nil
+}
+
+// recordPauseExit marks a sandbox whose pause process is gone, so that listing sandboxes needs no task
+// query, and tells watchers.
+func (r *Runtime) recordPauseExit(ctx context.Context, cont containerd.Container, labels map[string]string) {
+	if labels[labelExited] == "true" {
+		return
+	}
+	if _, err := cont.SetLabels(ctx, map[string]string{labelExited: "true"}); err != nil {
+		logger(ctx).Error(err, "Recording sandbox exit failed", "sandbox", cont.ID())
+		return
+	}
+	r.events.publishContainer(cont.ID(), cont.ID(), labels[labelPodUID], eventStopped)
 }
 
 func exitReason(code uint32, oom bool) string {

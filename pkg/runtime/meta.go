@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/containers"
@@ -25,6 +26,8 @@ const (
 	labelMessage    = "io.nodeagent.message"
 	labelStopped    = "io.nodeagent.stopped" // sandbox: "true" once StopPodSandbox ran
 	labelIPs        = "io.nodeagent.ips"     // sandbox: comma-separated pod IPs, IPv4 first
+	labelPodUID     = "io.nodeagent.pod-uid" // the pod's UID, carried by events so a watcher can find the pod
+	labelExited     = "io.nodeagent.exited"  // sandbox: "true" once its pause process is gone
 
 	kindSandbox   = "sandbox"
 	kindContainer = "container"
@@ -86,14 +89,57 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
+// metaCache holds decoded metadata by container ID. Metadata never changes after create, so an entry is
+// valid until the container is removed; listing then decodes only what is new.
+type metaCache struct{ m sync.Map }
+
+func (c *metaCache) sandbox(rec containers.Container) (*sandboxMeta, error) {
+	if v, ok := c.m.Load(rec.ID); ok {
+		if m, ok := v.(*sandboxMeta); ok {
+			cp := *m
+			cp.IPs = ipsOf(rec.Labels)
+			return &cp, nil
+		}
+	}
+	m, err := decodeSandboxMeta(rec)
+	if err != nil {
+		return nil, err
+	}
+	c.m.Store(rec.ID, m)
+	cp := *m
+	return &cp, nil
+}
+
+func (c *metaCache) container(rec containers.Container) (*containerMeta, error) {
+	if v, ok := c.m.Load(rec.ID); ok {
+		if m, ok := v.(*containerMeta); ok {
+			return m, nil
+		}
+	}
+	m, err := decodeContainerMeta(rec)
+	if err != nil {
+		return nil, err
+	}
+	c.m.Store(rec.ID, m)
+	return m, nil
+}
+
+// Delete forgets a removed container.
+func (c *metaCache) Delete(id string) { c.m.Delete(id) }
+
+func ipsOf(labels map[string]string) []string {
+	if ips := labels[labelIPs]; ips != "" {
+		return strings.Split(ips, ",")
+	}
+	return nil
+}
+
 func decodeSandboxMeta(c containers.Container) (*sandboxMeta, error) {
 	var m sandboxMeta
 	if err := decodeExtension(c, &m); err != nil {
 		return nil, err
 	}
-	if ips := c.Labels[labelIPs]; ips != "" {
-		m.IPs = strings.Split(ips, ",")
-	}
+	m.IPs = ipsOf(c.Labels)
 	return &m, nil
 }
 

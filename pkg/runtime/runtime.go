@@ -75,6 +75,8 @@ type Runtime struct {
 	exitLocks    keyedMutex
 	// oomSeen holds the IDs of containers containerd reported an OOM kill for, until their exit is recorded.
 	oomSeen sync.Map
+	metas   metaCache
+	stop    chan struct{} // closed by Close
 	stream  urlServer
 }
 
@@ -123,12 +125,15 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		client.Close()
 		return nil, err
 	}
+	r.stop = make(chan struct{})
 	go r.watchEvents(context.WithoutCancel(ctx))
+	go r.reconcileLoop(context.WithoutCancel(ctx), r.stop)
 	return r, nil
 }
 
 // Close stops the event watch and closes the containerd connection. Containers keep running.
 func (r *Runtime) Close() error {
+	close(r.stop)
 	r.events.close()
 	return r.client.Close()
 }

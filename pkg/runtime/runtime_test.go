@@ -134,14 +134,50 @@ func TestViewContainerState(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := viewContainer(rec(tc.labels), tc.task)
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := viewContainer(rec(tc.labels), meta, tc.task, false)
 			if v.state != tc.state || v.exitCode != tc.code || v.reason != tc.reason {
 				t.Fatalf("got %v exit %d %q, want %v exit %d %q", v.state, v.exitCode, v.reason, tc.state, tc.code, tc.reason)
 			}
 		})
+	}
+	// Lists go by the labels alone.
+	fromLabels := []struct {
+		name   string
+		labels map[string]string
+		state  runtimeapi.ContainerState
+	}{
+		{"created", nil, runtimeapi.ContainerState_CONTAINER_CREATED},
+		{"started", map[string]string{labelStartedAt: "1"}, runtimeapi.ContainerState_CONTAINER_RUNNING},
+		{"exited", map[string]string{labelStartedAt: "1", labelFinishedAt: "2", labelExitCode: "0"}, runtimeapi.ContainerState_CONTAINER_EXITED},
+	}
+	for _, tc := range fromLabels {
+		if v := viewContainer(rec(tc.labels), meta, nil, true); v.state != tc.state {
+			t.Errorf("from labels, %s: %v, want %v", tc.name, v.state, tc.state)
+		}
+	}
+}
+
+func TestSandboxState(t *testing.T) {
+	running := &task.Process{Status: task.Status_RUNNING}
+	stopped := &task.Process{Status: task.Status_STOPPED}
+	tests := []struct {
+		name       string
+		labels     map[string]string
+		task       *task.Process
+		fromLabels bool
+		want       runtimeapi.PodSandboxState
+	}{
+		{"running task", nil, running, false, runtimeapi.PodSandboxState_SANDBOX_READY},
+		{"stopped task", nil, stopped, false, runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+		{"no task", nil, nil, false, runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+		{"labels, live", nil, nil, true, runtimeapi.PodSandboxState_SANDBOX_READY},
+		{"labels, pause exited", map[string]string{labelExited: "true"}, nil, true, runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+		{"labels, stopped", map[string]string{labelStopped: "true"}, running, false, runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+	}
+	for _, tc := range tests {
+		if got := sandboxState(containers.Container{Labels: tc.labels}, tc.task, tc.fromLabels); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ func (r *Runtime) loadSandbox(ctx context.Context, id string) (containerd.Contai
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod sandbox %q: %w", id, err)
 	}
-	meta, err := decodeSandboxMeta(rec)
+	meta, err := r.metas.sandbox(rec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,8 +74,13 @@ func (r *Runtime) tasksByContainer(ctx context.Context) (map[string]*task.Proces
 	return m, nil
 }
 
-func sandboxState(rec containers.Container, t *task.Process) runtimeapi.PodSandboxState {
-	if rec.Labels[labelStopped] != "true" && t != nil && t.Status == task.Status_RUNNING {
+// sandboxState is READY while the sandbox is neither stopped nor its pause process gone. With a task given
+// (a status call), the task decides too; lists go by the labels, kept current from containerd's events.
+func sandboxState(rec containers.Container, t *task.Process, fromLabels bool) runtimeapi.PodSandboxState {
+	if rec.Labels[labelStopped] == "true" || rec.Labels[labelExited] == "true" {
+		return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}
+	if fromLabels || (t != nil && t.Status == task.Status_RUNNING) {
 		return runtimeapi.PodSandboxState_SANDBOX_READY
 	}
 	return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
@@ -88,7 +93,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 	if err != nil {
 		return nil, fmt.Errorf("pod sandbox %q: %w", podSandboxID, err)
 	}
-	meta, err := decodeSandboxMeta(rec)
+	meta, err := r.metas.sandbox(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +106,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 	st := &runtimeapi.PodSandboxStatus{
 		Id:          rec.ID,
 		Metadata:    meta.Metadata,
-		State:       sandboxState(rec, t),
+		State:       sandboxState(rec, t, false),
 		CreatedAt:   meta.CreatedAt,
 		Labels:      meta.Labels,
 		Annotations: meta.Annotations,
@@ -147,13 +152,9 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	tasks, err := r.tasksByContainer(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []*runtimeapi.PodSandbox
 	for _, rec := range recs {
-		meta, err := decodeSandboxMeta(rec)
+		meta, err := r.metas.sandbox(rec)
 		if err != nil {
 			logger(ctx).Error(err, "Skipping sandbox with unreadable metadata", "sandbox", rec.ID)
 			continue
@@ -161,7 +162,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 		sb := &runtimeapi.PodSandbox{
 			Id:             rec.ID,
 			Metadata:       meta.Metadata,
-			State:          sandboxState(rec, tasks[rec.ID]),
+			State:          sandboxState(rec, nil, true),
 			CreatedAt:      meta.CreatedAt,
 			Labels:         meta.Labels,
 			Annotations:    meta.Annotations,

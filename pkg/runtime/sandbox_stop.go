@@ -91,6 +91,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove pod sandbox %s: delete pause container: %w", podSandboxID, err)
 	}
+	r.metas.Delete(cont.ID())
 	if err := removeAll(r.sandboxDir(podSandboxID)); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 	}

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,5 +272,33 @@ func TestHostNetworkPod(t *testing.T) {
 		if err != nil || out != "host-side" {
 			t.Errorf("reaching the host's loopback from the pod: %q %v", out, err)
 		}
+	})
+}
+
+// A sandbox whose pause process dies is reported NOTREADY, so that the kubelet recreates it.
+func TestDeadSandboxIsNotReady(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "deadpause", nil)
+		procs, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/pids", p.cfg.Linux.CgroupParent, p.id, "cgroup.procs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.Fields(string(procs))[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "sandbox NOTREADY in the list", func() error {
+			sbs, err := b.rt.ListPodSandbox(ctxT(t), &runtimeapi.PodSandboxFilter{Id: p.id})
+			if err != nil {
+				return err
+			}
+			if len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+				return fmt.Errorf("sandboxes %v", sbs)
+			}
+			return nil
+		})
 	})
 }

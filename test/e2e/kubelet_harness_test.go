@@ -103,12 +103,13 @@ func (n *node) start() {
 	n.log = log
 	n.cmd = exec.Command(kubeletBinary(t), n.args...)
 	n.cmd.Stdout, n.cmd.Stderr = log, log
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := n.cmd.Start(); err != nil {
+	exited, err := startChild(n.cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	n.done = make(chan error, 1)
-	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(n.cmd, n.done)
+	done := make(chan error, 1)
+	n.done = done
+	go func() { done <- <-exited }()
 	if n.cp != nil {
 		n.waitRegistered()
 		return
