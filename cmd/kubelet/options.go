@@ -44,6 +44,8 @@ type options struct {
 	address           string
 	syncFrequency     time.Duration
 	imagePullParallel int
+	kubeAPIQPS        float32
+	kubeAPIBurst      int
 
 	version bool
 }
@@ -73,6 +75,8 @@ func defaultOptions() *options {
 		address:           "127.0.0.1",
 		syncFrequency:     time.Minute,
 		imagePullParallel: 5,
+		kubeAPIQPS:        50,
+		kubeAPIBurst:      100,
 	}
 }
 
@@ -106,6 +110,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.address, "address", o.address, "Address the kubelet's endpoint listens on.")
 	fs.DurationVar(&o.syncFrequency, "sync-frequency", o.syncFrequency, "Most time between two syncs of a running pod.")
 	fs.IntVar(&o.imagePullParallel, "max-parallel-image-pulls", o.imagePullParallel, "Most image pulls at once (one per image at a time).")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", o.kubeAPIQPS, "Queries per second to the API server.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", o.kubeAPIBurst, "Burst of queries to the API server.")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
 
@@ -130,6 +136,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--pod-max-pids must be -1 or positive, got %d", o.podMaxPIDs)
 	case o.imagePullParallel <= 0:
 		return fmt.Errorf("--max-parallel-image-pulls must be positive, got %d", o.imagePullParallel)
+	case o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0:
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
 	case o.syncFrequency < time.Second:
 		return fmt.Errorf("--sync-frequency must be at least 1s, got %v", o.syncFrequency)
 	case o.rootDir == "":
