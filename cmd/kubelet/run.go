@@ -48,7 +48,9 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer stopAPI()
-	restCfg.QPS, restCfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst // upstream's defaults, 50 and 100
+	if restCfg.QPS >= 0 { // the embedded API server, in this process, is not rate-limited
+		restCfg.QPS, restCfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst // upstream's defaults, 50 and 100
+	}
 	restCfg.UserAgent = fmt.Sprintf("kubelet/%s (%s/%s) nodeagent/%s", kubeletVersion, goruntime.GOOS, goruntime.GOARCH, runtime.Version)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
