@@ -204,22 +204,10 @@ func (q *req) writeStatus(code int, st *metav1.Status) {
 
 // bind serves pods/binding: it assigns a pending pod to a node once.
 func (q *req) bind() {
-	data, err := readBody(q.r)
-	if err != nil {
-		q.fail(err)
+	b := &corev1.Binding{}
+	if !q.decodeBody(corev1.SchemeGroupVersion.WithKind("Binding"), b) {
 		return
 	}
-	info, err := bodySerializer(q.r)
-	if err != nil {
-		q.fail(err)
-		return
-	}
-	obj, _, err := decodeWith(info, "", corev1.SchemeGroupVersion.WithKind("Binding"), &corev1.Binding{}, data)
-	if err != nil {
-		q.fail(err)
-		return
-	}
-	b := obj.(*corev1.Binding)
 	if b.Name != "" && b.Name != q.info.Name {
 		q.fail(apierrors.NewBadRequest("the name of the binding does not match the pod"))
 		return
@@ -228,7 +216,7 @@ func (q *req) bind() {
 		q.fail(apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, q.info.Name, nil))
 		return
 	}
-	_, _, err = q.write(q.key(), func(cur runtime.Object) (runtime.Object, error) {
+	_, _, err := q.write(q.key(), func(cur runtime.Object) (runtime.Object, error) {
 		if cur == nil {
 			return nil, apierrors.NewNotFound(q.res.GroupResource(), q.info.Name)
 		}
@@ -277,22 +265,10 @@ func SetPodCondition(st *corev1.PodStatus, c corev1.PodCondition) {
 
 // evict serves pods/eviction: without disruption budgets it deletes the pod.
 func (q *req) evict() {
-	data, err := readBody(q.r)
-	if err != nil {
-		q.fail(err)
+	ev := &policyv1.Eviction{}
+	if !q.decodeBody(policyv1.SchemeGroupVersion.WithKind("Eviction"), ev) {
 		return
 	}
-	info, err := bodySerializer(q.r)
-	if err != nil {
-		q.fail(err)
-		return
-	}
-	obj, _, err := decodeWith(info, "", policyv1.SchemeGroupVersion.WithKind("Eviction"), &policyv1.Eviction{}, data)
-	if err != nil {
-		q.fail(err)
-		return
-	}
-	ev := obj.(*policyv1.Eviction)
 	opts := ev.DeleteOptions
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
@@ -346,4 +322,23 @@ func GCFinalizers(finalizers []string, opts *metav1.DeleteOptions) []string {
 		out = append(out, metav1.FinalizerDeleteDependents)
 	}
 	return out
+}
+
+// decodeBody reads the request body and decodes it as gvk into into; on failure it has answered the request.
+func (q *req) decodeBody(gvk schema.GroupVersionKind, into runtime.Object) bool {
+	data, err := readBody(q.r)
+	if err != nil {
+		q.fail(err)
+		return false
+	}
+	info, err := bodySerializer(q.r)
+	if err != nil {
+		q.fail(err)
+		return false
+	}
+	if _, _, err := decodeWith(info, "", gvk, into, data); err != nil {
+		q.fail(err)
+		return false
+	}
+	return true
 }
