@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/errdefs"
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/utils/exec"
 )
 
 // maxExecSyncOutput caps what ExecSync returns of each stream, as other CRI runtimes do.
@@ -36,8 +37,11 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	return stdout.Bytes(), stderr.Bytes(), nil
 }
 
-// ExitError carries the exit code of a command that ran and failed.
+// ExitError carries the exit code of a command that ran and failed. It is a k8s.io/utils/exec.ExitError, the
+// kind the CRI streaming server reports to the client as an exit code.
 type ExitError struct{ Code int }
+
+var _ utilexec.ExitError = (*ExitError)(nil)
 
 func (e *ExitError) Error() string {
 	return fmt.Sprintf("command terminated with exit code %d", e.Code)

@@ -1,19 +1,15 @@
 package criserver
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
 
-	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/klog/v2"
 	"k8s.io/kubelet/pkg/cri/streaming"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeagent/kubelet/pkg/runtime"
 )
@@ -45,7 +41,7 @@ func newStreamServer(rt streaming.Runtime, publish func(streaming.Server), addr 
 	if addr == "" {
 		addr = DefaultStreamAddr
 	}
-	return &StreamServer{addr: addr, runtime: exitCodes{rt}, publish: publish}
+	return &StreamServer{addr: addr, runtime: rt, publish: publish}
 }
 
 // Start listens, serves in the background, and sets the server on the runtime. The URLs it hands out name the
@@ -94,20 +90,4 @@ func (s *StreamServer) Stop() error {
 		return nil
 	}
 	return hs.Close()
-}
-
-// exitCodes makes a failed command's exit code reach the streaming client: the streaming server reports an
-// exit code only for errors of k8s.io/utils/exec's ExitError kind, while runtimes return any error with an
-// ExitStatus method.
-type exitCodes struct{ streaming.Runtime }
-
-func (e exitCodes) Exec(ctx context.Context, id string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
-	err := e.Runtime.Exec(ctx, id, cmd, in, out, errw, tty, resize)
-	if _, ok := err.(utilexec.ExitError); ok {
-		return err
-	}
-	if code, ok := exitStatus(err); ok {
-		return utilexec.CodeExitError{Err: err, Code: code}
-	}
-	return err
 }
