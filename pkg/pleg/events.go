@@ -43,11 +43,12 @@ type PodRecord map[string]State
 // Snapshot is what one relist saw of the whole runtime, by pod UID.
 type Snapshot map[types.UID]PodRecord
 
-// Labels the kubelet puts on CRI objects.
+// Labels the kubelet puts on CRI objects, as upstream names them; the rest of the kubelet uses these.
 const (
-	LabelPodUID       = "io.kubernetes.pod.uid"
-	LabelPodName      = "io.kubernetes.pod.name"
-	LabelPodNamespace = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelContainerName = "io.kubernetes.container.name"
 )
 
 // BuildSnapshot groups listed sandboxes and containers by pod UID. Objects that carry no pod UID (not made by

@@ -6,12 +6,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/pleg"
 )
 
 // CRI labels the kubelet puts on sandboxes and containers.
 const (
-	labelPodUID        = "io.kubernetes.pod.uid"
-	labelContainerName = "io.kubernetes.container.name"
+	labelPodUID        = pleg.LabelPodUID
+	labelContainerName = pleg.LabelContainerName
 )
 
 // CRIResolver finds a pod's sandbox and containers through CRI list calls, by the labels the kubelet sets.

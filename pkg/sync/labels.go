@@ -5,14 +5,16 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/pleg"
 )
 
 // CRI labels and annotations, as upstream sets them.
 const (
-	labelPodName       = "io.kubernetes.pod.name"
-	labelPodNamespace  = "io.kubernetes.pod.namespace"
-	labelPodUID        = "io.kubernetes.pod.uid"
-	labelContainerName = "io.kubernetes.container.name"
+	labelPodName       = pleg.LabelPodName
+	labelPodNamespace  = pleg.LabelPodNamespace
+	labelPodUID        = pleg.LabelPodUID
+	labelContainerName = pleg.LabelContainerName
 	labelContainerType = "io.kubernetes.container.type" // not upstream's; tells init containers apart
 
 	annotationHash                = "io.kubernetes.container.hash"
