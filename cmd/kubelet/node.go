@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -27,7 +26,7 @@ import (
 // nodeDeps are the pieces runNode wires together.
 type nodeDeps struct {
 	name      string
-	client    kubernetes.Interface
+	clients   apiClients
 	clientCA  []byte // CA bundle authenticating callers of the kubelet's endpoint
 	runtime   cri.RuntimeService
 	images    cri.ImageManagerService
@@ -40,7 +39,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	logger := klog.FromContext(ctx)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.clients.events.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: d.name})
 
@@ -64,7 +63,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	var kl *podsync.Kubelet
 	agent, err := node.New(node.Config{
 		Name:           d.name,
-		Client:         d.client,
+		Client:         d.clients.heartbeat,
 		Runtime:        d.runtime,
 		Images:         d.images,
 		NodeIP:         o.nodeIP,
@@ -85,7 +84,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		NodeName:              d.name,
 		RootDir:               o.rootDir,
 		PodLogsDir:            o.podLogsDir,
-		Client:                d.client,
+		Client:                d.clients.pods,
 		Runtime:               d.runtime,
 		Images:                d.images,
 		RuntimeName:           "containerd",

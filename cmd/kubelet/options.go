@@ -46,6 +46,8 @@ type options struct {
 	imagePullParallel int
 	kubeAPIQPS        float32
 	kubeAPIBurst      int
+	eventQPS          float32
+	eventBurst        int
 
 	version bool
 }
@@ -77,6 +79,8 @@ func defaultOptions() *options {
 		imagePullParallel: 5,
 		kubeAPIQPS:        50,
 		kubeAPIBurst:      100,
+		eventQPS:          50,
+		eventBurst:        100,
 	}
 }
 
@@ -112,6 +116,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.imagePullParallel, "max-parallel-image-pulls", o.imagePullParallel, "Most image pulls at once (one per image at a time).")
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", o.kubeAPIQPS, "Queries per second to the API server.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", o.kubeAPIBurst, "Burst of queries to the API server.")
+	fs.Float32Var(&o.eventQPS, "event-qps", o.eventQPS, "Events created per second, on a client of their own.")
+	fs.IntVar(&o.eventBurst, "event-burst", o.eventBurst, "Burst of events created.")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
 
@@ -138,6 +144,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--max-parallel-image-pulls must be positive, got %d", o.imagePullParallel)
 	case o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0:
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	case o.eventQPS <= 0 || o.eventBurst <= 0:
+		return fmt.Errorf("--event-qps and --event-burst must be positive")
 	case o.syncFrequency < time.Second:
 		return fmt.Errorf("--sync-frequency must be at least 1s, got %v", o.syncFrequency)
 	case o.rootDir == "":

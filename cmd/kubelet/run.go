@@ -48,18 +48,14 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer stopAPI()
-	if restCfg.QPS >= 0 { // the embedded API server, in this process, is not rate-limited
-		restCfg.QPS, restCfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst // upstream's defaults, 50 and 100
-	}
-	restCfg.UserAgent = fmt.Sprintf("kubelet/%s (%s/%s) nodeagent/%s", kubeletVersion, goruntime.GOOS, goruntime.GOARCH, runtime.Version)
-	client, err := kubernetes.NewForConfig(restCfg)
+	clients, err := newClients(restCfg, o)
 	if err != nil {
-		return fmt.Errorf("API client: %w", err)
+		return err
 	}
 
 	logger.Info("Kubelet started", "node", nodeName, "apiserver", restCfg.Host)
 	return runNode(ctx, o, nodeDeps{
-		name: nodeName, client: client, clientCA: clientCA,
+		name: nodeName, clients: clients, clientCA: clientCA,
 		runtime: rt, images: images, streaming: streaming,
 	})
 }
@@ -190,4 +186,39 @@ func localAddress(addr string) string {
 		return "127.0.0.1"
 	}
 	return addr
+}
+
+// apiClients are the kubelet's three API clients, split as upstream splits them so that a burst of one kind of
+// request never delays another: pods and their status (--kube-api-qps/--kube-api-burst), events
+// (--event-qps/--event-burst), and the node's heartbeat (its status and Lease; never rate-limited, so that a
+// busy node is not declared dead).
+type apiClients struct {
+	pods, events, heartbeat kubernetes.Interface
+}
+
+// newClients builds the three clients from cfg. A cfg with a negative QPS (the embedded API server, in this
+// process) is not rate-limited at all.
+func newClients(cfg *rest.Config, o *options) (apiClients, error) {
+	build := func(what string, qps float32, burst int) (kubernetes.Interface, error) {
+		c := rest.CopyConfig(cfg)
+		c.UserAgent = fmt.Sprintf("kubelet/%s (%s/%s) nodeagent/%s", kubeletVersion, goruntime.GOOS, goruntime.GOARCH, runtime.Version)
+		if cfg.QPS >= 0 {
+			c.QPS, c.Burst = qps, burst
+		}
+		cs, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, fmt.Errorf("API client for %s: %w", what, err)
+		}
+		return cs, nil
+	}
+	var cs apiClients
+	var err error
+	if cs.pods, err = build("pods", o.kubeAPIQPS, o.kubeAPIBurst); err != nil {
+		return cs, err
+	}
+	if cs.events, err = build("events", o.eventQPS, o.eventBurst); err != nil {
+		return cs, err
+	}
+	cs.heartbeat, err = build("the node heartbeat", -1, 0)
+	return cs, err
 }
