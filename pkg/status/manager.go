@@ -74,6 +74,13 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 	e.namespace, e.name = pod.Namespace, pod.Name
 	e.static = IsStatic(pod)
 	e.mirrorHash = pod.Annotations[AnnotationConfigHash]
+	if e.apiUID == "" && !e.static && pod.ResourceVersion != "" {
+		// A pod read from the API carries what the API held: the first write patches against it instead of
+		// reading the pod again. A stale view costs nothing: the patch names the UID, and a watch update
+		// (Reconcile) corrects the view.
+		e.apiUID, e.apiStatus = pod.UID, *pod.Status.DeepCopy()
+		e.apiDelete = pod.DeletionTimestamp != nil
+	}
 	if ok && isTerminal(e.status.Phase) && !isTerminal(st.Phase) {
 		st.Phase, st.Reason, st.Message = e.status.Phase, e.status.Reason, e.status.Message
 	}

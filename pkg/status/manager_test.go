@@ -207,3 +207,20 @@ func TestManagerReconcile(t *testing.T) {
 		return m.Synced(pod.UID) && getPod(t, client, "p").Status.ContainerStatuses != nil
 	})
 }
+
+// A pod read from the API (it has a resourceVersion) carries the API's status: the first write is one patch,
+// with no read before it.
+func TestManagerFirstWriteWithoutRead(t *testing.T) {
+	pod := apiPod("1")
+	pod.ResourceVersion = "7"
+	m, client, _ := startManager(t, pod.DeepCopy())
+	m.SetPodStatus(pod, runningStatus(pod))
+	eventually(t, "status written", func() bool { return m.Synced(pod.UID) })
+	if n := countActions(client, "get"); n != 0 {
+		t.Errorf("%d GETs before the first patch, want 0: %v", n, client.Actions())
+	}
+	got := getPod(t, client, "p")
+	if got.Status.ContainerStatuses[0].State.Waiting.Reason != ReasonErrImagePull || len(got.Status.Conditions) == 0 {
+		t.Errorf("API status %+v", got.Status)
+	}
+}
