@@ -77,7 +77,9 @@ func (r *Runtime) recordPauseExit(ctx context.Context, cont containerd.Container
 		return
 	}
 	if _, err := cont.SetLabels(ctx, map[string]string{labelExited: "true"}); err != nil {
-		logger(ctx).Error(err, "Recording sandbox exit failed", "sandbox", cont.ID())
+		if !errdefs.IsNotFound(err) { // a sandbox removed meanwhile has no exit to record
+			logger(ctx).Error(err, "Recording sandbox exit failed", "sandbox", cont.ID())
+		}
 		return
 	}
 	r.events.publishContainer(cont.ID(), cont.ID(), labels[labelPodUID], eventStopped)
