@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 var (
@@ -170,10 +172,48 @@ func (n *node) cleanup() {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+		// Every pod the kubelet ran, static pods included, is gone from the runtime before it stops: a stopped
+		// kubelet leaves its containers running.
+		if err := n.waitRuntimeEmpty(60*time.Second, nil); err != nil {
+			n.t.Errorf("cleanup: %v", err)
+		}
 	}
 	n.stop()
 	if n.t.Failed() {
 		n.t.Logf("kubelet log tail:\n%s", n.logTail())
+	}
+}
+
+// waitRuntimeEmpty waits until the node's runtime (through its CRI socket) holds no sandbox and no container
+// with the given labels (nil: none at all).
+func (n *node) waitRuntimeEmpty(timeout time.Duration, labels map[string]string) error {
+	rt, _, err := remote.Connect(filepath.Join(n.dir, "cri.sock"), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: labels})
+		if err == nil {
+			var ctrs []*runtimeapi.Container
+			ctrs, err = rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: labels})
+			if err == nil && len(sbs)+len(ctrs) > 0 {
+				names := []string{}
+				for _, sb := range sbs {
+					names = append(names, sb.GetMetadata().GetNamespace()+"/"+sb.GetMetadata().GetName())
+				}
+				err = fmt.Errorf("%d sandboxes (pods %v) and %d containers left in the runtime", len(sbs), names, len(ctrs))
+			}
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -255,4 +255,7 @@ spec:
 		}
 		return nil
 	})
+	if err := n.waitRuntimeEmpty(60*time.Second, map[string]string{"io.kubernetes.pod.name": mirrorName}); err != nil {
+		t.Errorf("static pod not stopped with its manifest removed: %v", err)
+	}
 }
