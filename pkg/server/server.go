@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ type Config struct {
 }
 
 // Server is the kubelet's endpoint: /healthz on plain HTTP, and on HTTPS (callers authenticated by client
-// certificate) /healthz, /containerLogs, /exec, /attach and /portForward. It is safe for concurrent use.
+// certificate) /healthz, /containerLogs, /exec, /attach, /portForward and /debug/pprof. It is safe for concurrent use.
 type Server struct {
 	cfg       Config
 	roots     *x509.CertPool
@@ -132,6 +133,13 @@ func (s *Server) routes() {
 		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}", s.servePortForward)
 		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}/{uid}", s.servePortForward)
 	}
+	// Go's profiles, as upstream's enableProfilingHandler serves them: go tool pprof reaches them through
+	// the API server's node proxy (/api/v1/nodes/NODE/proxy/debug/pprof/heap).
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // Start listens on the HTTPS address (and the healthz address when set) and serves in the background until

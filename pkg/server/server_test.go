@@ -342,3 +342,21 @@ func (fakeResolver) ContainerID(_ context.Context, pod *v1.Pod, c string) (strin
 }
 
 func (fakeResolver) SandboxID(context.Context, *v1.Pod) (string, error) { return "sandbox-1", nil }
+
+// Go's profiles are served to authenticated callers only, and never on the plain port.
+func TestProfiles(t *testing.T) {
+	f := newFixture(t, nil)
+	base := "https://" + f.srv.Addr() + "/debug/pprof/"
+	if code, body := get(t, f.admin(), base+"heap?debug=1"); code != http.StatusOK || !strings.Contains(body, "heap profile:") {
+		t.Errorf("heap profile: %d %.100q", code, body)
+	}
+	if code, body := get(t, f.admin(), base+"goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
+		t.Errorf("goroutine profile: %d %.100q", code, body)
+	}
+	if code, _ := get(t, f.client(nil, ""), base+"heap"); code != http.StatusUnauthorized {
+		t.Errorf("anonymous heap profile: %d, want 401", code)
+	}
+	if code, _ := get(t, http.DefaultClient, "http://"+f.srv.HealthzAddr()+"/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("heap profile on the plain port: %d, want 404", code)
+	}
+}
