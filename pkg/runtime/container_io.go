@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"context"
+	"errors"
 	"io"
 	"sync"
 
@@ -29,18 +31,84 @@ func newContainerIO(log *logFile, meta *containerMeta) *containerIO {
 	return cio
 }
 
-// streamOpts are the cio options that route the container's stdio through this containerIO.
-func (c *containerIO) streamOpts(fifoDir string) []cio.Opt {
-	var stdin io.Reader
-	if c.stdinR != nil {
-		stdin = c.stdinR
+// copyBufferSize is the buffer each stdio copy holds while it waits for output. containerd's own copier holds
+// 32 KiB per stream for the life of the container (7 MiB at 110 pods); a log line longer than this is still
+// recorded whole, over several reads.
+const copyBufferSize = 4 << 10
+
+// creator opens the FIFOs of a new task in fifoDir and copies them through this containerIO.
+func (c *containerIO) creator(fifoDir string) cio.Creator {
+	return func(id string) (cio.IO, error) {
+		fifos, err := cio.NewFIFOSetInDir(fifoDir, id, c.tty)
+		if err != nil {
+			return nil, err
+		}
+		return c.open(fifos)
 	}
-	opts := []cio.Opt{cio.WithStreams(stdin, c.stdout, c.stderr), cio.WithFIFODir(fifoDir)}
-	if c.tty {
-		opts = append(opts, cio.WithTerminal)
-	}
-	return opts
 }
+
+// attacher reopens the FIFOs of a running task (after a restart of this process) and copies them through
+// this containerIO.
+func (c *containerIO) attacher() cio.Attach {
+	return func(fifos *cio.FIFOSet) (cio.IO, error) {
+		if fifos == nil {
+			return nil, errors.New("cannot attach: the task has no FIFOs")
+		}
+		return c.open(fifos)
+	}
+}
+
+// open opens fifos and starts the copies: stdout and stderr (one stream with a TTY) into the log and attach
+// sessions, stdin from the pipe attach sessions write to.
+func (c *containerIO) open(fifos *cio.FIFOSet) (cio.IO, error) {
+	if c.stdinR == nil {
+		fifos.Stdin = ""
+	}
+	if c.tty {
+		fifos.Stderr = ""
+	}
+	d, err := cio.NewDirectIO(context.Background(), fifos)
+	if err != nil {
+		return nil, err
+	}
+	cp := &copyIO{DirectIO: d}
+	if d.Stdin != nil {
+		go func() {
+			buf := make([]byte, copyBufferSize)
+			_, _ = io.CopyBuffer(d.Stdin, c.stdinR, buf)
+			_ = d.Stdin.Close()
+		}()
+	}
+	for _, s := range []struct {
+		r io.ReadCloser
+		w io.Writer
+	}{{d.Stdout, c.stdout}, {d.Stderr, c.stderr}} {
+		if s.r == nil {
+			continue
+		}
+		cp.wg.Add(1)
+		go func() {
+			defer cp.wg.Done()
+			buf := make([]byte, copyBufferSize)
+			_, _ = io.CopyBuffer(onlyWriter{s.w}, onlyReader{s.r}, buf)
+			_ = s.r.Close()
+		}()
+	}
+	c.cio = cp
+	return cp, nil
+}
+
+// copyIO is a task's stdio whose copies this process runs; Wait returns when stdout and stderr are drained.
+type copyIO struct {
+	*cio.DirectIO
+	wg sync.WaitGroup
+}
+
+func (c *copyIO) Wait() { c.wg.Wait() }
+
+// onlyReader and onlyWriter hide ReadFrom and WriteTo, so that io.CopyBuffer uses the small buffer it is given.
+type onlyReader struct{ io.Reader }
+type onlyWriter struct{ io.Writer }
 
 // finish waits for the copies to drain, then flushes and closes the log.
 func (c *containerIO) finish() {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/cio"
 )
 
 // exit code and reason recorded for a container whose start failed, as other CRI runtimes report it.
@@ -47,11 +46,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return fail("open log", err)
 	}
 	cio_ := newContainerIO(log, meta)
-	task, err := cont.NewTask(ctx, func(ioID string) (cio.IO, error) {
-		io, err := cio.NewCreator(cio_.streamOpts(r.fifoDir(id))...)(ioID)
-		cio_.cio = io
-		return io, err
-	})
+	task, err := cont.NewTask(ctx, cio_.creator(r.fifoDir(id)))
 	if err != nil {
 		cio_.finish()
 		return fail("create task", err)

@@ -10,7 +10,6 @@ import (
 	"github.com/containerd/containerd"
 	eventtypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -281,11 +280,7 @@ func (r *Runtime) recover(ctx context.Context) error {
 			continue
 		}
 		c := newContainerIO(log, meta)
-		_, err = cont.Task(ctx, func(fifos *cio.FIFOSet) (cio.IO, error) {
-			io, err := cio.NewAttach(c.streamOpts(r.fifoDir(rec.ID))...)(fifos)
-			c.cio = io
-			return io, err
-		})
+		_, err = cont.Task(ctx, c.attacher())
 		if err != nil && !errdefs.IsNotFound(err) {
 			logger(ctx).Error(err, "Re-attaching container output failed", "id", rec.ID)
 			c.finish()
