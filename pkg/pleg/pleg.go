@@ -47,9 +47,14 @@ type PLEG struct {
 	cache   *Cache
 	events  chan *Event
 
-	mu        sync.Mutex // serializes relists and guards what follows
-	last      Snapshot
-	reinspect map[types.UID]bool
+	// mu serializes full relists and the recording of every read, and guards what follows. A single pod's
+	// relist reads the runtime without it, then records what it read only when no newer read of that pod was
+	// recorded meanwhile.
+	mu          sync.Mutex
+	last        Snapshot
+	reinspect   map[types.UID]bool
+	relistStart time.Time               // when the last recorded full relist began reading
+	podRead     map[types.UID]time.Time // when the last recorded read of a single pod began
 
 	healthMu   sync.Mutex
 	lastRelist time.Time
@@ -66,6 +71,7 @@ func New(rt Runtime, clk clock.WithTicker, opts Options) *PLEG {
 		events:    make(chan *Event, EventChannelLength),
 		last:      Snapshot{},
 		reinspect: map[types.UID]bool{},
+		podRead:   map[types.UID]time.Time{},
 	}
 }
 
@@ -168,6 +174,8 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	failed := p.updateCache(ctx, changed, cur, sandboxes, containers, start)
 	p.cache.UpdateTime(start)
 	p.last = keepFailed(p.last, cur, failed)
+	p.relistStart = start
+	clear(p.podRead) // every pod read since was read before this relist and is older
 	p.send(ctx, events, failed)
 
 	p.healthMu.Lock()
@@ -178,10 +186,9 @@ func (p *PLEG) Relist(ctx context.Context) error {
 }
 
 // RelistPod lists and inspects one pod now, updates the cache and sends its events. Pod workers call it after
-// changing a pod, and runtime events trigger it.
+// changing a pod, and runtime events trigger it. Relists of different pods run in parallel; a read older than
+// one already recorded for the pod (or than the last full relist) is dropped.
 func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	start := p.clock.Now()
 	selector := map[string]string{LabelPodUID: string(uid)}
 	sandboxes, err := p.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
@@ -192,23 +199,35 @@ func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
-	cur := BuildSnapshot(sandboxes, containers)
+	mine := Snapshot{}
+	if r, ok := BuildSnapshot(sandboxes, containers)[uid]; ok {
+		mine[uid] = r
+	}
+	var state *PodState
+	var inspectErr error
+	if rec, ok := mine[uid]; ok {
+		state, inspectErr = p.inspect(ctx, uid, rec, sandboxes, containers)
+	}
+
+	p.mu.Lock()
+	if start.Before(p.relistStart) || start.Before(p.podRead[uid]) {
+		p.mu.Unlock()
+		return nil // a newer read of this pod is already recorded
+	}
+	p.podRead[uid] = start
 	old := Snapshot{}
 	if r, ok := p.last[uid]; ok {
 		old[uid] = r
 	}
-	mine := Snapshot{}
-	if r, ok := cur[uid]; ok {
-		mine[uid] = r
-	}
 	events := ComputeEvents(old, mine)
-	failed := p.updateCache(ctx, map[types.UID]bool{uid: true}, mine, sandboxes, containers, start)
-	if r, ok := mine[uid]; ok && !failed[uid] {
+	failed := p.record(ctx, uid, state, inspectErr, start)
+	if r, ok := mine[uid]; ok && !failed {
 		p.last[uid] = r
 	} else if !ok {
 		delete(p.last, uid)
 	}
-	p.send(ctx, events, failed)
+	p.mu.Unlock()
+	p.send(ctx, events, map[types.UID]bool{uid: failed})
 	return nil
 }
 
@@ -216,23 +235,34 @@ func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
 func (p *PLEG) updateCache(ctx context.Context, uids map[types.UID]bool, cur Snapshot, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, ts time.Time) map[types.UID]bool {
 	failed := map[types.UID]bool{}
 	for uid := range uids {
-		rec, ok := cur[uid]
-		if !ok {
-			p.cache.Delete(uid)
-			delete(p.reinspect, uid)
-			continue
+		var state *PodState
+		var err error
+		if rec, ok := cur[uid]; ok {
+			state, err = p.inspect(ctx, uid, rec, sandboxes, containers)
 		}
-		state, err := p.inspect(ctx, uid, rec, sandboxes, containers)
-		p.cache.Set(uid, state, err, ts)
-		if err != nil {
+		if p.record(ctx, uid, state, err, ts) {
 			failed[uid] = true
-			p.reinspect[uid] = true
-			klog.FromContext(ctx).V(2).Info("Pod inspection failed, retrying at the next relist", "podUID", uid, "err", err)
-			continue
 		}
-		delete(p.reinspect, uid)
 	}
 	return failed
+}
+
+// record puts what an inspection of uid found (state nil: nothing in the runtime) into the cache and reports
+// whether the inspection failed, in which case the next relist inspects the pod again. p.mu must be held.
+func (p *PLEG) record(ctx context.Context, uid types.UID, state *PodState, err error, ts time.Time) bool {
+	if state == nil && err == nil {
+		p.cache.Delete(uid)
+		delete(p.reinspect, uid)
+		return false
+	}
+	p.cache.Set(uid, state, err, ts)
+	if err != nil {
+		p.reinspect[uid] = true
+		klog.FromContext(ctx).V(2).Info("Pod inspection failed, retrying at the next relist", "podUID", uid, "err", err)
+		return true
+	}
+	delete(p.reinspect, uid)
+	return false
 }
 
 // inspect reads the full CRI status of every sandbox and container of one pod.

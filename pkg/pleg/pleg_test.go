@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,6 +147,94 @@ func TestRelistPod(t *testing.T) {
 	got = drain(p)
 	if len(got) != 2 || got[0].UID != "c" || got[1].ID != cidC {
 		t.Fatalf("full relist events %v", got)
+	}
+}
+
+// gatedRuntime holds the first ContainerStatus of gateUID's container, after reading it, until release is
+// closed: a slow read, whose answer is stale by the time it returns.
+type gatedRuntime struct {
+	*critest.FakeRuntimeService
+	gateID  string
+	gated   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	resp, err := g.FakeRuntimeService.ContainerStatus(ctx, id, verbose)
+	if id == g.gateID && g.gated.CompareAndSwap(false, true) {
+		close(g.entered)
+		<-g.release
+	}
+	return resp, err
+}
+
+func newGated(t *testing.T) (*gatedRuntime, string) {
+	fake := critest.NewFakeRuntimeService()
+	_, cid := startPod(t, fake, "a")
+	return &gatedRuntime{FakeRuntimeService: fake, gateID: cid, entered: make(chan struct{}), release: make(chan struct{})}, cid
+}
+
+// A slow relist of one pod does not hold up the relist of another.
+func TestRelistPodsInParallel(t *testing.T) {
+	ctx := context.Background()
+	rt, _ := newGated(t)
+	p := New(rt, testclock.NewFakeClock(t0), Options{})
+	startPod(t, rt.FakeRuntimeService, "b")
+	slow := make(chan error, 1)
+	go func() { slow <- p.RelistPod(ctx, "a") }()
+	<-rt.entered
+	done := make(chan error, 1)
+	go func() { done <- p.RelistPod(ctx, "b") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("relist of pod b waited for the slow relist of pod a")
+	}
+	if st, err := p.Cache().Get("b"); err != nil || len(st.Containers) != 1 {
+		t.Errorf("pod b not cached: %+v %v", st, err)
+	}
+	close(rt.release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pod relist that read the runtime before a full relist did, and returns after it, records nothing: the
+// cache keeps the newer state and no event goes back in time.
+func TestRelistPodDropsStaleRead(t *testing.T) {
+	ctx := context.Background()
+	rt, cid := newGated(t)
+	clk := testclock.NewFakeClock(t0)
+	p := New(rt, clk, Options{})
+	slow := make(chan error, 1)
+	go func() { slow <- p.RelistPod(ctx, "a") }()
+	<-rt.entered // it has read the container running
+
+	if err := rt.StopContainer(ctx, cid, 0); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(rt.release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	st, _ := p.Cache().Get("a")
+	if len(st.Containers) != 1 || st.Containers[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Fatalf("cached container %+v, want the exited state of the newer relist", st.Containers)
+	}
+	var types []EventType
+	for _, e := range drain(p) {
+		types = append(types, e.Type)
+	}
+	if want := []EventType{ContainerStarted, ContainerDied}; !reflect.DeepEqual(types, want) {
+		t.Errorf("events %v, want %v", types, want)
 	}
 }
 
