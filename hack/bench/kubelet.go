@@ -33,6 +33,9 @@ type kubeletBench struct {
 	watch   *podWatch
 	idleFor time.Duration
 	perfDir string
+	// pprofDir, when set, receives Go CPU profiles of pprofFor from the start of each pod-creating phase.
+	pprofDir string
+	pprofFor time.Duration
 	// floorLogs holds the floor's pod logs.
 	floorLogs    string
 	sampleRelist bool
@@ -47,6 +50,8 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	external := fs.Bool("external-apiserver", false, "run cmd/apiserver as its own process, so that the kubelet's RSS and CPU leave the API server out")
 	idle := fs.Duration("idle", 30*time.Second, "length of each idle window")
 	perfDir := fs.String("perf", "", "record `perf` CPU profiles of the kubelet during each phase into this directory")
+	pprofDir := fs.String("pprof", "", "save Go CPU profiles of the kubelet (its /debug/pprof, through the API) from the start of each pod-creating phase into this directory")
+	pprofFor := fs.Duration("pprof-for", 10*time.Second, "length of each --pprof profile")
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
@@ -102,7 +107,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 		return err
 	}
 
-	b := &kubeletBench{idleFor: *idle, perfDir: *perfDir, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
+	b := &kubeletBench{idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
 	kubeconfig := ""
 	if *external {
 		apiDir := filepath.Join(dir, "apiserver")
@@ -233,6 +238,8 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 // and how far the p99 is above the floor's.
 func (b *kubeletBench) createReady(ctx context.Context, label string, pods []string, interval time.Duration, floor []time.Duration) error {
 	stopPerf := b.perf(label)
+	stopPprof := b.pprof(ctx, label)
+	defer stopPprof()
 	stopCPU := runtimeCPU(kubeletNamespace)
 	stopSampler := b.relistSampler(ctx)
 	before, _ := readProc(b.kl.pid())

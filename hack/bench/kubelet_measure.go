@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -144,4 +145,30 @@ func (b *kubeletBench) perf(label string) func() {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		_ = cmd.Wait()
 	}
+}
+
+// pprof saves a Go CPU profile of the kubelet, read through the API server's node proxy, from now for
+// b.pprofFor (with --pprof); the returned function waits for it.
+func (b *kubeletBench) pprof(ctx context.Context, label string) func() {
+	if b.pprofDir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		data, err := b.client.CoreV1().RESTClient().Get().
+			AbsPath("/api/v1/nodes", benchNode, "proxy/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(b.pprofFor.Seconds()))).
+			Timeout(b.pprofFor + 30*time.Second).DoRaw(ctx)
+		if err == nil {
+			err = os.MkdirAll(b.pprofDir, 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(b.pprofDir, label+".pprof"), data, 0o644)
+		}
+		if err != nil {
+			progress("pprof %s: %v", label, err)
+		}
+	}()
+	return func() { <-done }
 }
