@@ -19,18 +19,26 @@ import (
 const (
 	retryInitial = 200 * time.Millisecond
 	retryMax     = 10 * time.Second
+	// maxWrites is how many pods' statuses are written at once. Upstream writes one at a time; under a burst
+	// of pod starts every write then waits for the one before it (and for its commit to disk), which puts
+	// the last pod's Ready hundreds of milliseconds behind. A pod never has more than one write in flight,
+	// so its own writes stay in order.
+	maxWrites = 4
 )
 
 // errNotYet marks a status that cannot be written yet (a static pod whose mirror pod does not exist).
 var errNotYet = errors.New("pod not in the API yet")
 
 // Manager keeps the latest status of every pod the kubelet runs and is the only writer of pod status to the
-// API. SetPodStatus, ConfirmDeletion, Forget and PodStatus are safe for concurrent use; Run is the one
-// goroutine that talks to the API. With a nil client it only keeps statuses.
+// API. SetPodStatus, ConfirmDeletion, Forget and PodStatus are safe for concurrent use; Run decides what to
+// write and writes up to maxWrites pods at once, one write at a time per pod, always the pod's latest status.
+// With a nil client it only keeps statuses.
 type Manager struct {
 	client kubernetes.Interface
 	clock  clock.Clock
 	signal chan struct{}
+	slots  chan struct{} // one per write in flight
+	writes sync.WaitGroup
 
 	mu   sync.Mutex
 	pods map[types.UID]*entry
@@ -53,11 +61,13 @@ type entry struct {
 	failures int
 	nextTry  time.Time
 	lastErr  error
+	writing  bool // a write of this pod is in flight
 }
 
 // NewManager returns a Manager that writes through client (nil: keep statuses only).
 func NewManager(client kubernetes.Interface, clk clock.Clock) *Manager {
-	return &Manager{client: client, clock: clk, signal: make(chan struct{}, 1), pods: map[types.UID]*entry{}}
+	return &Manager{client: client, clock: clk, signal: make(chan struct{}, 1), slots: make(chan struct{}, maxWrites),
+		pods: map[types.UID]*entry{}}
 }
 
 // SetPodStatus records the latest status of pod. A terminal phase is never replaced by a non-terminal one.
@@ -175,11 +185,12 @@ func (m *Manager) kick() {
 
 func (m *Manager) kickLocked() { m.kick() }
 
-// Run writes statuses until ctx is done.
+// Run writes statuses until ctx is done, then waits for the writes in flight.
 func (m *Manager) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	timer := m.clock.NewTimer(retryMax)
 	defer timer.Stop()
+	defer m.writes.Wait()
 	for {
 		wait := m.syncAll(ctx, logger)
 		timer.Reset(wait)
@@ -192,7 +203,8 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// syncAll writes every pending status and returns how long to wait before the next retry.
+// syncAll starts a write for every pod whose status is pending and not being written, as write slots free
+// up, and returns how long to wait before the next retry. A finished write wakes Run again.
 func (m *Manager) syncAll(ctx context.Context, logger klog.Logger) time.Duration {
 	if m.client == nil {
 		return retryMax
@@ -202,7 +214,7 @@ func (m *Manager) syncAll(ctx context.Context, logger klog.Logger) time.Duration
 	var due []types.UID
 	wait := retryMax
 	for uid, e := range m.pods {
-		if e.synced == e.version && !e.deleteRequested {
+		if e.writing || (e.synced == e.version && !e.deleteRequested) {
 			continue
 		}
 		if d := e.nextTry.Sub(now); d > 0 {
@@ -213,28 +225,52 @@ func (m *Manager) syncAll(ctx context.Context, logger klog.Logger) time.Duration
 	}
 	m.mu.Unlock()
 	for _, uid := range due {
-		if ctx.Err() != nil {
+		select {
+		case m.slots <- struct{}{}:
+		case <-ctx.Done():
 			return wait
 		}
-		err := m.syncPod(ctx, uid)
 		m.mu.Lock()
-		if e, ok := m.pods[uid]; ok {
-			e.lastErr = err
-			if err != nil {
-				e.failures++
-				d := min(retryInitial<<min(e.failures-1, 10), retryMax)
-				e.nextTry = m.clock.Now().Add(d)
-				wait = min(wait, d)
-				if !errors.Is(err, errNotYet) {
-					logger.Info("Failed to update pod status", "pod", klog.KRef(e.namespace, e.name), "err", err)
-				}
-			} else {
-				e.failures = 0
-			}
+		e, ok := m.pods[uid]
+		if ok {
+			e.writing = true
 		}
 		m.mu.Unlock()
+		if !ok {
+			<-m.slots
+			continue
+		}
+		m.writes.Add(1)
+		go func() {
+			defer m.writes.Done()
+			err := m.syncPod(ctx, uid)
+			m.finishWrite(uid, err, logger)
+			<-m.slots
+			m.kick()
+		}()
 	}
 	return wait
+}
+
+// finishWrite records the outcome of a write of uid: on failure the pod is retried with a doubling delay.
+func (m *Manager) finishWrite(uid types.UID, err error, logger klog.Logger) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.pods[uid]
+	if !ok {
+		return
+	}
+	e.writing = false
+	e.lastErr = err
+	if err == nil {
+		e.failures = 0
+		return
+	}
+	e.failures++
+	e.nextTry = m.clock.Now().Add(min(retryInitial<<min(e.failures-1, 10), retryMax))
+	if !errors.Is(err, errNotYet) {
+		logger.Info("Failed to update pod status", "pod", klog.KRef(e.namespace, e.name), "err", err)
+	}
 }
 
 // syncPod writes one pod's status (and confirms its deletion when asked).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	testclock "k8s.io/utils/clock/testing"
 )
@@ -222,5 +224,73 @@ func TestManagerFirstWriteWithoutRead(t *testing.T) {
 	got := getPod(t, client, "p")
 	if got.Status.ContainerStatuses[0].State.Waiting.Reason != ReasonErrImagePull || len(got.Status.Conditions) == 0 {
 		t.Errorf("API status %+v", got.Status)
+	}
+}
+
+// gatedClient holds patches of the pod named gate until release is closed, outside the fake clientset's
+// lock (which serializes everything its reactors do).
+type gatedClient struct {
+	*fake.Clientset
+	gate              string
+	release           chan struct{}
+	inFlight, overlap atomic.Int32
+}
+
+func (c *gatedClient) CoreV1() typedcorev1.CoreV1Interface {
+	return gatedCore{c.Clientset.CoreV1(), c}
+}
+
+type gatedCore struct {
+	typedcorev1.CoreV1Interface
+	c *gatedClient
+}
+
+func (g gatedCore) Pods(ns string) typedcorev1.PodInterface {
+	return gatedPods{g.CoreV1Interface.Pods(ns), g.c}
+}
+
+type gatedPods struct {
+	typedcorev1.PodInterface
+	c *gatedClient
+}
+
+func (g gatedPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*v1.Pod, error) {
+	if name == g.c.gate {
+		if g.c.inFlight.Add(1) > 1 {
+			g.c.overlap.Store(1)
+		}
+		defer g.c.inFlight.Add(-1)
+		<-g.c.release
+	}
+	return g.PodInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+// A slow write of one pod's status does not hold up another pod's, and a pod never has two writes in flight.
+func TestManagerWritesPodsInParallel(t *testing.T) {
+	slow, fast := apiPod("1"), apiPod("2")
+	fast.Name = "q"
+	client := &gatedClient{Clientset: fake.NewClientset(slow.DeepCopy(), fast.DeepCopy()), gate: "p", release: make(chan struct{})}
+	m := NewManager(client, testclock.NewFakeClock(t0))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(client.release) }) }
+	defer func() { unblock(); cancel(); <-done }()
+
+	m.SetPodStatus(slow, runningStatus(slow))
+	eventually(t, "slow write started", func() bool { return client.inFlight.Load() == 1 })
+	st := runningStatus(slow)
+	st.Message = "newer"
+	m.SetPodStatus(slow, st) // waits for the write in flight
+	m.SetPodStatus(fast, runningStatus(fast))
+	eventually(t, "other pod written while the slow write hangs", func() bool { return m.Synced(fast.UID) })
+	unblock()
+	eventually(t, "slow pod's latest status written", func() bool { return m.Synced(slow.UID) })
+	if got := getPod(t, client.Clientset, "p").Status.Message; got != "newer" {
+		t.Errorf("API status message %q, want the latest, \"newer\"", got)
+	}
+	if client.overlap.Load() != 0 {
+		t.Errorf("two writes of the same pod were in flight at once")
 	}
 }
