@@ -77,7 +77,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		containerd.WithNewSnapshot(id, image),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
 		containerd.WithNewSpec(specOpts...),
-		containerd.WithContainerLabels(map[string]string{labelKind: kindContainer, labelSandboxID: sbCont.ID(), labelPodUID: sbMeta.Metadata.Uid}),
+		containerd.WithContainerLabels(map[string]string{labelKind: kindContainer, labelSandboxID: sbCont.ID(), labelPodUID: podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))}),
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
 	if err != nil {

@@ -139,7 +139,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 // the tasks, whatever the number of containers.
 func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	ctx = r.ns(ctx)
-	views, err := r.listContainerViews(ctx, filter.GetPodSandboxId())
+	views, err := r.listContainerViews(ctx, filter.GetPodSandboxId(), filter.GetLabelSelector())
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +173,8 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	return out, nil
 }
 
-func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string) ([]*containerView, error) {
-	recs, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==%s`, labelKind, kindContainer))
+func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string, selector map[string]string) ([]*containerView, error) {
+	recs, err := r.client.ContainerService().List(ctx, listFilter(kindContainer, selector))
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}

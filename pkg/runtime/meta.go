@@ -181,3 +181,26 @@ func matchLabels(selector, labels map[string]string) bool {
 	}
 	return true
 }
+
+// criLabelPodUID is the CRI label the kubelet puts the pod's UID in.
+const criLabelPodUID = "io.kubernetes.pod.uid"
+
+// podUIDLabel is the value of labelPodUID for a sandbox or container: the pod UID of its CRI labels when they
+// have one, else fallback (the sandbox's metadata). Lists filtered by the CRI pod-UID label then ask containerd
+// for the records of that pod only.
+func podUIDLabel(criLabels map[string]string, fallback string) string {
+	if uid := criLabels[criLabelPodUID]; uid != "" {
+		return uid
+	}
+	return fallback
+}
+
+// listFilter is the containerd filter for the records of kind matching a CRI label selector: by pod UID when
+// the selector names one (the caller still checks every label), else all records of the kind.
+func listFilter(kind string, selector map[string]string) string {
+	f := fmt.Sprintf(`labels.%q==%s`, labelKind, kind)
+	if uid := selector[criLabelPodUID]; uid != "" {
+		f += fmt.Sprintf(`,labels.%q==%q`, labelPodUID, uid)
+	}
+	return f
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/filters"
 	"github.com/containerd/typeurl/v2"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -193,3 +194,28 @@ func TestKeyedMutexReleasesEntries(t *testing.T) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+func TestListFilter(t *testing.T) {
+	tests := []struct {
+		selector map[string]string
+		want     string
+	}{
+		{nil, `labels."io.nodeagent.kind"==sandbox`},
+		{map[string]string{"app": "web"}, `labels."io.nodeagent.kind"==sandbox`},
+		{map[string]string{"io.kubernetes.pod.uid": "6f1b-2c"}, `labels."io.nodeagent.kind"==sandbox,labels."io.nodeagent.pod-uid"=="6f1b-2c"`},
+	}
+	for _, tt := range tests {
+		if got := listFilter(kindSandbox, tt.selector); got != tt.want {
+			t.Errorf("listFilter(%v) = %s, want %s", tt.selector, got, tt.want)
+		}
+		if _, err := filters.Parse(tt.want); err != nil {
+			t.Errorf("containerd cannot parse %s: %v", tt.want, err)
+		}
+	}
+	if got := podUIDLabel(map[string]string{"io.kubernetes.pod.uid": "from-label"}, "from-meta"); got != "from-label" {
+		t.Errorf("podUIDLabel prefers the CRI label: got %s", got)
+	}
+	if got := podUIDLabel(nil, "from-meta"); got != "from-meta" {
+		t.Errorf("podUIDLabel falls back to the metadata: got %s", got)
+	}
+}

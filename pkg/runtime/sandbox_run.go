@@ -101,7 +101,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		containerd.WithNewSnapshot(id, image),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
 		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, image)...),
-		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox, labelPodUID: md.Uid}),
+		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox, labelPodUID: podUIDLabel(config.GetLabels(), md.Uid)}),
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
 	if err != nil {

@@ -148,7 +148,7 @@ func podNsMode(host bool) runtimeapi.NamespaceMode {
 // the tasks.
 func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	ctx = r.ns(ctx)
-	recs, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==%s`, labelKind, kindSandbox))
+	recs, err := r.client.ContainerService().List(ctx, listFilter(kindSandbox, filter.GetLabelSelector()))
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}

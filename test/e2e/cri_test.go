@@ -221,6 +221,19 @@ func TestListFilters(t *testing.T) {
 		if len(ctrs) != 1 || ctrs[0].Id != done {
 			t.Errorf("containers labelled done = %v, want %s", ids(ctrs), done)
 		}
+		// The kubelet labels each container with its pod's UID and relists one pod by that label.
+		other := runPod(t, b, "list-other", nil)
+		other.start(t, containerConfig("running", "sleep", "3600"))
+		labelled := containerConfig("labelled", "sleep", "3600")
+		labelled.Labels["io.kubernetes.pod.uid"] = p.cfg.Metadata.Uid
+		mine := p.start(t, labelled)
+		ctrs, err = b.rt.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": p.cfg.Metadata.Uid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ctrs) != 1 || ctrs[0].Id != mine {
+			t.Errorf("containers labelled with the pod's UID = %v, want %s", ids(ctrs), mine)
+		}
 		sbs, err := b.rt.ListPodSandbox(ctxT(t), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": p.cfg.Metadata.Uid}})
 		if err != nil {
 			t.Fatal(err)
