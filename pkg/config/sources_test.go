@@ -151,8 +151,14 @@ func TestFileSource(t *testing.T) {
 	go s.Run(ctx)
 
 	u := next(t, s)
-	if u.Op != Add || u.Pods[0].Name != "web-node1" || !s.Synced() {
-		t.Fatalf("first update %s %s synced %v", u.Op, u.Pods[0].Name, s.Synced())
+	if u.Op != Add || u.Pods[0].Name != "web-node1" {
+		t.Fatalf("first update %s %s", u.Op, u.Pods[0].Name)
+	}
+	// The source counts as synced once its first listing is delivered, just after the update is sent.
+	for deadline := time.Now().Add(5 * time.Second); !s.Synced(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("file source not synced after its first listing")
+		}
 	}
 	select {
 	case e := <-rec.Events:
