@@ -175,9 +175,9 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 		var refs []string
 		switch resource {
 		case "secrets":
-			refs = PodSecrets(pod)
+			refs = references(pod).secrets
 		case "configmaps":
-			refs = PodConfigMaps(pod)
+			refs = references(pod).configMaps
 		case "serviceaccounts":
 			refs = []string{pod.Spec.ServiceAccountName}
 		}
@@ -190,76 +190,54 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 	return false
 }
 
-func forEachContainer(pod *corev1.Pod, fn func(c *corev1.Container)) {
-	for i := range pod.Spec.InitContainers {
-		fn(&pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		fn(&pod.Spec.Containers[i])
-	}
-}
+// podRefs are the names of the secrets and configmaps a pod refers to.
+type podRefs struct{ secrets, configMaps []string }
 
-// PodSecrets returns the names of the secrets pod refers to.
-func PodSecrets(pod *corev1.Pod) []string {
-	var out []string
+// references walks pod once for the secrets and configmaps it refers to: image pull secrets, volumes
+// (projected ones too), and the envFrom and env valueFrom of every container.
+func references(pod *corev1.Pod) podRefs {
+	var r podRefs
 	for _, s := range pod.Spec.ImagePullSecrets {
-		out = append(out, s.Name)
+		r.secrets = append(r.secrets, s.Name)
 	}
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.Secret != nil:
-			out = append(out, v.Secret.SecretName)
+			r.secrets = append(r.secrets, v.Secret.SecretName)
+		case v.ConfigMap != nil:
+			r.configMaps = append(r.configMaps, v.ConfigMap.Name)
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {
 				if src.Secret != nil {
-					out = append(out, src.Secret.Name)
+					r.secrets = append(r.secrets, src.Secret.Name)
 				}
-			}
-		}
-	}
-	forEachContainer(pod, func(c *corev1.Container) {
-		for _, e := range c.EnvFrom {
-			if e.SecretRef != nil {
-				out = append(out, e.SecretRef.Name)
-			}
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-				out = append(out, e.ValueFrom.SecretKeyRef.Name)
-			}
-		}
-	})
-	return out
-}
-
-// PodConfigMaps returns the names of the configmaps pod refers to.
-func PodConfigMaps(pod *corev1.Pod) []string {
-	var out []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.ConfigMap != nil:
-			out = append(out, v.ConfigMap.Name)
-		case v.Projected != nil:
-			for _, src := range v.Projected.Sources {
 				if src.ConfigMap != nil {
-					out = append(out, src.ConfigMap.Name)
+					r.configMaps = append(r.configMaps, src.ConfigMap.Name)
 				}
 			}
 		}
 	}
-	forEachContainer(pod, func(c *corev1.Container) {
-		for _, e := range c.EnvFrom {
-			if e.ConfigMapRef != nil {
-				out = append(out, e.ConfigMapRef.Name)
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, e := range c.EnvFrom {
+				if e.SecretRef != nil {
+					r.secrets = append(r.secrets, e.SecretRef.Name)
+				}
+				if e.ConfigMapRef != nil {
+					r.configMaps = append(r.configMaps, e.ConfigMapRef.Name)
+				}
+			}
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					r.secrets = append(r.secrets, e.ValueFrom.SecretKeyRef.Name)
+				}
+				if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+					r.configMaps = append(r.configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
+				}
 			}
 		}
-		for _, e := range c.Env {
-			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
-				out = append(out, e.ValueFrom.ConfigMapKeyRef.Name)
-			}
-		}
-	})
-	return out
+	}
+	return r
 }
 
 // NodeRestriction is the admission half of node limits: it checks the
@@ -297,7 +275,7 @@ func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 			if pod.Spec.ServiceAccountName != "" {
 				return deny("cannot create pods that reference service accounts")
 			}
-			if len(PodSecrets(pod)) > 0 || len(PodConfigMaps(pod)) > 0 {
+			if r := references(pod); len(r.secrets)+len(r.configMaps) > 0 {
 				return deny("cannot create pods that reference secrets or configmaps")
 			}
 			return nil
