@@ -102,26 +102,19 @@ func (m *Manager) cgroupStats(name cgroupName) (Stats, error) {
 	return st, err
 }
 
-// memoryStatsV1 reads memory.usage_in_bytes and the hierarchical totals of
-// memory.stat.
+// memoryStatsV1 reads memory.usage_in_bytes and the hierarchical totals of memory.stat.
 func memoryStatsV1(dir string, st *Stats) error {
-	usage, err := readUint(dir, "memory.usage_in_bytes")
-	if err != nil {
-		return err
-	}
-	kv, err := readKeyValues(filepath.Join(dir, "memory.stat"))
-	if err != nil {
-		return err
-	}
-	st.MemoryUsageBytes = usage
-	st.MemoryWorkingSetBytes = workingSet(usage, kv["total_inactive_file"])
-	st.MemoryRSSBytes = kv["total_rss"]
-	return nil
+	return memoryStats(dir, "memory.usage_in_bytes", "total_inactive_file", "total_rss", st)
 }
 
 // memoryStatsV2 reads memory.current and memory.stat.
 func memoryStatsV2(dir string, st *Stats) error {
-	usage, err := readUint(dir, "memory.current")
+	return memoryStats(dir, "memory.current", "inactive_file", "anon", st)
+}
+
+// memoryStats reads usage from usageFile and the inactive file and RSS figures from memory.stat's keys.
+func memoryStats(dir, usageFile, inactiveKey, rssKey string, st *Stats) error {
+	usage, err := readUint(dir, usageFile)
 	if err != nil {
 		return err
 	}
@@ -130,8 +123,8 @@ func memoryStatsV2(dir string, st *Stats) error {
 		return err
 	}
 	st.MemoryUsageBytes = usage
-	st.MemoryWorkingSetBytes = workingSet(usage, kv["inactive_file"])
-	st.MemoryRSSBytes = kv["anon"]
+	st.MemoryWorkingSetBytes = workingSet(usage, kv[inactiveKey])
+	st.MemoryRSSBytes = kv[rssKey]
 	return nil
 }
 
