@@ -2,14 +2,11 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
 	"github.com/containerd/containerd"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
-	"github.com/containerd/containerd/content"
-	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -33,14 +30,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	if err != nil {
 		return "", fail("sandbox is not running", err)
 	}
-	image, err := r.resolveImage(ctx, config.GetImage().GetImage())
+	image, facts, err := r.resolveImage(ctx, config.GetImage().GetImage())
 	if err != nil {
 		return "", fail("image", err)
 	}
-	imgConfig, err := readImageConfig(ctx, image)
-	if err != nil {
-		return "", fail("image config", err)
-	}
+	imgConfig := &facts.config.Config
 
 	id := newID()
 	meta := &containerMeta{
@@ -49,16 +43,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		Labels:      config.GetLabels(),
 		Annotations: config.GetAnnotations(),
 		Image:       config.GetImage().GetImage(),
-		ImageRef:    image.Target().Digest.String(),
+		ImageRef:    facts.configDigest.String(),
 		Mounts:      config.GetMounts(),
 		StopSignal:  imgConfig.StopSignal,
 		Stdin:       config.GetStdin(),
 		StdinOnce:   config.GetStdinOnce(),
 		TTY:         config.GetTty(),
 		CreatedAt:   r.clock.Now().UnixNano(),
-	}
-	if cfgDesc, err := image.Config(ctx); err == nil {
-		meta.ImageRef = cfgDesc.Digest.String()
 	}
 	if config.GetLogPath() != "" && sbMeta.LogDirectory != "" {
 		meta.LogPath = filepath.Join(sbMeta.LogDirectory, config.GetLogPath())
@@ -72,9 +63,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		return "", fail("spec", err)
 	}
 	_, err = r.client.NewContainer(ctx, id,
-		containerd.WithImage(image),
-		containerd.WithSnapshotter(r.cfg.Snapshotter),
-		containerd.WithNewSnapshot(id, image),
+		r.withImageSnapshot(id, image, facts),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
 		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(map[string]string{labelKind: kindContainer, labelSandboxID: sbCont.ID(), labelPodUID: podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))}),
@@ -85,20 +74,4 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	}
 	logger(ctx).V(2).Info("Created container", "pod", podRef, "container", name, "id", id)
 	return id, nil
-}
-
-func readImageConfig(ctx context.Context, image containerd.Image) (*imagespec.ImageConfig, error) {
-	desc, err := image.Config(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b, err := content.ReadBlob(ctx, image.ContentStore(), desc)
-	if err != nil {
-		return nil, err
-	}
-	var img imagespec.Image
-	if err := json.Unmarshal(b, &img); err != nil {
-		return nil, fmt.Errorf("decode image config: %w", err)
-	}
-	return &img.Config, nil
 }

@@ -52,9 +52,15 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return fail("create task", err)
 	}
 	r.io.put(id, cio_)
-	// Taken before Start: a process that exits at once must not look as if it ended before it began.
+	// Taken before Start: a process that exits at once must not look as if it ended before it began. It is
+	// recorded while the task starts; a failed start overwrites it with the error's time.
 	startedAt := r.clock.Now()
+	recordStart := inBackground(func() error {
+		_, err := cont.SetLabels(ctx, map[string]string{labelStartedAt: unixNanoLabel(startedAt)})
+		return err
+	})
 	if err := task.Start(ctx); err != nil {
+		_ = recordStart()
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
 		_, _ = task.Delete(cctx, containerd.WithProcessKill)
@@ -63,7 +69,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		}
 		return fail("start task", err)
 	}
-	if _, err := cont.SetLabels(ctx, map[string]string{labelStartedAt: unixNanoLabel(startedAt)}); err != nil {
+	if err := recordStart(); err != nil {
 		return fmt.Errorf("start container %q: record start: %w", id, err)
 	}
 	r.events.publishContainer(id, meta.SandboxID, rec.Labels[labelPodUID], eventStarted)

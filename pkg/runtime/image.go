@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/containerd/containerd"
@@ -15,38 +14,10 @@ import (
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/remotes/docker"
 	"github.com/containerd/containerd/remotes/docker/config"
-	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	digest "github.com/opencontainers/go-digest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// imageCache remembers each image's config digest (its CRI image ID) by manifest digest, so that listing
-// images does not read every manifest from the content store each time.
-type imageCache struct {
-	mu       sync.Mutex
-	configOf map[digest.Digest]digest.Digest
-}
-
-func newImageCache() *imageCache { return &imageCache{configOf: map[digest.Digest]digest.Digest{}} }
-
-// imageID returns the image's config digest.
-func (r *Runtime) imageID(ctx context.Context, img images.Image) (digest.Digest, error) {
-	r.images.mu.Lock()
-	id, ok := r.images.configOf[img.Target.Digest]
-	r.images.mu.Unlock()
-	if ok {
-		return id, nil
-	}
-	desc, err := img.Config(ctx, r.client.ContentStore(), platforms.Default())
-	if err != nil {
-		return "", fmt.Errorf("config of image %s: %w", img.Name, err)
-	}
-	r.images.mu.Lock()
-	r.images.configOf[img.Target.Digest] = desc.Digest
-	r.images.mu.Unlock()
-	return desc.Digest, nil
-}
 
 // normalizeRef turns a user's image reference into the full name containerd stores ("busybox" becomes
 // "docker.io/library/busybox:latest").
@@ -94,12 +65,16 @@ func (r *Runtime) findImages(ctx context.Context, ref string) ([]images.Image, e
 }
 
 // resolveImage returns the image a container asks for, which must be present (the kubelet pulls first).
-func (r *Runtime) resolveImage(ctx context.Context, ref string) (containerd.Image, error) {
+func (r *Runtime) resolveImage(ctx context.Context, ref string) (images.Image, *imageFacts, error) {
 	imgs, err := r.findImages(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("image %q not present: %w", ref, err)
+		return images.Image{}, nil, fmt.Errorf("image %q not present: %w", ref, err)
 	}
-	return containerd.NewImage(r.client, imgs[0]), nil
+	f, err := r.imageFacts(ctx, imgs[0])
+	if err != nil {
+		return images.Image{}, nil, err
+	}
+	return imgs[0], f, nil
 }
 
 // toCRIImage groups the names of one image ID into a CRI image.
@@ -124,8 +99,8 @@ func (r *Runtime) toCRIImage(ctx context.Context, id digest.Digest, imgs []image
 	if size, err := cimg.Size(ctx); err == nil {
 		out.Size = uint64(size)
 	}
-	if cfg, err := readImageConfig(ctx, cimg); err == nil && cfg.User != "" {
-		user := strings.Split(cfg.User, ":")[0]
+	if f, err := r.imageFacts(ctx, imgs[0]); err == nil && f.config.Config.User != "" {
+		user := strings.Split(f.config.Config.User, ":")[0]
 		if uid, err := parseUint(user); err == nil {
 			out.Uid = &runtimeapi.Int64Value{Value: uid}
 		} else {

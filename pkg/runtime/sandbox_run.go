@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/oci"
 	criopts "github.com/containerd/containerd/pkg/cri/opts"
+	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -50,9 +51,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	meta.Hostname = sandboxHostname(config, meta.HostNetwork)
 
-	image, err := r.client.GetImage(ctx, r.cfg.PauseImage)
+	image, facts, err := r.resolveImage(ctx, r.cfg.PauseImage)
 	if err != nil {
-		return "", fmt.Errorf("run pod sandbox for %s: get pause image %q: %w", podRef, r.cfg.PauseImage, err)
+		return "", fmt.Errorf("run pod sandbox for %s: pause image: %w", podRef, err)
 	}
 
 	dir := r.sandboxDir(id)
@@ -96,11 +97,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 
 	cont, err := r.client.NewContainer(ctx, id,
-		containerd.WithImage(image),
-		containerd.WithSnapshotter(r.cfg.Snapshotter),
-		containerd.WithNewSnapshot(id, image),
+		r.withImageSnapshot(id, image, facts),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
-		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, image)...),
+		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, facts.config.Config)...),
 		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox, labelPodUID: podUIDLabel(config.GetLabels(), md.Uid)}),
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
@@ -114,6 +113,22 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			_ = cont.Delete(cctx, containerd.WithSnapshotCleanup)
 		}
 	}()
+	// The IPs are recorded as soon as the network is up, while the pause task is created and started.
+	recordIPs := func() error { return nil }
+	if waitNetwork != nil {
+		recordIPs = inBackground(func() error {
+			res := waitNetwork()
+			if res.err != nil {
+				return fmt.Errorf("setup network: %w", res.err)
+			}
+			if _, err := cont.SetLabels(ctx, map[string]string{labelIPs: strings.Join(res.ips, ",")}); err != nil {
+				return fmt.Errorf("record IPs: %w", err)
+			}
+			meta.IPs = res.ips
+			return nil
+		})
+		defer func() { _ = recordIPs() }() // before the container is deleted
+	}
 	task, err := cont.NewTask(ctx, cio.NullIO)
 	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: create pause task: %w", podRef, err)
@@ -128,18 +143,23 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if err := task.Start(ctx); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, err)
 	}
-	if waitNetwork != nil {
-		res := waitNetwork()
-		if res.err != nil {
-			return "", fmt.Errorf("run pod sandbox for %s: setup network: %w", podRef, res.err)
-		}
-		if _, err := cont.SetLabels(ctx, map[string]string{labelIPs: strings.Join(res.ips, ",")}); err != nil {
-			return "", fmt.Errorf("run pod sandbox for %s: record IPs: %w", podRef, err)
-		}
-		meta.IPs = res.ips
+	if err := recordIPs(); err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}
 	logger(ctx).V(2).Info("Started pod sandbox", "pod", podRef, "sandbox", id, "ips", meta.IPs)
 	return id, nil
+}
+
+// inBackground runs f in a goroutine; the function it returns waits for f's result, and may be called again.
+func inBackground[T any](f func() T) func() T {
+	ch := make(chan T, 1)
+	go func() { ch <- f() }()
+	var once sync.Once
+	var res T
+	return func() T {
+		once.Do(func() { res = <-ch })
+		return res
+	}
 }
 
 type networkResult struct {
@@ -150,22 +170,15 @@ type networkResult struct {
 // setupNetwork attaches the sandbox's namespace to the pod network in the background; the function it
 // returns waits for the result, and may be called again.
 func (r *Runtime) setupNetwork(ctx context.Context, id string, meta *sandboxMeta) func() networkResult {
-	ch := make(chan networkResult, 1)
 	pod := cniPod(meta)
-	go func() {
+	return inBackground(func() networkResult {
 		ips, err := r.cfg.Network.Setup(ctx, id, meta.NetnsPath, pod)
 		res := networkResult{err: err}
 		for _, ip := range ips {
 			res.ips = append(res.ips, ip.String())
 		}
-		ch <- res
-	}()
-	var once sync.Once
-	var res networkResult
-	return func() networkResult {
-		once.Do(func() { res = <-ch })
 		return res
-	}
+	})
 }
 
 func cniPod(meta *sandboxMeta) cni.Pod {
@@ -184,13 +197,13 @@ func cniPod(meta *sandboxMeta) cni.Pod {
 	return p
 }
 
-func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimeapi.PodSandboxConfig, image containerd.Image) []oci.SpecOpts {
+func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimeapi.PodSandboxConfig, image imagespec.ImageConfig) []oci.SpecOpts {
 	sc := config.GetLinux().GetSecurityContext()
 	opts := []oci.SpecOpts{
 		oci.WithDefaultSpec(),
 		oci.WithoutRunMount,
 		criopts.WithoutDefaultSecuritySettings,
-		oci.WithImageConfig(image),
+		withImageProcess(image),
 		oci.WithRootFSReadonly(),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
 		criopts.WithDefaultSandboxShares,
