@@ -36,10 +36,10 @@ type kubeletChild struct {
 	log        *os.File
 }
 
-// buildKubelet builds ./cmd/kubelet into dir.
+// buildKubelet builds ./cmd/kubelet into dir, with the build tags of `make build`.
 func buildKubelet(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "kubelet")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/kubelet")
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "no_dynamic_plugins", "-o", bin, "./cmd/kubelet")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return "", fmt.Errorf("build ./cmd/kubelet (run from the repository root, or pass --kubelet-bin): %w", err)

@@ -81,10 +81,9 @@ func benchNodeReady(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	if *bin == "" {
-		*bin = filepath.Join(dir, "kubelet")
 		nrProgress("building the kubelet")
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", *bin, "./cmd/kubelet").CombinedOutput(); err != nil {
-			return fmt.Errorf("build kubelet: %v\n%s", err, out)
+		if *bin, err = buildKubelet(ctx, dir); err != nil {
+			return err
 		}
 	}
 	if err := nrPrepareRuntime(ctx, dir); err != nil {

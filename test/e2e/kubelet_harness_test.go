@@ -37,7 +37,7 @@ func kubeletBinary(t *testing.T) string {
 			return
 		}
 		kubeletPath = filepath.Join(dir, "kubelet")
-		cmd := exec.Command("go", "build", "-o", kubeletPath, "github.com/nodeagent/kubelet/cmd/kubelet")
+		cmd := exec.Command("go", "build", "-tags", "no_dynamic_plugins", "-o", kubeletPath, "github.com/nodeagent/kubelet/cmd/kubelet")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("build kubelet: %v\n%s", err, out)
