@@ -174,7 +174,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 }
 
 func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string, selector map[string]string) ([]*containerView, error) {
-	recs, err := r.client.ContainerService().List(ctx, listFilter(kindContainer, selector))
+	recs, err := r.listRecords(ctx, listMatch(kindContainer, selector))
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -195,7 +195,7 @@ func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string, 
 
 // sandboxContainers lists the containers of one sandbox.
 func (r *Runtime) sandboxContainers(ctx context.Context, sandboxID string) ([]*runtimeapi.Container, error) {
-	recs, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==%s`, labelSandboxID, sandboxID))
+	recs, err := r.listRecords(ctx, labelIs(labelSandboxID, sandboxID))
 	if err != nil {
 		return nil, fmt.Errorf("list containers of sandbox %s: %w", sandboxID, err)
 	}

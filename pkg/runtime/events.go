@@ -94,8 +94,9 @@ func (r *Runtime) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.Co
 	}
 }
 
-// watchEvents follows containerd's task events: exits are recorded at once, OOM events remembered for the exit
-// that follows. It resubscribes after errors and then reconciles what it may have missed.
+// watchEvents follows containerd's task events (exits are recorded at once, OOM events remembered for the exit
+// that follows) and container events (the record index learns of other clients' writes). It resubscribes after
+// errors and then reconciles what it may have missed, which also reloads the record index.
 func (r *Runtime) watchEvents(ctx context.Context) {
 	for {
 		r.followEvents(ctx)
@@ -115,7 +116,7 @@ func (r *Runtime) watchEvents(ctx context.Context) {
 func (r *Runtime) followEvents(ctx context.Context) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	evCh, errCh := r.client.Subscribe(sctx, `namespace==`+r.cfg.Namespace+`,topic~="^/tasks/"`)
+	evCh, errCh := r.client.Subscribe(sctx, `namespace==`+r.cfg.Namespace+`,topic~="^/(tasks|containers)/"`)
 	for {
 		select {
 		case env := <-evCh:
@@ -133,7 +134,7 @@ func (r *Runtime) followEvents(ctx context.Context) {
 }
 
 func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any) {
-	if !strings.HasPrefix(topic, "/tasks/") {
+	if !strings.HasPrefix(topic, "/tasks/") && !strings.HasPrefix(topic, "/containers/") {
 		return
 	}
 	v, err := typeurl.UnmarshalAny(ev)
@@ -141,6 +142,12 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 		return
 	}
 	switch e := v.(type) {
+	case *eventtypes.ContainerCreate:
+		r.refreshRecord(ctx, e.ID, nil)
+	case *eventtypes.ContainerUpdate:
+		r.refreshRecord(ctx, e.ID, e.Labels)
+	case *eventtypes.ContainerDelete:
+		r.records.forget(e.ID)
 	case *eventtypes.TaskOOM:
 		r.oomSeen.Store(e.ContainerID, struct{}{})
 	case *eventtypes.TaskExit:

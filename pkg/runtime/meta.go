@@ -195,12 +195,16 @@ func podUIDLabel(criLabels map[string]string, fallback string) string {
 	return fallback
 }
 
-// listFilter is the containerd filter for the records of kind matching a CRI label selector: by pod UID when
-// the selector names one (the caller still checks every label), else all records of the kind.
-func listFilter(kind string, selector map[string]string) string {
-	f := fmt.Sprintf(`labels.%q==%s`, labelKind, kind)
-	if uid := selector[criLabelPodUID]; uid != "" {
-		f += fmt.Sprintf(`,labels.%q==%q`, labelPodUID, uid)
+// listMatch selects the records of kind for a CRI label selector: those of the pod when the selector names a
+// pod UID (the caller still checks every label of the CRI object), else all records of the kind.
+func listMatch(kind string, selector map[string]string) func(containers.Container) bool {
+	uid := selector[criLabelPodUID]
+	return func(c containers.Container) bool {
+		return c.Labels[labelKind] == kind && (uid == "" || c.Labels[labelPodUID] == uid)
 	}
-	return f
+}
+
+// labelIs selects the records whose label key has value v.
+func labelIs(key, v string) func(containers.Container) bool {
+	return func(c containers.Container) bool { return c.Labels[key] == v }
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
+	containersapi "github.com/containerd/containerd/api/services/containers/v1"
 	"github.com/containerd/containerd/namespaces"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -76,6 +77,7 @@ type Runtime struct {
 	// oomSeen holds the IDs of containers containerd reported an OOM kill for, until their exit is recorded.
 	oomSeen sync.Map
 	metas   metaCache
+	records *recordIndex
 	stop    chan struct{} // closed by Close
 	stream  urlServer
 }
@@ -103,18 +105,25 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	client, err := containerd.New(cfg.Address, containerd.WithDefaultNamespace(cfg.Namespace), containerd.WithTimeout(10*time.Second))
+	// The client's container store also feeds the record index; it reaches containerd over the client's own
+	// connection, known once the client is connected.
+	records := newRecordIndex(cfg.Namespace)
+	store := &indexedStore{index: records}
+	client, err := containerd.New(cfg.Address, containerd.WithDefaultNamespace(cfg.Namespace), containerd.WithTimeout(10*time.Second),
+		containerd.WithServices(containerd.WithContainerStore(store)))
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
+	store.inner = containerd.NewRemoteContainerStore(containersapi.NewContainersClient(client.Conn()))
 	r := &Runtime{
-		cfg:    cfg,
-		client: client,
-		clock:  cfg.Clock,
-		oom:    newOOMScoreClamp(),
-		images: newImageCache(),
-		io:     newIORegistry(),
-		events: newEventHub(),
+		cfg:     cfg,
+		client:  client,
+		records: records,
+		clock:   cfg.Clock,
+		oom:     newOOMScoreClamp(),
+		images:  newImageCache(),
+		io:      newIORegistry(),
+		events:  newEventHub(),
 	}
 	ctx = r.ns(ctx)
 	if err := r.ensurePauseImage(ctx); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/filters"
 	"github.com/containerd/typeurl/v2"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -195,21 +194,25 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-func TestListFilter(t *testing.T) {
+func TestListMatch(t *testing.T) {
+	rec := func(kind, uid string) containers.Container {
+		return containers.Container{ID: kind + uid, Labels: map[string]string{labelKind: kind, labelPodUID: uid}}
+	}
 	tests := []struct {
+		name     string
 		selector map[string]string
-		want     string
+		rec      containers.Container
+		want     bool
 	}{
-		{nil, `labels."io.nodeagent.kind"==sandbox`},
-		{map[string]string{"app": "web"}, `labels."io.nodeagent.kind"==sandbox`},
-		{map[string]string{"io.kubernetes.pod.uid": "6f1b-2c"}, `labels."io.nodeagent.kind"==sandbox,labels."io.nodeagent.pod-uid"=="6f1b-2c"`},
+		{"no selector, same kind", nil, rec(kindSandbox, "a"), true},
+		{"no selector, other kind", nil, rec(kindContainer, "a"), false},
+		{"other labels are the caller's to check", map[string]string{"app": "web"}, rec(kindSandbox, "a"), true},
+		{"the pod's record", map[string]string{"io.kubernetes.pod.uid": "a"}, rec(kindSandbox, "a"), true},
+		{"another pod's record", map[string]string{"io.kubernetes.pod.uid": "a"}, rec(kindSandbox, "b"), false},
 	}
 	for _, tt := range tests {
-		if got := listFilter(kindSandbox, tt.selector); got != tt.want {
-			t.Errorf("listFilter(%v) = %s, want %s", tt.selector, got, tt.want)
-		}
-		if _, err := filters.Parse(tt.want); err != nil {
-			t.Errorf("containerd cannot parse %s: %v", tt.want, err)
+		if got := listMatch(kindSandbox, tt.selector)(tt.rec); got != tt.want {
+			t.Errorf("%s: listMatch = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 	if got := podUIDLabel(map[string]string{"io.kubernetes.pod.uid": "from-label"}, "from-meta"); got != "from-label" {

@@ -41,7 +41,7 @@ func (r *Runtime) findContainer(ctx context.Context, id, kind string) (container
 		}
 		return c, nil
 	}
-	list, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==%s`, labelKind, kind))
+	list, err := r.listRecords(ctx, labelIs(labelKind, kind))
 	if err != nil {
 		return containers.Container{}, err
 	}
@@ -148,7 +148,7 @@ func podNsMode(host bool) runtimeapi.NamespaceMode {
 // the tasks.
 func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	ctx = r.ns(ctx)
-	recs, err := r.client.ContainerService().List(ctx, listFilter(kindSandbox, filter.GetLabelSelector()))
+	recs, err := r.listRecords(ctx, listMatch(kindSandbox, filter.GetLabelSelector()))
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}

@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/namespaces"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/runtime"
@@ -80,4 +82,72 @@ func TestBuiltinRuntimeRestart(t *testing.T) {
 		t.Errorf("ticker exit %d after stop", st.ExitCode)
 	}
 	p.remove(t)
+}
+
+// The built-in runtime lists sandboxes and containers from memory; what another client does in containerd (a
+// second runtime instance here, `ctr` for a user) still shows in its lists within moments.
+func TestBuiltinRuntimeListsOtherClientsWrites(t *testing.T) {
+	a := builtinBackend(t)
+	b := builtinBackend(t)
+	p := runPod(t, b, "otherwriter", nil)
+	ctr := p.start(t, containerConfig("app", "sleep", "3600"))
+	listed := func(rt backend) func() error {
+		return func() error {
+			sbs, err := rt.rt.ListPodSandbox(ctxT(t), &runtimeapi.PodSandboxFilter{Id: p.id})
+			if err != nil {
+				return err
+			}
+			cs, err := rt.rt.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{Id: ctr})
+			if err != nil {
+				return err
+			}
+			if len(sbs) != 1 || len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return fmt.Errorf("sandboxes %v containers %v", sbs, cs)
+			}
+			return nil
+		}
+	}
+	eventually(t, 3*time.Second, "the other instance's pod in the list", listed(a))
+
+	if err := b.rt.StopContainer(ctxT(t), ctr, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Second, "the container exited in the list", func() error {
+		cs, err := a.rt.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{Id: ctr})
+		if err != nil {
+			return err
+		}
+		if len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			return fmt.Errorf("containers %v", cs)
+		}
+		return nil
+	})
+
+	// A record removed behind the runtime's back, as `ctr containers delete` does.
+	if err := containerdClient(t).ContainerService().Delete(namespaces.WithNamespace(ctxT(t), "nodeagent"), ctr); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range []backend{a, b} {
+		eventually(t, 3*time.Second, "the deleted container gone from the list", func() error {
+			cs, err := rt.rt.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{PodSandboxId: p.id})
+			if err != nil {
+				return err
+			}
+			if len(cs) != 0 {
+				return fmt.Errorf("containers %v", cs)
+			}
+			return nil
+		})
+	}
+	p.remove(t)
+	eventually(t, 3*time.Second, "the removed sandbox gone from the other instance's list", func() error {
+		sbs, err := a.rt.ListPodSandbox(ctxT(t), &runtimeapi.PodSandboxFilter{Id: p.id})
+		if err != nil {
+			return err
+		}
+		if len(sbs) != 0 {
+			return fmt.Errorf("sandboxes %v", sbs)
+		}
+		return nil
+	})
 }

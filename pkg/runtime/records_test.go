@@ -1,0 +1,225 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/typeurl/v2"
+)
+
+// memStore is an in-memory containerd container store, stamping UpdatedAt as containerd does.
+type memStore struct {
+	mu   sync.Mutex
+	recs map[string]containers.Container
+	now  func() time.Time
+}
+
+func (s *memStore) Get(_ context.Context, id string) (containers.Container, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.recs[id]
+	if !ok {
+		return containers.Container{}, fmt.Errorf("container %q: %w", id, errdefs.ErrNotFound)
+	}
+	return c, nil
+}
+
+func (s *memStore) List(_ context.Context, fs ...string) ([]containers.Container, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []containers.Container
+	for _, c := range s.recs {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (s *memStore) Create(_ context.Context, c containers.Container) (containers.Container, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.CreatedAt, c.UpdatedAt = s.now(), s.now()
+	s.recs[c.ID] = c
+	return c, nil
+}
+
+func (s *memStore) Update(_ context.Context, c containers.Container, _ ...string) (containers.Container, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.recs[c.ID]
+	if !ok {
+		return containers.Container{}, errdefs.ErrNotFound
+	}
+	cur.Labels = c.Labels
+	cur.UpdatedAt = s.now()
+	s.recs[c.ID] = cur
+	return cur, nil
+}
+
+func (s *memStore) Delete(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.recs[id]; !ok {
+		return errdefs.ErrNotFound
+	}
+	delete(s.recs, id)
+	return nil
+}
+
+// fakeTime is a clock that moves one millisecond each time it is read.
+type fakeTime struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeTime) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(time.Millisecond)
+	return f.t
+}
+
+func newIndexedStore(t *testing.T) (*indexedStore, *memStore, *fakeTime, context.Context) {
+	t.Helper()
+	clk := &fakeTime{t: time.Unix(1000, 0)}
+	mem := &memStore{recs: map[string]containers.Container{}, now: clk.now}
+	idx := newRecordIndex("ns")
+	idx.now = clk.now
+	return &indexedStore{inner: mem, index: idx}, mem, clk, namespaces.WithNamespace(context.Background(), "ns")
+}
+
+func ids(recs []containers.Container) []string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.ID+"="+r.Labels["state"])
+	}
+	return out
+}
+
+func all(containers.Container) bool { return true }
+
+func TestRecordIndexFollowsWritesThroughTheStore(t *testing.T) {
+	s, _, _, ctx := newIndexedStore(t)
+	if _, ok := s.index.list(all); ok {
+		t.Fatal("an index never loaded must not answer")
+	}
+	if _, err := s.List(ctx); err != nil { // the runtime's first reconcile
+		t.Fatal(err)
+	}
+	spec, _ := typeurl.MarshalAny(&sandboxMeta{})
+	for _, id := range []string{"b", "a", "c"} {
+		if _, err := s.Create(ctx, containers.Container{ID: id, Labels: map[string]string{"state": "created"}, Spec: spec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Update(ctx, containers.Container{ID: "a", Labels: map[string]string{"state": "running"}}, "labels"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := s.index.list(all)
+	if !ok || fmt.Sprint(ids(got)) != "[a=running b=created]" {
+		t.Fatalf("index after writes: %v (loaded %v), want [a=running b=created]", ids(got), ok)
+	}
+	if got[0].Spec != nil {
+		t.Error("the index keeps specs; it should drop them")
+	}
+	// A write in another namespace is not this runtime's.
+	other := namespaces.WithNamespace(context.Background(), "other")
+	if _, err := s.Create(other, containers.Container{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.index.list(all); len(got) != 2 {
+		t.Errorf("a record of another namespace was indexed: %v", ids(got))
+	}
+}
+
+func TestRecordIndexNeverGoesBack(t *testing.T) {
+	s, mem, _, ctx := newIndexedStore(t)
+	if _, err := s.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, containers.Container{ID: "a", Labels: map[string]string{"state": "created"}}); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := mem.Get(ctx, "a") // a read that started before the update
+	if _, err := s.Update(ctx, containers.Container{ID: "a", Labels: map[string]string{"state": "exited"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.index.put(stale) // ...and returned after it
+	if got, _ := s.index.list(all); fmt.Sprint(ids(got)) != "[a=exited]" {
+		t.Errorf("an older read replaced a newer record: %v", ids(got))
+	}
+
+	beforeDelete, _ := mem.Get(ctx, "a")
+	if err := s.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	s.index.put(beforeDelete) // a read that raced the delete
+	s.index.replaceAll([]containers.Container{beforeDelete}, time.Unix(0, 0))
+	if got, _ := s.index.list(all); len(got) != 0 {
+		t.Errorf("a deleted record came back: %v", ids(got))
+	}
+}
+
+func TestRecordIndexFullListDropsWhatIsGone(t *testing.T) {
+	s, mem, clk, ctx := newIndexedStore(t)
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.Create(ctx, containers.Container{ID: id, Labels: map[string]string{"state": "created"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another client removes b and adds c, and this process misses both events.
+	delete(mem.recs, "b")
+	if _, err := mem.Create(ctx, containers.Container{ID: "c", Labels: map[string]string{"state": "created"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A full list starts; while it runs, this process creates d, which the list does not see.
+	began := clk.now()
+	listed, _ := mem.List(ctx)
+	if _, err := s.Create(ctx, containers.Container{ID: "d", Labels: map[string]string{"state": "created"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.index.replaceAll(listed, began)
+	got, ok := s.index.list(all)
+	if !ok || fmt.Sprint(ids(got)) != "[a=created c=created d=created]" {
+		t.Errorf("after a full list: %v, want [a=created c=created d=created]", ids(got))
+	}
+}
+
+func TestRecordIndexGetForgetsWhatIsGone(t *testing.T) {
+	s, mem, _, ctx := newIndexedStore(t)
+	if _, err := s.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, containers.Container{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	delete(mem.recs, "a")
+	if _, err := s.Get(ctx, "a"); !errdefs.IsNotFound(err) {
+		t.Fatalf("Get of a removed record: %v", err)
+	}
+	if s.index.has("a", nil) {
+		t.Error("a record containerd no longer has is still indexed")
+	}
+	if _, err := mem.Create(ctx, containers.Container{ID: "e", Labels: map[string]string{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s.index.has("e", nil) {
+		t.Fatal("a record written by another client is indexed before anything read it")
+	}
+	if _, err := s.Get(ctx, "e"); err != nil { // what the container-create event handler does
+		t.Fatal(err)
+	}
+	if !s.index.has("e", map[string]string{"k": "v"}) || s.index.has("e", map[string]string{"k": "w"}) {
+		t.Error("has does not compare labels")
+	}
+}
