@@ -50,7 +50,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	external := fs.Bool("external-apiserver", false, "run cmd/apiserver as its own process, so that the kubelet's RSS and CPU leave the API server out")
 	idle := fs.Duration("idle", 30*time.Second, "length of each idle window")
 	perfDir := fs.String("perf", "", "record `perf` CPU profiles of the kubelet during each phase into this directory")
-	pprofDir := fs.String("pprof", "", "save Go CPU profiles of the kubelet (its /debug/pprof, through the API) from the start of each pod-creating phase into this directory")
+	pprofDir := fs.String("pprof", "", "save Go CPU profiles of the kubelet (its /debug/pprof, through the API) from the start of each pod-creating phase, and its heap profile at the end of each idle window, into this directory")
 	pprofFor := fs.Duration("pprof-for", 10*time.Second, "length of each --pprof profile")
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")

@@ -40,6 +40,7 @@ func (b *kubeletBench) idleWindow(ctx context.Context, label string) error {
 	if err != nil {
 		return err
 	}
+	b.heapProfile(ctx, "idle_"+label)
 	what := "kubelet"
 	if b.api == nil {
 		what = "kubelet_with_apiserver"
@@ -144,6 +145,24 @@ func (b *kubeletBench) perf(label string) func() {
 	return func() {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		_ = cmd.Wait()
+	}
+}
+
+// heapProfile saves the kubelet's heap profile (with --pprof).
+func (b *kubeletBench) heapProfile(ctx context.Context, label string) {
+	if b.pprofDir == "" {
+		return
+	}
+	data, err := b.client.CoreV1().RESTClient().Get().
+		AbsPath("/api/v1/nodes", benchNode, "proxy/debug/pprof/heap").Timeout(30 * time.Second).DoRaw(ctx)
+	if err == nil {
+		err = os.MkdirAll(b.pprofDir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(b.pprofDir, "heap_"+label+".pprof"), data, 0o644)
+	}
+	if err != nil {
+		progress("heap profile %s: %v", label, err)
 	}
 }
 

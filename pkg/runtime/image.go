@@ -95,8 +95,7 @@ func (r *Runtime) toCRIImage(ctx context.Context, id digest.Digest, imgs []image
 		out.RepoTags = append(out.RepoTags, img.Name)
 		out.RepoDigests = append(out.RepoDigests, named.Name()+"@"+img.Target.Digest.String())
 	}
-	cimg := containerd.NewImage(r.client, imgs[0])
-	if size, err := cimg.Size(ctx); err == nil {
+	if size, err := r.imageSize(ctx, imgs[0]); err == nil {
 		out.Size = uint64(size)
 	}
 	if f, err := r.imageFacts(ctx, imgs[0]); err == nil && f.config.Config.User != "" {
@@ -263,6 +262,7 @@ func (r *Runtime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) 
 			if err := r.client.ImageService().Delete(ctx, img.Name); err != nil && !errdefs.IsNotFound(err) {
 				return fmt.Errorf("remove image %s: %w", img.Name, err)
 			}
+			r.images.forget(img.Target.Digest)
 		}
 	}
 	return nil

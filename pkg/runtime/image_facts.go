@@ -23,6 +23,7 @@ type imageFacts struct {
 	configDigest digest.Digest
 	config       imagespec.Image
 	chainID      digest.Digest
+	size         int64 // of the manifest, config and layers; 0 until first asked for
 }
 
 // imageCache remembers the facts of each image by manifest digest. A manifest's content never changes, so
@@ -34,6 +35,13 @@ type imageCache struct {
 }
 
 func newImageCache() *imageCache { return &imageCache{facts: map[digest.Digest]*imageFacts{}} }
+
+// forget drops what is known of a manifest whose image was removed.
+func (c *imageCache) forget(manifest digest.Digest) {
+	c.mu.Lock()
+	delete(c.facts, manifest)
+	c.mu.Unlock()
+}
 
 // imageFacts returns the facts of a stored image, reading them from the content store the first time.
 func (r *Runtime) imageFacts(ctx context.Context, img images.Image) (*imageFacts, error) {
@@ -61,6 +69,29 @@ func (r *Runtime) imageFacts(ctx context.Context, img images.Image) (*imageFacts
 	r.images.facts[img.Target.Digest] = f
 	r.images.mu.Unlock()
 	return f, nil
+}
+
+// imageSize returns the size of the image's content (ImageStatus reports it; the kubelet asks before each
+// container start), computed from the content store once per manifest.
+func (r *Runtime) imageSize(ctx context.Context, img images.Image) (int64, error) {
+	f, err := r.imageFacts(ctx, img)
+	if err != nil {
+		return 0, err
+	}
+	r.images.mu.Lock()
+	size := f.size
+	r.images.mu.Unlock()
+	if size > 0 {
+		return size, nil
+	}
+	size, err = containerd.NewImage(r.client, img).Size(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r.images.mu.Lock()
+	f.size = size
+	r.images.mu.Unlock()
+	return size, nil
 }
 
 // imageID returns the image's config digest, its CRI image ID.
