@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/containerd"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/oci"
 	criopts "github.com/containerd/containerd/pkg/cri/opts"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -208,7 +209,13 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
 		criopts.WithDefaultSandboxShares,
 		criopts.WithPodOOMScoreAdj(r.oom.clamp(sandboxOOMScoreAdj), false),
-		withMountsOf(hostFileMounts(r.sandboxDir(id))),
+	}
+	if len(config.GetLinux().GetSysctls()) == 0 {
+		// The pause process reads no file: its container gets no /proc, /sys or /dev mounts and no masked or
+		// read-only paths, which runc would otherwise set up on every sandbox start. The app containers have
+		// mount namespaces of their own. Sysctls are written through /proc, so a sandbox with sysctls keeps the
+		// default mounts.
+		opts = append(opts, withoutMounts)
 	}
 	if meta.HostNetwork {
 		// The host's network and UTS namespaces: the pod has the host's hostname, which runc cannot set.
@@ -260,6 +267,14 @@ func hostFileMounts(dir string) []runtimespec.Mount {
 	return ms
 }
 
-func withMountsOf(ms []runtimespec.Mount) oci.SpecOpts {
-	return oci.WithMounts(ms)
+// withoutMounts keeps only the /proc and /dev mounts runc itself needs.
+func withoutMounts(_ context.Context, _ oci.Client, _ *containers.Container, s *runtimespec.Spec) error {
+	var keep []runtimespec.Mount
+	for _, m := range s.Mounts {
+		if m.Destination == "/proc" || m.Destination == "/dev" {
+			keep = append(keep, m)
+		}
+	}
+	s.Mounts = keep
+	return nil
 }

@@ -196,6 +196,20 @@ func TestExecSync(t *testing.T) {
 	})
 }
 
+// A pod's namespaced sysctls are set in its sandbox and seen by its containers.
+func TestSandboxSysctls(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "sysctl", func(c *runtimeapi.PodSandboxConfig) {
+			c.Linux.Sysctls = map[string]string{"net.ipv4.ip_unprivileged_port_start": "1000"}
+		})
+		id := p.start(t, containerConfig("sleeper", "sleep", "3600"))
+		out, err := execSync(t, p, id, "cat", "/proc/sys/net/ipv4/ip_unprivileged_port_start")
+		if err != nil || out != "1000" {
+			t.Errorf("net.ipv4.ip_unprivileged_port_start in the pod: %q, %v; want 1000", out, err)
+		}
+	})
+}
+
 // ListContainers and ListPodSandbox filter by sandbox, state and labels.
 func TestListFilters(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
