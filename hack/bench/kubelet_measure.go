@@ -148,13 +148,22 @@ func (b *kubeletBench) perf(label string) func() {
 	}
 }
 
-// heapProfile saves the kubelet's heap profile (with --pprof).
+// heapProfile saves the kubelet's heap profile and prints its number of goroutines (with --pprof).
 func (b *kubeletBench) heapProfile(ctx context.Context, label string) {
 	if b.pprofDir == "" {
 		return
 	}
-	data, err := b.client.CoreV1().RESTClient().Get().
-		AbsPath("/api/v1/nodes", benchNode, "proxy/debug/pprof/heap").Timeout(30 * time.Second).DoRaw(ctx)
+	get := func(path, debug string) ([]byte, error) {
+		return b.client.CoreV1().RESTClient().Get().
+			AbsPath("/api/v1/nodes", benchNode, "proxy/debug/pprof", path).Param("debug", debug).Timeout(30 * time.Second).DoRaw(ctx)
+	}
+	if data, err := get("goroutine", "1"); err == nil {
+		var n int
+		if _, err := fmt.Sscanf(string(data), "goroutine profile: total %d", &n); err == nil {
+			figure("kubelet_goroutines_"+label, float64(n), "goroutines")
+		}
+	}
+	data, err := get("heap", "0")
 	if err == nil {
 		err = os.MkdirAll(b.pprofDir, 0o755)
 	}

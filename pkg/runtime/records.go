@@ -66,6 +66,14 @@ func (x *recordIndex) putLocked(rec containers.Container, now time.Time) {
 	x.recs[rec.ID] = indexed{rec: rec, seenAt: now}
 }
 
+// get returns the indexed record with this ID, without its spec.
+func (x *recordIndex) get(id string) (containers.Container, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.recs[id]
+	return e.rec, ok
+}
+
 // has reports whether the index holds id, with exactly these labels unless labels is nil.
 func (x *recordIndex) has(id string, labels map[string]string) bool {
 	x.mu.Lock()

@@ -30,12 +30,21 @@ func (r *Runtime) loadSandbox(ctx context.Context, id string) (containerd.Contai
 	return cont, meta, nil
 }
 
+// record returns the record with this exact ID: from the index, else from containerd.
+func (r *Runtime) record(ctx context.Context, id string) (containers.Container, bool) {
+	if c, ok := r.records.get(id); ok {
+		return c, true
+	}
+	c, err := r.client.ContainerService().Get(ctx, id)
+	return c, err == nil
+}
+
 // findContainer returns the containerd record of kind with the given ID or unique ID prefix.
 func (r *Runtime) findContainer(ctx context.Context, id, kind string) (containers.Container, error) {
 	if id == "" {
 		return containers.Container{}, fmt.Errorf("empty ID: %w", errdefs.ErrInvalidArgument)
 	}
-	if c, err := r.client.ContainerService().Get(ctx, id); err == nil {
+	if c, ok := r.record(ctx, id); ok {
 		if c.Labels[labelKind] != kind {
 			return containers.Container{}, fmt.Errorf("not a %s: %w", kind, errdefs.ErrNotFound)
 		}
