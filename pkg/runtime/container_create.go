@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -18,7 +20,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	if name == "" {
 		return "", fmt.Errorf("create container: metadata name is required")
 	}
-	sbCont, sbMeta, err := r.loadSandbox(ctx, podSandboxID)
+	sbRec, err := r.findContainer(ctx, podSandboxID, kindSandbox)
+	if err != nil {
+		return "", fmt.Errorf("create container %q: pod sandbox %q: %w", name, podSandboxID, err)
+	}
+	sbMeta, err := r.metas.sandbox(sbRec)
 	if err != nil {
 		return "", fmt.Errorf("create container %q: %w", name, err)
 	}
@@ -26,9 +32,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	fail := func(step string, err error) error {
 		return fmt.Errorf("create container %q of pod %s: %s: %w", name, podRef, step, err)
 	}
-	sbTask, err := sbCont.Task(ctx, nil)
+	sbTask, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: sbRec.ID})
 	if err != nil {
-		return "", fail("sandbox is not running", err)
+		return "", fail("sandbox is not running", errdefs.FromGRPC(err))
 	}
 	image, facts, err := r.resolveImage(ctx, config.GetImage().GetImage())
 	if err != nil {
@@ -39,7 +45,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	id := newID()
 	meta := &containerMeta{
 		Metadata:    config.GetMetadata(),
-		SandboxID:   sbCont.ID(),
+		SandboxID:   sbRec.ID,
 		Labels:      config.GetLabels(),
 		Annotations: config.GetAnnotations(),
 		Image:       config.GetImage().GetImage(),
@@ -58,7 +64,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		meta.CgroupsPath = cgroupsPath(sbMeta.CgroupParent, id)
 	}
 
-	specOpts, err := r.containerSpecOpts(id, sbTask.Pid(), sbMeta, meta, config, imgConfig)
+	specOpts, err := r.containerSpecOpts(id, sbTask.GetProcess().GetPid(), sbMeta, meta, config, imgConfig)
 	if err != nil {
 		return "", fail("spec", err)
 	}
@@ -66,7 +72,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		r.withImageSnapshot(id, image, facts),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
 		containerd.WithNewSpec(specOpts...),
-		containerd.WithContainerLabels(map[string]string{labelKind: kindContainer, labelSandboxID: sbCont.ID(), labelPodUID: podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))}),
+		containerd.WithContainerLabels(map[string]string{labelKind: kindContainer, labelSandboxID: sbRec.ID, labelPodUID: podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))}),
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
 	if err != nil {

@@ -5,8 +5,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
 )
 
 // exit code and reason recorded for a container whose start failed, as other CRI runtimes report it.
@@ -30,15 +36,11 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 	if rec.Labels[labelStartedAt] != "" || rec.Labels[labelFinishedAt] != "" {
 		return fmt.Errorf("start container %q: already started", id)
 	}
-	cont, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return fmt.Errorf("start container %q: %w", id, err)
-	}
 	fail := func(step string, err error) error {
 		err = fmt.Errorf("start container %q (%s): %s: %w", meta.Metadata.GetName(), id, step, err)
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
-		r.recordStartError(cctx, cont, err)
+		r.recordStartError(cctx, id, err)
 		return err
 	}
 	log, err := openLogFile(meta.LogPath, r.clock)
@@ -46,8 +48,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return fail("open log", err)
 	}
 	cio_ := newContainerIO(log, meta)
-	task, err := cont.NewTask(ctx, cio_.creator(r.fifoDir(id)))
-	if err != nil {
+	if err := r.createTask(ctx, rec, cio_.creator(r.fifoDir(id))); err != nil {
 		cio_.finish()
 		return fail("create task", err)
 	}
@@ -56,18 +57,17 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 	// recorded while the task starts; a failed start overwrites it with the error's time.
 	startedAt := r.clock.Now()
 	recordStart := inBackground(func() error {
-		_, err := cont.SetLabels(ctx, map[string]string{labelStartedAt: unixNanoLabel(startedAt)})
-		return err
+		return r.setLabels(ctx, id, map[string]string{labelStartedAt: unixNanoLabel(startedAt)})
 	})
-	if err := task.Start(ctx); err != nil {
+	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id}); err != nil {
 		_ = recordStart()
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
-		_, _ = task.Delete(cctx, containerd.WithProcessKill)
+		r.deleteTask(cctx, id)
 		if c := r.io.take(id); c != nil {
 			c.finish()
 		}
-		return fail("start task", err)
+		return fail("start task", errdefs.FromGRPC(err))
 	}
 	if err := recordStart(); err != nil {
 		return fmt.Errorf("start container %q: record start: %w", id, err)
@@ -76,16 +76,71 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 	return nil
 }
 
+// createTask creates the container's task as containerd.Container.NewTask does, from the record already in
+// hand: the client's NewTask reads the container record twice more (for its snapshot, then its spec) first.
+func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCreate cio.Creator) (retErr error) {
+	io, err := ioCreate(rec.ID)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			io.Cancel()
+			_ = io.Close()
+		}
+	}()
+	cfg := io.Config()
+	req := &tasks.CreateTaskRequest{
+		ContainerID: rec.ID,
+		Terminal:    cfg.Terminal,
+		Stdin:       cfg.Stdin,
+		Stdout:      cfg.Stdout,
+		Stderr:      cfg.Stderr,
+	}
+	mounts, err := r.client.SnapshotService(rec.Snapshotter).Mounts(ctx, rec.SnapshotKey)
+	if err != nil {
+		return fmt.Errorf("rootfs mounts: %w", err)
+	}
+	for _, m := range mounts {
+		req.Rootfs = append(req.Rootfs, &types.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
+	}
+	if _, err := r.client.TaskService().Create(ctx, req); err != nil {
+		return errdefs.FromGRPC(err)
+	}
+	return nil
+}
+
+// deleteTask kills and removes a container's task, as after a failed start.
+func (r *Runtime) deleteTask(ctx context.Context, id string) {
+	cont, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return
+	}
+	if task, err := cont.Task(ctx, nil); err == nil {
+		_, _ = task.Delete(ctx, containerd.WithProcessKill)
+	}
+}
+
+// setLabels sets labels on a record, as containerd.Container.SetLabels does, by ID.
+func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]string) error {
+	var paths []string
+	for k := range labels {
+		paths = append(paths, strings.Join([]string{"labels", k}, "."))
+	}
+	_, err := r.client.ContainerService().Update(ctx, containers.Container{ID: id, Labels: labels}, paths...)
+	return err
+}
+
 func (r *Runtime) fifoDir(id string) string { return filepath.Join(r.cfg.FIFODir, id) }
 
 // recordStartError marks a container that could not start as exited, with the error as its message.
-func (r *Runtime) recordStartError(ctx context.Context, cont containerd.Container, cause error) {
+func (r *Runtime) recordStartError(ctx context.Context, id string, cause error) {
 	now := unixNanoLabel(r.clock.Now())
 	msg := cause.Error()
 	if len(msg) > 1024 {
 		msg = msg[:1024]
 	}
-	_, err := cont.SetLabels(ctx, map[string]string{
+	err := r.setLabels(ctx, id, map[string]string{
 		labelStartedAt:  now,
 		labelFinishedAt: now,
 		labelExitCode:   strconv.Itoa(startErrorExitCode),
@@ -93,6 +148,6 @@ func (r *Runtime) recordStartError(ctx context.Context, cont containerd.Containe
 		labelMessage:    msg,
 	})
 	if err != nil {
-		logger(ctx).Error(err, "Recording start error failed", "container", cont.ID())
+		logger(ctx).Error(err, "Recording start error failed", "container", id)
 	}
 }
