@@ -8,9 +8,11 @@ import (
 	"sync"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/oci"
 	criopts "github.com/containerd/containerd/pkg/cri/opts"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -130,19 +132,22 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		})
 		defer func() { _ = recordIPs() }() // before the container is deleted
 	}
-	task, err := cont.NewTask(ctx, cio.NullIO)
+	rec, err := cont.Info(ctx, containerd.WithoutRefreshedMetadata) // the record Create returned
 	if err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+	}
+	if err := r.createTask(ctx, rec, cio.NullIO); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: create pause task: %w", podRef, err)
 	}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := r.cleanupContext(ctx)
 			defer cancel()
-			_, _ = task.Delete(cctx, containerd.WithProcessKill)
+			r.deleteTask(cctx, id)
 		}
 	}()
-	if err := task.Start(ctx); err != nil {
-		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, err)
+	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id}); err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, errdefs.FromGRPC(err))
 	}
 	if err := recordIPs(); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
