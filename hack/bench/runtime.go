@@ -25,7 +25,7 @@ const (
 // podTiming is how long each step of starting one pod took.
 type podTiming struct{ sandbox, create, start, total time.Duration }
 
-// benchRuntime starts 30 pods one at a time and 30 at once on the built-in runtime and on containerd's CRI
+// benchRuntime starts 30 pods one at a time (the two backends taking turns) and 30 at once on the built-in runtime and on containerd's CRI
 // plugin (the reference), and prints p50/p99 per step, pods/s, and the built-in/CRI-plugin ratios.
 func benchRuntime(ctx context.Context) error {
 	builtin, err := runtime.New(ctx, runtime.Config{
@@ -42,24 +42,30 @@ func benchRuntime(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	results := map[string]map[string][]podTiming{}
+	results := map[string]map[string][]podTiming{"builtin": {}, "criplugin": {}}
 	walls := map[string]time.Duration{}
-	// Alternate the backends so that neither always runs on a warmer machine.
-	for _, mode := range []string{"serial", "parallel"} {
-		for _, b := range []struct {
-			name string
-			rt   cri.RuntimeService
-		}{{"builtin", builtin}, {"criplugin", plugin}} {
-			ts, wall, err := runPods(ctx, b.rt, mode == "parallel")
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", b.name, mode, err)
-			}
-			if results[b.name] == nil {
-				results[b.name] = map[string][]podTiming{}
-			}
-			results[b.name][mode] = ts
-			walls[b.name+"_"+mode] = wall
+	// One at a time, the backends take turns pod by pod (and which goes first alternates), so that a change in
+	// the machine's load falls on both alike.
+	serial, err := runSerialInterleaved(ctx, builtin, plugin)
+	if err != nil {
+		return fmt.Errorf("serial: %w", err)
+	}
+	for i, name := range []string{"builtin", "criplugin"} {
+		results[name]["serial"] = serial[i]
+		for _, t := range serial[i] {
+			walls[name+"_serial"] += t.total
 		}
+	}
+	for _, b := range []struct {
+		name string
+		rt   cri.RuntimeService
+	}{{"builtin", builtin}, {"criplugin", plugin}} {
+		ts, wall, err := runParallel(ctx, b.rt)
+		if err != nil {
+			return fmt.Errorf("%s parallel: %w", b.name, err)
+		}
+		results[b.name]["parallel"] = ts
+		walls[b.name+"_parallel"] = wall
 	}
 	for _, mode := range []string{"serial", "parallel"} {
 		for _, name := range []string{"builtin", "criplugin"} {
@@ -80,27 +86,51 @@ func benchRuntime(ctx context.Context) error {
 	return nil
 }
 
-// runPods starts benchPods pods (sandbox + one container), then stops and removes them.
-func runPods(ctx context.Context, rt cri.RuntimeService, parallel bool) ([]podTiming, time.Duration, error) {
+// runSerialInterleaved starts benchPods pods one at a time on each of a and b, alternating between them, then
+// stops and removes them; it returns the timings of a's pods and of b's.
+func runSerialInterleaved(ctx context.Context, a, b cri.RuntimeService) ([2][]podTiming, error) {
+	var out [2][]podTiming
+	rts := [2]cri.RuntimeService{a, b}
+	var sandboxes [2][]string
+	defer func() {
+		for k, ids := range sandboxes {
+			for _, id := range ids {
+				_ = rts[k].StopPodSandbox(ctx, id)
+				_ = rts[k].RemovePodSandbox(ctx, id)
+			}
+		}
+	}()
+	for i := 0; i < benchPods; i++ {
+		for j := 0; j < 2; j++ {
+			k := (i + j) % 2
+			t, id, err := startPod(ctx, rts[k], i)
+			if id != "" {
+				sandboxes[k] = append(sandboxes[k], id)
+			}
+			if err != nil {
+				return out, err
+			}
+			out[k] = append(out[k], t)
+		}
+	}
+	return out, nil
+}
+
+// runParallel starts benchPods pods (sandbox + one container) all at once, then stops and removes them.
+func runParallel(ctx context.Context, rt cri.RuntimeService) ([]podTiming, time.Duration, error) {
 	timings := make([]podTiming, benchPods)
 	sandboxes := make([]string, benchPods)
 	errs := make([]error, benchPods)
-	one := func(i int) {
-		timings[i], sandboxes[i], errs[i] = startPod(ctx, rt, i)
-	}
 	begin := time.Now()
-	if parallel {
-		var wg sync.WaitGroup
-		for i := 0; i < benchPods; i++ {
-			wg.Add(1)
-			go func(i int) { defer wg.Done(); one(i) }(i)
-		}
-		wg.Wait()
-	} else {
-		for i := 0; i < benchPods; i++ {
-			one(i)
-		}
+	var wg sync.WaitGroup
+	for i := 0; i < benchPods; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			timings[i], sandboxes[i], errs[i] = startPod(ctx, rt, i)
+		}(i)
 	}
+	wg.Wait()
 	wall := time.Since(begin)
 	for _, id := range sandboxes {
 		if id == "" {
