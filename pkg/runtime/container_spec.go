@@ -52,9 +52,9 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid uint32, sb *sandboxMet
 	}
 	opts = append(opts, oci.WithEnv(env))
 
-	// The sandbox's hosts, resolv.conf and hostname, unless the caller mounts its own there.
+	// The sandbox's hosts, resolv.conf, hostname and /dev/shm, unless the caller mounts its own there.
 	var extra []*runtimeapi.Mount
-	for _, m := range hostFileMounts(r.sandboxDir(meta.SandboxID)) {
+	for _, m := range podMounts(r.sandboxDir(meta.SandboxID), sb.HostIPC) {
 		if !hasMount(config.GetMounts(), m.Destination) {
 			extra = append(extra, &runtimeapi.Mount{ContainerPath: m.Destination, HostPath: m.Source})
 		}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/cio"
@@ -63,7 +62,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		_ = recordStart()
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
-		r.deleteTask(cctx, id)
+		r.removeTask(cctx, id)
 		if c := r.io.take(id); c != nil {
 			c.finish()
 		}
@@ -110,14 +109,10 @@ func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCr
 	return nil
 }
 
-// deleteTask kills and removes a container's task, as after a failed start.
-func (r *Runtime) deleteTask(ctx context.Context, id string) {
-	cont, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return
-	}
-	if task, err := cont.Task(ctx, nil); err == nil {
-		_, _ = task.Delete(ctx, containerd.WithProcessKill)
+// removeTask kills and deletes a container's task, as after a failed start.
+func (r *Runtime) removeTask(ctx context.Context, id string) {
+	if cont, err := r.client.LoadContainer(ctx, id); err == nil {
+		_ = deleteTask(ctx, cont)
 	}
 }
 

@@ -68,6 +68,17 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			_ = removeAll(dir)
 		}
 	}()
+	if !meta.HostIPC {
+		shm := shmDir(dir, false)
+		if err := mountSandboxShm(shm); err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+		}
+		defer func() {
+			if retErr != nil {
+				_ = unmountSandboxShm(shm)
+			}
+		}()
+	}
 
 	// The network is set up while the pause container starts: neither needs the other until the IPs are
 	// recorded, and both mostly wait on other processes.
@@ -143,7 +154,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		if retErr != nil {
 			cctx, cancel := r.cleanupContext(ctx)
 			defer cancel()
-			r.deleteTask(cctx, id)
+			r.removeTask(cctx, id)
 		}
 	}()
 	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id}); err != nil {
@@ -258,8 +269,8 @@ func cgroupsPath(parent, id string) string {
 	return filepath.Join(parent, id)
 }
 
-// hostFileMounts binds the sandbox's hosts, resolv.conf and hostname files into a container.
-func hostFileMounts(dir string) []runtimespec.Mount {
+// podMounts binds the sandbox's hosts, resolv.conf and hostname files and its /dev/shm into a container.
+func podMounts(dir string, hostIPC bool) []runtimespec.Mount {
 	var ms []runtimespec.Mount
 	for _, f := range []string{hostsFile, resolvFile, hostnameFile} {
 		ms = append(ms, runtimespec.Mount{
@@ -269,7 +280,12 @@ func hostFileMounts(dir string) []runtimespec.Mount {
 			Options:     []string{"rbind", "rprivate", "rw"},
 		})
 	}
-	return ms
+	return append(ms, runtimespec.Mount{
+		Destination: devShm,
+		Type:        "bind",
+		Source:      shmDir(dir, hostIPC),
+		Options:     []string{"rbind", "rprivate", "rw"},
+	})
 }
 
 // withoutMounts keeps only the /proc and /dev mounts runc itself needs.

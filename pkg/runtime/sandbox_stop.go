@@ -51,6 +51,9 @@ func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, me
 			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 		}
 	}
+	if err := unmountSandboxShm(shmDir(r.sandboxDir(id), false)); err != nil {
+		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
+	}
 	labels, err := cont.Labels(ctx)
 	if err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)

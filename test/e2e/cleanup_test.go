@@ -18,6 +18,7 @@ import (
 // hostNetState is what a pod may leave on the host: network namespaces, veths on the bridge, IP reservations.
 type hostNetState struct {
 	netns, veths, ips []string
+	mounts            []string // mount points on the host (pod /dev/shm, container root filesystems)
 }
 
 func readHostNetState(t *testing.T) hostNetState {
@@ -44,9 +45,17 @@ func readHostNetState(t *testing.T) hostNetState {
 			s.ips = append(s.ips, f.Name())
 		}
 	}
+	if info, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) > 4 {
+				s.mounts = append(s.mounts, f[4])
+			}
+		}
+	}
 	sort.Strings(s.netns)
 	sort.Strings(s.veths)
 	sort.Strings(s.ips)
+	sort.Strings(s.mounts)
 	return s
 }
 
@@ -99,8 +108,8 @@ func diff(before, after []string) []string {
 	return out
 }
 
-// Stopping and removing a pod leaves no network namespace, veth, IP reservation, containerd container,
-// snapshot or task behind, and doing it twice is fine.
+// Stopping and removing a pod leaves no network namespace, veth, IP reservation, mount, containerd
+// container, snapshot or task behind, and doing it twice is fine.
 func TestNothingLeftAfterRemove(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		before := readHostNetState(t)
@@ -123,6 +132,9 @@ func TestNothingLeftAfterRemove(t *testing.T) {
 		}
 		if d := diff(before.ips, after.ips); len(d) > 0 {
 			t.Errorf("IP reservations left: %v (pod had %s)", d, ip)
+		}
+		if d := diff(before.mounts, after.mounts); len(d) > 0 {
+			t.Errorf("mounts left: %v", d)
 		}
 		assertContainerdClean(t, b, p.id, c1, c2)
 	})

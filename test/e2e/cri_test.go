@@ -196,6 +196,26 @@ func TestExecSync(t *testing.T) {
 	})
 }
 
+// The containers of a pod share its /dev/shm, as they share its IPC namespace.
+func TestPodSharesDevShm(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "shm", nil)
+		writer := p.start(t, containerConfig("writer", "sh", "-c", "echo shared > /dev/shm/note; sleep 3600"))
+		reader := p.start(t, containerConfig("reader", "sleep", "3600"))
+		eventually(t, 5*time.Second, "the writer's /dev/shm file seen by the other container", func() error {
+			out, err := execSync(t, p, reader, "cat", "/dev/shm/note")
+			if err != nil || out != "shared" {
+				return fmt.Errorf("cat /dev/shm/note: %q, %v", out, err)
+			}
+			return nil
+		})
+		out, err := execSync(t, p, writer, "sh", "-c", "df -k /dev/shm | tail -1")
+		if err != nil || !strings.Contains(out, "65536") {
+			t.Errorf("/dev/shm size: %q, %v; want 65536 KiB", out, err)
+		}
+	})
+}
+
 // A pod's namespaced sysctls are set in its sandbox and seen by its containers.
 func TestSandboxSysctls(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
