@@ -211,6 +211,9 @@ func (r *Runtime) reconcileExits(ctx context.Context) error {
 		t := tasks[rec.ID]
 		switch rec.Labels[labelKind] {
 		case kindSandbox:
+			if _, starting := r.creating.Load(rec.ID); starting {
+				continue
+			}
 			if rec.Labels[labelExited] != "true" && (t == nil || t.Status == task.Status_STOPPED) {
 				if cont, err := r.client.LoadContainer(ctx, rec.ID); err == nil {
 					r.recordPauseExit(ctx, cont, rec.Labels)

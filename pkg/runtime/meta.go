@@ -24,10 +24,11 @@ const (
 	labelExitCode   = "io.nodeagent.exit-code"
 	labelReason     = "io.nodeagent.reason"
 	labelMessage    = "io.nodeagent.message"
-	labelStopped    = "io.nodeagent.stopped" // sandbox: "true" once StopPodSandbox ran
-	labelIPs        = "io.nodeagent.ips"     // sandbox: comma-separated pod IPs, IPv4 first
-	labelPodUID     = "io.nodeagent.pod-uid" // the pod's UID, carried by events so a watcher can find the pod
-	labelExited     = "io.nodeagent.exited"  // sandbox: "true" once its pause process is gone
+	labelStopped    = "io.nodeagent.stopped"    // sandbox: "true" once StopPodSandbox ran
+	labelIPs        = "io.nodeagent.ips"        // sandbox: comma-separated pod IPs, IPv4 first
+	labelPodUID     = "io.nodeagent.pod-uid"    // the pod's UID, carried by events so a watcher can find the pod
+	labelExited     = "io.nodeagent.exited"     // sandbox: "true" once its pause process is gone
+	labelIncomplete = "io.nodeagent.incomplete" // sandbox: "true" until RunPodSandbox has set it all up
 
 	kindSandbox   = "sandbox"
 	kindContainer = "container"

@@ -77,9 +77,12 @@ type Runtime struct {
 	// oomSeen holds the IDs of containers containerd reported an OOM kill for, until their exit is recorded.
 	oomSeen sync.Map
 	metas   metaCache
-	records *recordIndex
-	stop    chan struct{} // closed by Close
-	stream  urlServer
+	// creating holds the IDs of sandboxes whose RunPodSandbox is under way: their record exists before their
+	// task, which the reconcile loop must not take for an exit.
+	creating sync.Map
+	records  *recordIndex
+	stop     chan struct{} // closed by Close
+	stream   urlServer
 }
 
 // New connects to containerd, makes sure the pause image is present, re-attaches log copies of running

@@ -173,6 +173,8 @@ func TestSandboxState(t *testing.T) {
 		{"labels, live", nil, nil, true, runtimeapi.PodSandboxState_SANDBOX_READY},
 		{"labels, pause exited", map[string]string{labelExited: "true"}, nil, true, runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
 		{"labels, stopped", map[string]string{labelStopped: "true"}, running, false, runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+		{"set-up interrupted", map[string]string{labelIncomplete: "true"}, running, true, runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+		{"set up", map[string]string{labelIncomplete: "false"}, nil, true, runtimeapi.PodSandboxState_SANDBOX_READY},
 	}
 	for _, tc := range tests {
 		if got := sandboxState(containers.Container{Labels: tc.labels}, tc.task, tc.fromLabels); got != tc.want {

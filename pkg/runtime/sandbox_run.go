@@ -59,6 +59,34 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		return "", fmt.Errorf("run pod sandbox for %s: pause image: %w", podRef, err)
 	}
 
+	// The record comes first, marked incomplete, so that whatever a crash leaves of a sandbox (files, /dev/shm,
+	// network namespace, IP reservation, pause task) belongs to a sandbox the kubelet sees NOTREADY and removes:
+	// StopPodSandbox undoes each step whether it happened or not. While RunPodSandbox runs, lists leave the
+	// sandbox out and the reconcile loop leaves it alone.
+	if !meta.HostNetwork {
+		meta.NetnsName = "nodeagent-" + id[:16]
+		meta.NetnsPath = cni.NetnsPath(meta.NetnsName)
+	}
+	r.creating.Store(id, struct{}{})
+	defer r.creating.Delete(id)
+	cont, err := r.client.NewContainer(ctx, id,
+		r.withImageSnapshot(id, image, facts),
+		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
+		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, facts.config.Config)...),
+		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox, labelPodUID: podUIDLabel(config.GetLabels(), md.Uid), labelIncomplete: "true"}),
+		containerd.WithContainerExtension(extensionMeta, meta),
+	)
+	if err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: create pause container: %w", podRef, err)
+	}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := r.cleanupContext(ctx)
+			defer cancel()
+			_ = cont.Delete(cctx, containerd.WithSnapshotCleanup)
+		}
+	}()
+
 	dir := r.sandboxDir(id)
 	if err := writeSandboxFiles(dir, config, meta.HostNetwork); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
@@ -84,12 +112,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	// recorded, and both mostly wait on other processes.
 	var waitNetwork func() networkResult
 	if !meta.HostNetwork {
-		meta.NetnsName = "nodeagent-" + id[:16]
-		path, err := cni.CreateNetns(meta.NetnsName)
-		if err != nil {
+		if _, err := cni.CreateNetns(meta.NetnsName); err != nil {
 			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 		}
-		meta.NetnsPath = path
 		defer func() {
 			if retErr != nil {
 				_ = cni.DeleteNetns(meta.NetnsName)
@@ -103,45 +128,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			if res := waitNetwork(); res.err == nil {
 				cctx, cancel := r.cleanupContext(ctx)
 				defer cancel()
-				if err := r.cfg.Network.Teardown(cctx, id, path, cniPod(meta)); err != nil {
+				if err := r.cfg.Network.Teardown(cctx, id, meta.NetnsPath, cniPod(meta)); err != nil {
 					logger(ctx).Error(err, "Undo network setup failed", "pod", podRef, "sandbox", id)
 				}
 			}
 		}()
-	}
-
-	cont, err := r.client.NewContainer(ctx, id,
-		r.withImageSnapshot(id, image, facts),
-		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
-		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, facts.config.Config)...),
-		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox, labelPodUID: podUIDLabel(config.GetLabels(), md.Uid)}),
-		containerd.WithContainerExtension(extensionMeta, meta),
-	)
-	if err != nil {
-		return "", fmt.Errorf("run pod sandbox for %s: create pause container: %w", podRef, err)
-	}
-	defer func() {
-		if retErr != nil {
-			cctx, cancel := r.cleanupContext(ctx)
-			defer cancel()
-			_ = cont.Delete(cctx, containerd.WithSnapshotCleanup)
-		}
-	}()
-	// The IPs are recorded as soon as the network is up, while the pause task is created and started.
-	recordIPs := func() error { return nil }
-	if waitNetwork != nil {
-		recordIPs = inBackground(func() error {
-			res := waitNetwork()
-			if res.err != nil {
-				return fmt.Errorf("setup network: %w", res.err)
-			}
-			if _, err := cont.SetLabels(ctx, map[string]string{labelIPs: strings.Join(res.ips, ",")}); err != nil {
-				return fmt.Errorf("record IPs: %w", err)
-			}
-			meta.IPs = res.ips
-			return nil
-		})
-		defer func() { _ = recordIPs() }() // before the container is deleted
 	}
 	rec, err := cont.Info(ctx, containerd.WithoutRefreshedMetadata) // the record Create returned
 	if err != nil {
@@ -157,10 +148,28 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			r.removeTask(cctx, id)
 		}
 	}()
+	// The sandbox is marked complete, with its IPs, once its network is up, while the pause process starts
+	// (a start that fails undoes everything).
+	finish := inBackground(func() error {
+		labels := map[string]string{labelIncomplete: "false"}
+		if waitNetwork != nil {
+			res := waitNetwork()
+			if res.err != nil {
+				return fmt.Errorf("setup network: %w", res.err)
+			}
+			labels[labelIPs] = strings.Join(res.ips, ",")
+			meta.IPs = res.ips
+		}
+		if err := r.setLabels(ctx, id, labels); err != nil {
+			return fmt.Errorf("record IPs: %w", err)
+		}
+		return nil
+	})
+	defer func() { _ = finish() }() // before the container is deleted
 	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id}); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, errdefs.FromGRPC(err))
 	}
-	if err := recordIPs(); err != nil {
+	if err := finish(); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}
 	logger(ctx).V(2).Info("Started pod sandbox", "pod", podRef, "sandbox", id, "ips", meta.IPs)

@@ -86,7 +86,7 @@ func (r *Runtime) tasksByContainer(ctx context.Context) (map[string]*task.Proces
 // sandboxState is READY while the sandbox is neither stopped nor its pause process gone. With a task given
 // (a status call), the task decides too; lists go by the labels, kept current from containerd's events.
 func sandboxState(rec containers.Container, t *task.Process, fromLabels bool) runtimeapi.PodSandboxState {
-	if rec.Labels[labelStopped] == "true" || rec.Labels[labelExited] == "true" {
+	if rec.Labels[labelStopped] == "true" || rec.Labels[labelExited] == "true" || rec.Labels[labelIncomplete] == "true" {
 		return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	}
 	if fromLabels || (t != nil && t.Status == task.Status_RUNNING) {
@@ -163,6 +163,9 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	}
 	var out []*runtimeapi.PodSandbox
 	for _, rec := range recs {
+		if _, starting := r.creating.Load(rec.ID); starting {
+			continue // listed once RunPodSandbox returns, as with other runtimes
+		}
 		meta, err := r.metas.sandbox(rec)
 		if err != nil {
 			logger(ctx).Error(err, "Skipping sandbox with unreadable metadata", "sandbox", rec.ID)
