@@ -55,6 +55,7 @@ type sandboxMeta struct {
 	CgroupParent string                         `json:"cgroupParent,omitempty"`
 	Ports        []*runtimeapi.PortMapping      `json:"ports,omitempty"`
 	Handler      string                         `json:"handler,omitempty"`
+	Dir          string                         `json:"dir,omitempty"` // hosts, resolv.conf, hostname, shm; see sandboxDirOf
 	CreatedAt    int64                          `json:"createdAt"`
 }
 

@@ -157,6 +157,15 @@ func (r *Runtime) ns(ctx context.Context) context.Context {
 
 func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.cfg.StateDir, "sandboxes", id) }
 
+// sandboxDirOf is where a sandbox's files are: recorded at creation, so that a runtime configured with another
+// state directory still finds (and removes) them; sandboxes made before it was recorded are in this runtime's.
+func (r *Runtime) sandboxDirOf(id string, meta *sandboxMeta) string {
+	if meta.Dir != "" {
+		return meta.Dir
+	}
+	return r.sandboxDir(id)
+}
+
 // cleanupContext returns a fresh context for undoing a failed step, detached from the caller's cancellation.
 func (r *Runtime) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.ns(context.WithoutCancel(ctx)), 30*time.Second)

@@ -67,6 +67,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		meta.NetnsName = "nodeagent-" + id[:16]
 		meta.NetnsPath = cni.NetnsPath(meta.NetnsName)
 	}
+	meta.Dir = r.sandboxDir(id)
 	r.creating.Store(id, struct{}{})
 	defer r.creating.Delete(id)
 	cont, err := r.client.NewContainer(ctx, id,
@@ -87,7 +88,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		}
 	}()
 
-	dir := r.sandboxDir(id)
+	dir := meta.Dir
 	if err := writeSandboxFiles(dir, config, meta.HostNetwork); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}

@@ -51,7 +51,7 @@ func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, me
 			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 		}
 	}
-	if err := unmountSandboxShm(shmDir(r.sandboxDir(id), false)); err != nil {
+	if err := unmountSandboxShm(shmDir(r.sandboxDirOf(id, meta), false)); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 	}
 	labels, err := cont.Labels(ctx)
@@ -95,7 +95,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 		return fmt.Errorf("remove pod sandbox %s: delete pause container: %w", podSandboxID, err)
 	}
 	r.metas.Delete(cont.ID())
-	if err := removeAll(r.sandboxDir(podSandboxID)); err != nil {
+	if err := removeAll(r.sandboxDirOf(cont.ID(), meta)); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 	}
 	return nil

@@ -39,7 +39,7 @@ func crashChild(dir string) int {
 }
 
 // A runtime process killed in the middle of RunPodSandbox leaves a sandbox that the next runtime process lists
-// NOTREADY and removes completely: network namespace, veth, IP reservation and mounts go with it.
+// NOTREADY and removes completely: network namespace, veth, IP reservation, mounts and files go with it.
 func TestSandboxInterruptedByCrash(t *testing.T) {
 	dir := t.TempDir()
 	// The host's pod network with one more plugin that hangs: the child is killed while it runs, after the
@@ -89,7 +89,9 @@ func TestSandboxInterruptedByCrash(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := runtime.New(ctx, builtinConfig(dir, cniConfDir))
+	// The next runtime process has a state directory of its own: it finds the sandbox's files where the
+	// sandbox's record says they are.
+	rt, err := runtime.New(ctx, builtinConfig(t.TempDir(), cniConfDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +116,9 @@ func TestSandboxInterruptedByCrash(t *testing.T) {
 		if len(d) > 0 {
 			t.Errorf("%s left: %v", what, d)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "sandboxes", sbs[0].Id)); !os.IsNotExist(err) {
+		t.Errorf("the sandbox's directory is still there (%v)", err)
 	}
 	assertContainerdClean(t, backend{name: "builtin", rt: rt, images: rt, ns: "nodeagent"}, sbs[0].Id)
 }
