@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/containerd/containerd/cio"
 )
@@ -109,6 +110,20 @@ func (c *copyIO) Wait() { c.wg.Wait() }
 // onlyReader and onlyWriter hide ReadFrom and WriteTo, so that io.CopyBuffer uses the small buffer it is given.
 type onlyReader struct{ io.Reader }
 type onlyWriter struct{ io.Writer }
+
+// ioDrainTimeout bounds the wait for a gone task's output to drain.
+const ioDrainTimeout = 2 * time.Second
+
+// finishWithin finishes, waiting at most d: a task whose shim still holds the pipes open (a delete that
+// failed) must not hold the caller up; the copies then end whenever the pipes close.
+func (c *containerIO) finishWithin(d time.Duration) {
+	done := make(chan struct{})
+	go func() { c.finish(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
 
 // finish waits for the copies to drain, then flushes and closes the log.
 func (c *containerIO) finish() {

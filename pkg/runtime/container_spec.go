@@ -54,7 +54,7 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid uint32, sb *sandboxMet
 
 	// The sandbox's hosts, resolv.conf, hostname and /dev/shm, unless the caller mounts its own there.
 	var extra []*runtimeapi.Mount
-	for _, m := range podMounts(r.sandboxDirOf(meta.SandboxID, sb), sb.HostIPC) {
+	for _, m := range podMounts(r.sandboxDirOf(meta.SandboxID, sb), sb.HostIPC, sb.hasShm()) {
 		if !hasMount(config.GetMounts(), m.Destination) {
 			extra = append(extra, &runtimeapi.Mount{ContainerPath: m.Destination, HostPath: m.Source})
 		}

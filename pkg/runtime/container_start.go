@@ -64,7 +64,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		defer cancel()
 		r.removeTask(cctx, id)
 		if c := r.io.take(id); c != nil {
-			c.finish()
+			c.finishWithin(ioDrainTimeout)
 		}
 		return fail("start task", errdefs.FromGRPC(err))
 	}

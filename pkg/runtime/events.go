@@ -107,7 +107,7 @@ func (r *Runtime) watchEvents(ctx context.Context) {
 			return
 		}
 		time.Sleep(time.Second)
-		if err := r.reconcileExits(ctx); err != nil {
+		if err := r.reconcileExits(ctx, false); err != nil {
 			logger(ctx).Error(err, "Reconciling container exits failed")
 		}
 	}
@@ -189,7 +189,7 @@ func (r *Runtime) reconcileLoop(ctx context.Context, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			if err := r.reconcileExits(ctx); err != nil {
+			if err := r.reconcileExits(ctx, false); err != nil {
 				logger(ctx).Error(err, "Reconciling container exits failed")
 			}
 		}
@@ -197,21 +197,29 @@ func (r *Runtime) reconcileLoop(ctx context.Context, stop <-chan struct{}) {
 }
 
 // reconcileExits records what happened while nobody watched: containers whose task stopped or vanished, and
-// sandboxes whose pause process is gone.
-func (r *Runtime) reconcileExits(ctx context.Context) error {
+// sandboxes whose pause process is gone. At start (nothing of this process is under way yet) a task that was
+// created but never started counts as gone too: the process that was starting it died.
+func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 	recs, err := r.client.ContainerService().List(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
+	// Sandboxes being created now may have a record and no task yet; one that finishes while the tasks are
+	// listed must not be taken for one whose pause process is gone either.
+	creating := map[string]bool{}
+	r.creating.Range(func(id, _ any) bool { creating[id.(string)] = true; return true })
 	tasks, err := r.tasksByContainer(ctx)
 	if err != nil {
 		return err
 	}
 	for _, rec := range recs {
 		t := tasks[rec.ID]
+		if atStart && t != nil && t.Status == task.Status_CREATED {
+			t = nil
+		}
 		switch rec.Labels[labelKind] {
 		case kindSandbox:
-			if _, starting := r.creating.Load(rec.ID); starting {
+			if _, starting := r.creating.Load(rec.ID); starting || creating[rec.ID] {
 				continue
 			}
 			if rec.Labels[labelExited] != "true" && (t == nil || t.Status == task.Status_STOPPED) {
@@ -298,5 +306,5 @@ func (r *Runtime) recover(ctx context.Context) error {
 		}
 		r.io.put(rec.ID, c)
 	}
-	return r.reconcileExits(ctx)
+	return r.reconcileExits(ctx, true)
 }

@@ -60,12 +60,7 @@ func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, ex
 		}
 	}
 	if c := r.io.take(id); c != nil {
-		done := make(chan struct{})
-		go func() { c.finish(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-		}
+		c.finishWithin(ioDrainTimeout)
 	}
 	return nil
 }

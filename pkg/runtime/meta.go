@@ -59,6 +59,10 @@ type sandboxMeta struct {
 	CreatedAt    int64                          `json:"createdAt"`
 }
 
+// hasShm reports whether the sandbox gives its containers a shared /dev/shm: sandboxes made before it did
+// (they record no Dir) leave each container its own.
+func (m *sandboxMeta) hasShm() bool { return m.Dir != "" }
+
 // containerMeta is what CreateContainer fixed for a container's whole life.
 type containerMeta struct {
 	Metadata    *runtimeapi.ContainerMetadata `json:"metadata"`

@@ -24,8 +24,9 @@ import (
 //   - every full List of the namespace (the runtime's reconcile loop runs one every 10 s, and one at start)
 //     replaces it, dropping records that are gone.
 //
-// A record is replaced only by one at least as recent (by its UpdatedAt), and a deleted ID is remembered
-// for a while so that a read that raced the delete does not bring it back.
+// A read replaces what the index holds if it began after the index stored that (by this process's monotonic
+// clock), else only if it is at least as recent by containerd's UpdatedAt (a wall clock, which may step back);
+// a deleted ID is remembered for a while so that a read that raced the delete does not bring it back.
 type recordIndex struct {
 	namespace string
 
@@ -48,18 +49,19 @@ func newRecordIndex(namespace string) *recordIndex {
 	return &recordIndex{namespace: namespace, recs: map[string]indexed{}, gone: map[string]time.Time{}, now: time.Now}
 }
 
-// put stores rec unless the index holds a newer version or the ID was deleted.
-func (x *recordIndex) put(rec containers.Container) {
+// put stores rec, read from containerd by a call that began at began, unless the index holds a newer version
+// or the ID was deleted.
+func (x *recordIndex) put(rec containers.Container, began time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.putLocked(rec, x.now())
+	x.putLocked(rec, began, x.now())
 }
 
-func (x *recordIndex) putLocked(rec containers.Container, now time.Time) {
+func (x *recordIndex) putLocked(rec containers.Container, began, now time.Time) {
 	if _, deleted := x.gone[rec.ID]; deleted {
 		return
 	}
-	if cur, ok := x.recs[rec.ID]; ok && cur.rec.UpdatedAt.After(rec.UpdatedAt) {
+	if cur, ok := x.recs[rec.ID]; ok && !cur.seenAt.Before(began) && cur.rec.UpdatedAt.After(rec.UpdatedAt) {
 		return
 	}
 	rec.Spec = nil
@@ -102,7 +104,7 @@ func (x *recordIndex) replaceAll(recs []containers.Container, began time.Time) {
 	listed := make(map[string]bool, len(recs))
 	for _, rec := range recs {
 		listed[rec.ID] = true
-		x.putLocked(rec, now)
+		x.putLocked(rec, began, now)
 	}
 	for id, e := range x.recs {
 		if !listed[id] && e.seenAt.Before(began) {
@@ -176,11 +178,12 @@ func (s *indexedStore) ours(ctx context.Context) bool {
 }
 
 func (s *indexedStore) Get(ctx context.Context, id string) (containers.Container, error) {
+	began := s.index.now()
 	rec, err := s.inner.Get(ctx, id)
 	if s.ours(ctx) {
 		switch {
 		case err == nil:
-			s.index.put(rec)
+			s.index.put(rec, began)
 		case errdefs.IsNotFound(err):
 			s.index.forget(id)
 		}
@@ -198,19 +201,21 @@ func (s *indexedStore) List(ctx context.Context, filters ...string) ([]container
 }
 
 func (s *indexedStore) Create(ctx context.Context, c containers.Container) (containers.Container, error) {
+	began := s.index.now()
 	rec, err := s.inner.Create(ctx, c)
 	if err == nil && s.ours(ctx) {
-		s.index.put(rec)
+		s.index.put(rec, began)
 	}
 	return rec, err
 }
 
 func (s *indexedStore) Update(ctx context.Context, c containers.Container, fieldpaths ...string) (containers.Container, error) {
+	began := s.index.now()
 	rec, err := s.inner.Update(ctx, c, fieldpaths...)
 	if s.ours(ctx) {
 		switch {
 		case err == nil:
-			s.index.put(rec)
+			s.index.put(rec, began)
 		case errdefs.IsNotFound(err):
 			s.index.forget(c.ID)
 		}

@@ -14,11 +14,13 @@ import (
 	"github.com/containerd/typeurl/v2"
 )
 
-// memStore is an in-memory containerd container store, stamping UpdatedAt as containerd does.
+// memStore is an in-memory containerd container store, stamping UpdatedAt as containerd does, from a wall
+// clock that may be stepped.
 type memStore struct {
 	mu   sync.Mutex
 	recs map[string]containers.Container
 	now  func() time.Time
+	step time.Duration
 }
 
 func (s *memStore) Get(_ context.Context, id string) (containers.Container, error) {
@@ -45,7 +47,7 @@ func (s *memStore) List(_ context.Context, fs ...string) ([]containers.Container
 func (s *memStore) Create(_ context.Context, c containers.Container) (containers.Container, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.CreatedAt, c.UpdatedAt = s.now(), s.now()
+	c.CreatedAt, c.UpdatedAt = s.now().Add(s.step), s.now().Add(s.step)
 	s.recs[c.ID] = c
 	return c, nil
 }
@@ -58,7 +60,7 @@ func (s *memStore) Update(_ context.Context, c containers.Container, _ ...string
 		return containers.Container{}, errdefs.ErrNotFound
 	}
 	cur.Labels = c.Labels
-	cur.UpdatedAt = s.now()
+	cur.UpdatedAt = s.now().Add(s.step)
 	s.recs[c.ID] = cur
 	return cur, nil
 }
@@ -143,18 +145,19 @@ func TestRecordIndexFollowsWritesThroughTheStore(t *testing.T) {
 }
 
 func TestRecordIndexNeverGoesBack(t *testing.T) {
-	s, mem, _, ctx := newIndexedStore(t)
+	s, mem, clk, ctx := newIndexedStore(t)
 	if _, err := s.List(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Create(ctx, containers.Container{ID: "a", Labels: map[string]string{"state": "created"}}); err != nil {
 		t.Fatal(err)
 	}
+	readBegan := clk.now()
 	stale, _ := mem.Get(ctx, "a") // a read that started before the update
 	if _, err := s.Update(ctx, containers.Container{ID: "a", Labels: map[string]string{"state": "exited"}}); err != nil {
 		t.Fatal(err)
 	}
-	s.index.put(stale) // ...and returned after it
+	s.index.put(stale, readBegan) // ...and returned after it
 	if got, _ := s.index.list(all); fmt.Sprint(ids(got)) != "[a=exited]" {
 		t.Errorf("an older read replaced a newer record: %v", ids(got))
 	}
@@ -163,7 +166,7 @@ func TestRecordIndexNeverGoesBack(t *testing.T) {
 	if err := s.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	s.index.put(beforeDelete) // a read that raced the delete
+	s.index.put(beforeDelete, clk.now()) // a read that raced the delete
 	s.index.replaceAll([]containers.Container{beforeDelete}, time.Unix(0, 0))
 	if got, _ := s.index.list(all); len(got) != 0 {
 		t.Errorf("a deleted record came back: %v", ids(got))
@@ -221,5 +224,35 @@ func TestRecordIndexGetForgetsWhatIsGone(t *testing.T) {
 	}
 	if !s.index.has("e", map[string]string{"k": "v"}) || s.index.has("e", map[string]string{"k": "w"}) {
 		t.Error("has does not compare labels")
+	}
+}
+
+func TestRecordIndexFollowsAWallClockSteppedBack(t *testing.T) {
+	s, mem, _, ctx := newIndexedStore(t)
+	if _, err := s.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, containers.Container{ID: "a", Labels: map[string]string{"state": "running"}}); err != nil {
+		t.Fatal(err)
+	}
+	mem.step = -time.Hour // containerd's clock steps back: later records carry older UpdatedAt
+	if _, err := s.Update(ctx, containers.Container{ID: "a", Labels: map[string]string{"state": "exited"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.index.list(all); fmt.Sprint(ids(got)) != "[a=exited]" {
+		t.Errorf("after an update with an older UpdatedAt: %v, want [a=exited]", ids(got))
+	}
+	// An update by another client, seen through a full list.
+	mem.mu.Lock()
+	r := mem.recs["a"]
+	r.Labels = map[string]string{"state": "removed-by-ctr"}
+	r.UpdatedAt = r.UpdatedAt.Add(-time.Hour)
+	mem.recs["a"] = r
+	mem.mu.Unlock()
+	if _, err := s.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.index.list(all); fmt.Sprint(ids(got)) != "[a=removed-by-ctr]" {
+		t.Errorf("after a full list: %v, want [a=removed-by-ctr]", ids(got))
 	}
 }

@@ -166,7 +166,15 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		}
 		return nil
 	})
-	defer func() { _ = finish() }() // before the container is deleted
+	defer func() {
+		_ = finish() // before the container is deleted
+		if retErr != nil {
+			// Should the delete below fail, the record must not look like a sandbox that was set up.
+			cctx, cancel := r.cleanupContext(ctx)
+			defer cancel()
+			_ = r.setLabels(cctx, id, map[string]string{labelIncomplete: "true"})
+		}
+	}()
 	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id}); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, errdefs.FromGRPC(err))
 	}
@@ -279,8 +287,9 @@ func cgroupsPath(parent, id string) string {
 	return filepath.Join(parent, id)
 }
 
-// podMounts binds the sandbox's hosts, resolv.conf and hostname files and its /dev/shm into a container.
-func podMounts(dir string, hostIPC bool) []runtimespec.Mount {
+// podMounts binds the sandbox's hosts, resolv.conf and hostname files and, when it has one, its /dev/shm into
+// a container.
+func podMounts(dir string, hostIPC, shm bool) []runtimespec.Mount {
 	var ms []runtimespec.Mount
 	for _, f := range []string{hostsFile, resolvFile, hostnameFile} {
 		ms = append(ms, runtimespec.Mount{
@@ -289,6 +298,9 @@ func podMounts(dir string, hostIPC bool) []runtimespec.Mount {
 			Source:      filepath.Join(dir, f),
 			Options:     []string{"rbind", "rprivate", "rw"},
 		})
+	}
+	if !shm {
+		return ms
 	}
 	return append(ms, runtimespec.Mount{
 		Destination: devShm,

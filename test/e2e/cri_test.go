@@ -196,7 +196,7 @@ func TestExecSync(t *testing.T) {
 	})
 }
 
-// The containers of a pod share its /dev/shm, as they share its IPC namespace.
+// The containers of a pod share its /dev/shm, as they share its IPC namespace; a host-IPC pod's is the host's.
 func TestPodSharesDevShm(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		p := runPod(t, b, "shm", nil)
@@ -213,6 +213,25 @@ func TestPodSharesDevShm(t *testing.T) {
 		if err != nil || !strings.Contains(out, "65536") {
 			t.Errorf("/dev/shm size: %q, %v; want 65536 KiB", out, err)
 		}
+
+		// A host-IPC pod shares the host's.
+		hp := runPod(t, b, "hostipc", func(c *runtimeapi.PodSandboxConfig) {
+			c.Linux.SecurityContext.NamespaceOptions.Ipc = runtimeapi.NamespaceMode_NODE
+		})
+		name := "nodeagent-e2e-" + b.name
+		t.Cleanup(func() { _ = os.Remove("/dev/shm/" + name) })
+		hw := containerConfig("writer", "sh", "-c", "echo host > /dev/shm/"+name+"; sleep 3600")
+		hw.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{ // as the kubelet sets it
+			NamespaceOptions: hp.cfg.Linux.SecurityContext.NamespaceOptions,
+		}
+		hp.start(t, hw)
+		eventually(t, 5*time.Second, "the host-IPC pod's /dev/shm file on the host", func() error {
+			data, err := os.ReadFile("/dev/shm/" + name)
+			if err != nil || strings.TrimSpace(string(data)) != "host" {
+				return fmt.Errorf("/dev/shm/%s: %q, %v", name, data, err)
+			}
+			return nil
+		})
 	})
 }
 
