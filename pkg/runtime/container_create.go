@@ -68,7 +68,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	if err != nil {
 		return "", fail("spec", err)
 	}
-	_, err = r.client.NewContainer(ctx, id,
+	lctx, err := r.withLease(ctx)
+	if err != nil {
+		return "", fail("lease", err)
+	}
+	_, err = r.client.NewContainer(lctx, id,
 		r.withImageSnapshot(id, image, facts),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
 		containerd.WithNewSpec(specOpts...),

@@ -81,6 +81,7 @@ type Runtime struct {
 	// task, which the reconcile loop must not take for an exit.
 	creating sync.Map
 	records  *recordIndex
+	lease    sharedLease
 	stop     chan struct{} // closed by Close
 	stream   urlServer
 }

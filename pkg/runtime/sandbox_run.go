@@ -70,7 +70,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	meta.Dir = r.sandboxDir(id)
 	r.creating.Store(id, struct{}{})
 	defer r.creating.Delete(id)
-	cont, err := r.client.NewContainer(ctx, id,
+	lctx, err := r.withLease(ctx)
+	if err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+	}
+	cont, err := r.client.NewContainer(lctx, id,
 		r.withImageSnapshot(id, image, facts),
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
 		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, facts.config.Config)...),
