@@ -255,7 +255,16 @@ func TestKubeletRunsStaticPodWithMirror(t *testing.T) {
 		p, ok := h.apiPod("static-node1")
 		return ok && p.Annotations[config.AnnotationMirror] != "" && p.Status.Phase == v1.PodRunning
 	})
-	// Deleting the mirror pod recreates it; the static pod keeps running.
+	// Deleting the mirror pod recreates it; the static pod keeps running. The fake clientset's watch does not
+	// replay what happened between the list and the watch, as an API server does: delete once it watches.
+	eventually(t, "the kubelet watching pods", func() bool {
+		for _, a := range h.client.Actions() {
+			if a.GetVerb() == "watch" && a.GetResource().Resource == "pods" {
+				return true
+			}
+		}
+		return false
+	})
 	if err := h.client.CoreV1().Pods("ns").Delete(context.Background(), "static-node1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
