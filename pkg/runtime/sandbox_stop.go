@@ -31,6 +31,11 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error
 
 func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, meta *sandboxMeta) error {
 	id := cont.ID()
+	if rec, ok := r.records.get(id); ok && rec.Labels[labelStopped] == "true" {
+		// A stop that finished (the label is its last step): the kubelet's RemovePodSandbox after its
+		// StopPodSandbox need not run the CNI plugins again.
+		return nil
+	}
 	ctrs, err := r.sandboxContainers(ctx, id)
 	if err != nil {
 		return err
