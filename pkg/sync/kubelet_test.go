@@ -91,18 +91,15 @@ func TestKubeletRunsAndDeletesPod(t *testing.T) {
 			}
 		}
 	}
-	h.rt.Lock()
-	left := len(h.rt.Containers) + len(h.rt.Sandboxes)
-	h.rt.Unlock()
-	if left != 0 {
-		t.Errorf("%d containers and sandboxes left", left)
-	}
-	if _, err := os.Stat(h.k.podDir(pod.UID)); !os.IsNotExist(err) {
-		t.Errorf("pod dir still there: %v", err)
-	}
-	if _, err := os.Stat(h.k.podLogDir(pod)); !os.IsNotExist(err) {
-		t.Errorf("pod log dir still there: %v", err)
-	}
+	// The stopped sandbox and containers, and the pod's directories, are removed after the confirmation.
+	eventually(t, "no container, sandbox or directory of the pod left", func() bool {
+		h.rt.Lock()
+		left := len(h.rt.Containers) + len(h.rt.Sandboxes)
+		h.rt.Unlock()
+		_, dirErr := os.Stat(h.k.podDir(pod.UID))
+		_, logErr := os.Stat(h.k.podLogDir(pod))
+		return left == 0 && os.IsNotExist(dirErr) && os.IsNotExist(logErr)
+	})
 }
 
 func TestKubeletRejectsPodThatDoesNotFit(t *testing.T) {

@@ -131,7 +131,9 @@ func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, state *pl
 }
 
 // syncTerminatedPod releases what a stopped pod holds. The pod's cgroup and volumes go at once; its
-// sandbox, containers, directories and logs stay (for logs) until the pod is deleted.
+// sandbox, containers, directories and logs stay (for logs) until the pod is deleted. As upstream, a deleted
+// pod's removal from the API is confirmed once nothing of it runs and its volumes and cgroup are released;
+// its stopped sandbox and containers are removed after that (a failed removal is retried).
 func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState, deleted bool) error {
 	if running, sandboxes := runningContainers(state), readySandboxes(state); len(running)+len(sandboxes) > 0 {
 		if err := k.killPod(ctx, pod, state, 0); err != nil {
@@ -154,18 +156,18 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *ple
 	if !deleted {
 		return nil
 	}
-	if err := k.removePodContent(ctx, pod, state); err != nil {
-		return err
-	}
-	k.reasons.forget(pod.UID)
-	k.backoff.DeletePrefix(string(pod.UID) + "/")
-	k.puller.forgetPod(pod.UID)
 	switch {
 	case known && pod.DeletionTimestamp != nil && !status.IsStatic(pod):
 		k.status.ConfirmDeletion(pod)
 	case !known || status.IsStatic(pod):
 		k.status.Forget(pod.UID)
 	}
+	if err := k.removePodContent(ctx, pod, state); err != nil {
+		return err
+	}
+	k.reasons.forget(pod.UID)
+	k.backoff.DeletePrefix(string(pod.UID) + "/")
+	k.puller.forgetPod(pod.UID)
 	return nil
 }
 
