@@ -93,6 +93,21 @@ func (r *Runtime) exec(ctx context.Context, containerID string, o execOptions) (
 	pspec.Args = o.cmd
 	pspec.Terminal = o.tty
 	execID := newID()[:32]
+	// The shim opens every output stream it is given a FIFO for, and one it is not given fails the exec:
+	// an output the caller did not ask for is read and dropped.
+	if o.stdout == nil {
+		o.stdout = io.Discard
+	}
+	if o.stderr == nil && !o.tty {
+		o.stderr = io.Discard
+	}
+	// The shim keeps the process's stdin open until told to close it: the end of the caller's stdin is
+	// passed on (as containerd's CRI plugin does), so that `cat` or `sh < script` ends.
+	var stdinEnded chan struct{}
+	if o.stdin != nil {
+		stdinEnded = make(chan struct{})
+		o.stdin = &eofSignal{r: o.stdin, done: stdinEnded}
+	}
 	streamOpts := []cio.Opt{cio.WithStreams(o.stdin, o.stdout, o.stderr), cio.WithFIFODir(r.fifoDir(rec.ID))}
 	if o.tty {
 		streamOpts = append(streamOpts, cio.WithTerminal)
@@ -118,6 +133,17 @@ func (r *Runtime) exec(ctx context.Context, containerID string, o execOptions) (
 			}
 		}()
 	}
+	if stdinEnded != nil {
+		exited := make(chan struct{})
+		defer close(exited)
+		go func() {
+			select {
+			case <-stdinEnded:
+				_ = proc.CloseIO(cctx, containerd.WithStdinCloser)
+			case <-exited:
+			}
+		}()
+	}
 	var timer <-chan time.Time
 	if o.timeout > 0 {
 		t := time.NewTimer(o.timeout)
@@ -139,6 +165,21 @@ func (r *Runtime) exec(ctx context.Context, containerID string, o execOptions) (
 		_ = proc.Kill(cctx, unix.SIGKILL)
 		return 0, ctx.Err()
 	}
+}
+
+// eofSignal closes done when its reader reaches its end (once; a read error counts as the end too).
+type eofSignal struct {
+	r    io.Reader
+	done chan struct{}
+	once sync.Once
+}
+
+func (e *eofSignal) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.done) })
+	}
+	return n, err
 }
 
 // cappedBuffer is a concurrency-safe buffer that keeps at most maxExecSyncOutput bytes.

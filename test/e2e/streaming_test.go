@@ -60,6 +60,20 @@ func TestStreamingCalls(t *testing.T) {
 		}
 	})
 
+	// The end of the caller's stdin reaches the process, as with `kubectl exec -i pod -- sh < script`.
+	t.Run("exec reading stdin to its end", func(t *testing.T) {
+		id := p.start(t, containerConfig("cat", "sleep", "3600"))
+		var out syncBuffer
+		ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
+		defer cancel()
+		if err := streamer.Exec(ctx, id, []string{"sh", "-c", "cat; echo end"}, strings.NewReader("line one\nline two\n"), &out, nil, false, nil); err != nil {
+			t.Fatalf("exec: %v", err)
+		}
+		if out.String() != "line one\nline two\nend\n" {
+			t.Fatalf("stdout %q", out.String())
+		}
+	})
+
 	t.Run("exec with a resized tty", func(t *testing.T) {
 		id := p.start(t, containerConfig("tty", "sleep", "3600"))
 		resize := make(chan remotecommand.TerminalSize, 1)
