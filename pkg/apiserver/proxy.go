@@ -16,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
@@ -100,7 +102,27 @@ func (p *nodeProxy) ServeProxy(w http.ResponseWriter, r *http.Request, info *req
 	out.URL.RawQuery = loc.RawQuery
 	h := proxy.NewUpgradeAwareHandler(loc, transport, false, false, proxyErrorResponder{node: target.node.Name})
 	h.UseLocationHost = true
-	h.ServeHTTP(w, out)
+	streamTranslator(h, loc, transport, info, r.URL.Query()).ServeHTTP(w, out)
+}
+
+// streamTranslator wraps the proxy to a kubelet as kube-apiserver does: kubectl's WebSocket exec and attach
+// (v5.channel.k8s.io) are translated to SPDY, which kubelets' streaming servers speak, and its WebSocket
+// port-forward tunnels an SPDY connection. Without it kubectl's WebSocket attempt fails at the kubelet and
+// kubectl falls back to SPDY, one failed upgrade (and a kubelet error) per command later.
+func streamTranslator(h http.Handler, loc *url.URL, transport http.RoundTripper, info *request.Info, q url.Values) http.Handler {
+	if info.Resource != "pods" {
+		return h
+	}
+	switch info.Subresource {
+	case "exec", "attach":
+		on := func(name string) bool { v, err := boolParam(q, name); return err == nil && v }
+		opts := translator.Options{Stdin: on("stdin"), Stdout: on("stdout"), Stderr: on("stderr"), Tty: on("tty")}
+		return translator.NewTranslatingHandler(h, translator.NewStreamTranslatorHandler(loc, transport, 0, opts),
+			wsstream.IsWebSocketRequestWithStreamCloseProtocol)
+	case "portforward":
+		return translator.NewTranslatingHandler(h, translator.NewTunnelingHandler(h), wsstream.IsWebSocketRequestWithTunnelingProtocol)
+	}
+	return h
 }
 
 // proxyTarget is a node and the kubelet path and query a request maps to.

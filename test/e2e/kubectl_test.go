@@ -211,9 +211,11 @@ func TestKubectlLogsExec(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	seen := make(chan string, 16)
+	upgrades := make(chan string, 16) // of the exec requests the kubelet gets
 	kl := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen <- r.URL.Path + "?" + r.URL.RawQuery + " " + r.TLS.PeerCertificates[0].Subject.CommonName
 		if parts := strings.Split(r.URL.Path, "/"); len(parts) == 5 && parts[1] == "exec" {
+			upgrades <- r.Header.Get("Upgrade")
 			opts, err := remotecommandserver.NewOptions(r)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
@@ -247,8 +249,16 @@ func TestKubectlLogsExec(t *testing.T) {
 	}
 	k.fails("", []string{"logs", "logs", "-c", "nope"}, "container nope is not valid")
 
-	// kubectl exec: the upgraded stream passes through to the kubelet.
+	// kubectl exec: kubectl's WebSocket stream is translated to SPDY for the kubelet, as kube-apiserver does
+	// (the kubelet's streaming server speaks SPDY): the kubelet sees one SPDY exec, no failed WebSocket first.
 	k.ok("", []string{"exec", "logs", "--", "echo", "hi there"}, "c: echo|hi there")
+	var got []string
+	for len(upgrades) > 0 {
+		got = append(got, <-upgrades)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "SPDY/") {
+		t.Errorf("upgrades of the exec requests the kubelet got: %q, want one SPDY", got)
+	}
 	for len(seen) > 0 {
 		if got := <-seen; strings.HasPrefix(got, "/exec/default/logs/c?command=echo&command=hi+there") {
 			return
