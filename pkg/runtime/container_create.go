@@ -24,7 +24,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	if err != nil {
 		return "", fmt.Errorf("create container %q: pod sandbox %q: %w", name, podSandboxID, err)
 	}
-	sbMeta, err := r.metas.sandbox(sbRec)
+	sbMeta, err := r.records.metas.sandbox(sbRec)
 	if err != nil {
 		return "", fmt.Errorf("create container %q: %w", name, err)
 	}

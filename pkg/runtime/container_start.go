@@ -28,7 +28,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return fmt.Errorf("start container %q: %w", containerID, err)
 	}
 	id := rec.ID
-	meta, err := r.metas.container(rec)
+	meta, err := r.records.metas.container(rec)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
@@ -87,7 +86,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	} else if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
 		return nil, fmt.Errorf("container %q: task: %w", containerID, err)
 	}
-	meta, err := r.metas.container(rec)
+	meta, err := r.records.metas.container(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -95,11 +94,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 		// The exit is not recorded yet (its event is on its way): record it now, so that lists, which go by
 		// the recorded state, agree with this answer from here on.
 		if cont, err := r.client.LoadContainer(ctx, rec.ID); err == nil {
-			var at time.Time
-			if t.ExitedAt != nil {
-				at = t.ExitedAt.AsTime()
-			}
-			if err := r.persistExit(ctx, cont, t.ExitStatus, at); err != nil {
+			if err := r.persistExit(ctx, cont, t.ExitStatus, exitTime(t.ExitedAt)); err != nil {
 				return nil, err
 			}
 			// Answer from the record, which knows an OOM kill.
@@ -183,7 +178,7 @@ func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string, 
 		if sandboxPrefix != "" && !strings.HasPrefix(rec.Labels[labelSandboxID], sandboxPrefix) {
 			continue
 		}
-		meta, err := r.metas.container(rec)
+		meta, err := r.records.metas.container(rec)
 		if err != nil {
 			logger(ctx).Error(err, "Skipping container with unreadable metadata", "id", rec.ID)
 			continue

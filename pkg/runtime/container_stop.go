@@ -23,7 +23,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	if err != nil {
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}
-	meta, err := r.metas.container(rec)
+	meta, err := r.records.metas.container(rec)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,6 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	}
 	_ = os.RemoveAll(r.fifoDir(rec.ID))
 	r.events.publishContainer(rec.ID, rec.Labels[labelSandboxID], rec.Labels[labelPodUID], eventDeleted)
-	r.metas.Delete(rec.ID)
 	return nil
 }
 

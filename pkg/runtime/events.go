@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd"
 	eventtypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/errdefs"
@@ -154,23 +153,22 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 		if e.ID != e.ContainerID { // an exec'd process
 			return
 		}
-		cont, err := r.client.LoadContainer(ctx, e.ContainerID)
+		rec, err := r.recordOf(ctx, e.ContainerID)
 		if err != nil {
 			return
 		}
-		labels, err := cont.Labels(ctx)
-		if err == nil && labels[labelKind] == kindSandbox {
-			r.recordPauseExit(ctx, cont, labels)
+		if rec.Labels[labelKind] == kindSandbox {
+			r.recordPauseExit(ctx, rec.ID, rec.Labels)
 			return
 		}
-		if err != nil || labels[labelKind] != kindContainer {
+		if rec.Labels[labelKind] != kindContainer {
 			return
 		}
-		var at time.Time
-		if e.ExitedAt != nil {
-			at = e.ExitedAt.AsTime()
+		cont, err := r.client.LoadContainer(ctx, rec.ID)
+		if err != nil {
+			return
 		}
-		if err := r.persistExit(ctx, cont, e.ExitStatus, at); err != nil {
+		if err := r.persistExit(ctx, cont, e.ExitStatus, exitTime(e.ExitedAt)); err != nil {
 			logger(ctx).Error(err, "Recording container exit failed", "id", e.ContainerID)
 		}
 	}
@@ -204,8 +202,8 @@ func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
-	// Sandboxes being created now may have a record and no task yet; one that finishes while the tasks are
-	// listed must not be taken for one whose pause process is gone either.
+	// Sandboxes being created may have a record and no task yet. The set is taken after the records and
+	// before the tasks: a sandbox whose record was listed either is in it or had its task already.
 	creating := map[string]bool{}
 	r.creating.Range(func(id, _ any) bool { creating[id.(string)] = true; return true })
 	tasks, err := r.tasksByContainer(ctx)
@@ -219,31 +217,22 @@ func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 		}
 		switch rec.Labels[labelKind] {
 		case kindSandbox:
-			if _, starting := r.creating.Load(rec.ID); starting || creating[rec.ID] {
-				continue
-			}
-			if rec.Labels[labelExited] != "true" && (t == nil || t.Status == task.Status_STOPPED) {
-				if cont, err := r.client.LoadContainer(ctx, rec.ID); err == nil {
-					r.recordPauseExit(ctx, cont, rec.Labels)
-				}
+			if !creating[rec.ID] && (t == nil || t.Status == task.Status_STOPPED) {
+				r.recordPauseExit(ctx, rec.ID, rec.Labels)
 			}
 		case kindContainer:
 			if rec.Labels[labelFinishedAt] != "" || rec.Labels[labelStartedAt] == "" {
 				continue
 			}
-			cont, err := r.client.LoadContainer(ctx, rec.ID)
-			if err != nil {
-				continue
-			}
 			switch {
 			case t == nil:
-				r.recordLostExit(ctx, cont, rec.Labels)
+				r.recordLostExit(ctx, rec.ID, rec.Labels)
 			case t.Status == task.Status_STOPPED:
-				var at time.Time
-				if t.ExitedAt != nil {
-					at = t.ExitedAt.AsTime()
+				cont, err := r.client.LoadContainer(ctx, rec.ID)
+				if err != nil {
+					continue
 				}
-				if err := r.persistExit(ctx, cont, t.ExitStatus, at); err != nil {
+				if err := r.persistExit(ctx, cont, t.ExitStatus, exitTime(t.ExitedAt)); err != nil {
 					return err
 				}
 			}
@@ -254,18 +243,18 @@ func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 
 // recordLostExit marks a started container whose task is gone without a recorded exit (its shim died, or
 // the host rebooted) as exited with an unknown status.
-func (r *Runtime) recordLostExit(ctx context.Context, cont containerd.Container, labels map[string]string) {
-	_, err := cont.SetLabels(ctx, map[string]string{
+func (r *Runtime) recordLostExit(ctx context.Context, id string, labels map[string]string) {
+	err := r.setLabels(ctx, id, map[string]string{
 		labelFinishedAt: unixNanoLabel(r.clock.Now()),
 		labelExitCode:   "255",
 		labelReason:     reasonUnknown,
 		labelMessage:    "container process is gone and its exit was not recorded",
 	})
 	if err != nil {
-		logger(ctx).Error(err, "Recording a lost container failed", "id", cont.ID())
+		logger(ctx).Error(err, "Recording a lost container failed", "id", id)
 		return
 	}
-	r.events.publishContainer(cont.ID(), labels[labelSandboxID], labels[labelPodUID], eventStopped)
+	r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
 }
 
 // recover runs at start: it re-attaches the log copies of running containers and records exits that happened

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/errdefs"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Reasons a terminated container reports, as Kubernetes names them.
@@ -28,13 +29,14 @@ func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, ex
 	id := cont.ID()
 	unlock := r.exitLocks.lock(id)
 	defer unlock()
-	labels, err := cont.Labels(ctx)
+	rec, err := r.recordOf(ctx, id) // current: this process's writes reach the index before they return
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("record exit of %s: %w", id, err)
 	}
+	labels := rec.Labels
 	if labels[labelFinishedAt] == "" {
 		reason := exitReason(exitCode, r.oomKilled(id, labels))
 		if exitedAt.IsZero() {
@@ -67,17 +69,25 @@ func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, ex
 
 // recordPauseExit marks a sandbox whose pause process is gone, so that listing sandboxes needs no task
 // query, and tells watchers.
-func (r *Runtime) recordPauseExit(ctx context.Context, cont containerd.Container, labels map[string]string) {
+func (r *Runtime) recordPauseExit(ctx context.Context, id string, labels map[string]string) {
 	if labels[labelExited] == "true" {
 		return
 	}
-	if _, err := cont.SetLabels(ctx, map[string]string{labelExited: "true"}); err != nil {
+	if err := r.setLabels(ctx, id, map[string]string{labelExited: "true"}); err != nil {
 		if !errdefs.IsNotFound(err) { // a sandbox removed meanwhile has no exit to record
-			logger(ctx).Error(err, "Recording sandbox exit failed", "sandbox", cont.ID())
+			logger(ctx).Error(err, "Recording sandbox exit failed", "sandbox", id)
 		}
 		return
 	}
-	r.events.publishContainer(cont.ID(), cont.ID(), labels[labelPodUID], eventStopped)
+	r.events.publishContainer(id, id, labels[labelPodUID], eventStopped)
+}
+
+// exitTime is containerd's exit timestamp as a time; zero when it has none (persistExit then takes now).
+func exitTime(ts *timestamppb.Timestamp) time.Time {
+	if ts == nil {
+		return time.Time{}
+	}
+	return ts.AsTime()
 }
 
 func exitReason(code uint32, oom bool) string {

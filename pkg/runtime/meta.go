@@ -96,7 +96,7 @@ func newID() string {
 }
 
 // metaCache holds decoded metadata by container ID. Metadata never changes after create, so an entry is
-// valid until the container is removed; listing then decodes only what is new.
+// valid until the record is removed (the record index drops it then); listing decodes only what is new.
 type metaCache struct{ m sync.Map }
 
 func (c *metaCache) sandbox(rec containers.Container) (*sandboxMeta, error) {
@@ -192,8 +192,8 @@ func matchLabels(selector, labels map[string]string) bool {
 const criLabelPodUID = "io.kubernetes.pod.uid"
 
 // podUIDLabel is the value of labelPodUID for a sandbox or container: the pod UID of its CRI labels when they
-// have one, else fallback (the sandbox's metadata). Lists filtered by the CRI pod-UID label then ask containerd
-// for the records of that pod only.
+// have one, else fallback (the sandbox's metadata). Lists filtered by the CRI pod-UID label then match on it
+// before looking at anything else.
 func podUIDLabel(criLabels map[string]string, fallback string) string {
 	if uid := criLabels[criLabelPodUID]; uid != "" {
 		return uid

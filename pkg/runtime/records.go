@@ -35,6 +35,9 @@ type recordIndex struct {
 	recs   map[string]indexed
 	gone   map[string]time.Time // deleted IDs and when
 	now    func() time.Time
+
+	// metas holds the records' decoded metadata, dropped with the records.
+	metas metaCache
 }
 
 type indexed struct {
@@ -92,6 +95,7 @@ func (x *recordIndex) forget(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.recs, id)
+	x.metas.Delete(id)
 	x.gone[id] = x.now()
 }
 
@@ -109,6 +113,7 @@ func (x *recordIndex) replaceAll(recs []containers.Container, began time.Time) {
 	for id, e := range x.recs {
 		if !listed[id] && e.seenAt.Before(began) {
 			delete(x.recs, id)
+			x.metas.Delete(id)
 		}
 	}
 	for id, at := range x.gone {

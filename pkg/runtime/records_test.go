@@ -256,3 +256,32 @@ func TestRecordIndexFollowsAWallClockSteppedBack(t *testing.T) {
 		t.Errorf("after a full list: %v, want [a=removed-by-ctr]", ids(got))
 	}
 }
+
+func TestRecordIndexDropsDecodedMetadataWithTheRecord(t *testing.T) {
+	s, mem, _, ctx := newIndexedStore(t)
+	ext, err := typeurl.MarshalAny(&containerMeta{SandboxID: "sb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		rec, err := s.Create(ctx, containers.Container{ID: id, Extensions: map[string]typeurl.Any{extensionMeta: ext}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := s.index.metas.container(rec); err != nil || m.SandboxID != "sb" {
+			t.Fatalf("decode %s: %+v %v", id, m, err)
+		}
+	}
+	if err := s.Delete(ctx, "a"); err != nil { // through this runtime
+		t.Fatal(err)
+	}
+	delete(mem.recs, "b") // behind its back: the next full list finds it gone
+	if _, err := s.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, ok := s.index.metas.m.Load(id); ok {
+			t.Errorf("decoded metadata of removed record %s kept", id)
+		}
+	}
+}

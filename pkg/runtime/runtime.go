@@ -76,7 +76,6 @@ type Runtime struct {
 	exitLocks    keyedMutex
 	// oomSeen holds the IDs of containers containerd reported an OOM kill for, until their exit is recorded.
 	oomSeen sync.Map
-	metas   metaCache
 	// creating holds the IDs of sandboxes whose RunPodSandbox is under way: their record exists before their
 	// task, which the reconcile loop must not take for an exit.
 	creating sync.Map

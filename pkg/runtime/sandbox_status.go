@@ -19,7 +19,7 @@ func (r *Runtime) loadSandbox(ctx context.Context, id string) (containerd.Contai
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod sandbox %q: %w", id, err)
 	}
-	meta, err := r.metas.sandbox(rec)
+	meta, err := r.records.metas.sandbox(rec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -30,13 +30,12 @@ func (r *Runtime) loadSandbox(ctx context.Context, id string) (containerd.Contai
 	return cont, meta, nil
 }
 
-// record returns the record with this exact ID: from the index, else from containerd.
-func (r *Runtime) record(ctx context.Context, id string) (containers.Container, bool) {
+// recordOf returns the record with this exact ID, without its spec: from the index, else from containerd.
+func (r *Runtime) recordOf(ctx context.Context, id string) (containers.Container, error) {
 	if c, ok := r.records.get(id); ok {
-		return c, true
+		return c, nil
 	}
-	c, err := r.client.ContainerService().Get(ctx, id)
-	return c, err == nil
+	return r.client.ContainerService().Get(ctx, id)
 }
 
 // findContainer returns the containerd record of kind with the given ID or unique ID prefix.
@@ -44,7 +43,7 @@ func (r *Runtime) findContainer(ctx context.Context, id, kind string) (container
 	if id == "" {
 		return containers.Container{}, fmt.Errorf("empty ID: %w", errdefs.ErrInvalidArgument)
 	}
-	if c, ok := r.record(ctx, id); ok {
+	if c, err := r.recordOf(ctx, id); err == nil {
 		if c.Labels[labelKind] != kind {
 			return containers.Container{}, fmt.Errorf("not a %s: %w", kind, errdefs.ErrNotFound)
 		}
@@ -102,7 +101,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 	if err != nil {
 		return nil, fmt.Errorf("pod sandbox %q: %w", podSandboxID, err)
 	}
-	meta, err := r.metas.sandbox(rec)
+	meta, err := r.records.metas.sandbox(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +165,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 		if _, starting := r.creating.Load(rec.ID); starting {
 			continue // listed once RunPodSandbox returns, as with other runtimes
 		}
-		meta, err := r.metas.sandbox(rec)
+		meta, err := r.records.metas.sandbox(rec)
 		if err != nil {
 			logger(ctx).Error(err, "Skipping sandbox with unreadable metadata", "sandbox", rec.ID)
 			continue

@@ -31,7 +31,11 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error
 
 func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, meta *sandboxMeta) error {
 	id := cont.ID()
-	if rec, ok := r.records.get(id); ok && rec.Labels[labelStopped] == "true" {
+	rec, err := r.recordOf(ctx, id)
+	if err != nil {
+		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
+	}
+	if rec.Labels[labelStopped] == "true" {
 		// A stop that finished (the label is its last step): the kubelet's RemovePodSandbox after its
 		// StopPodSandbox need not run the CNI plugins again.
 		return nil
@@ -59,14 +63,8 @@ func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, me
 	if err := unmountSandboxShm(shmDir(r.sandboxDirOf(id, meta), false)); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 	}
-	labels, err := cont.Labels(ctx)
-	if err != nil {
-		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
-	}
-	if labels[labelStopped] != "true" {
-		if _, err := cont.SetLabels(ctx, map[string]string{labelStopped: "true"}); err != nil {
-			return fmt.Errorf("stop pod sandbox %s: record state: %w", id, err)
-		}
+	if err := r.setLabels(ctx, id, map[string]string{labelStopped: "true"}); err != nil {
+		return fmt.Errorf("stop pod sandbox %s: record state: %w", id, err)
 	}
 	return nil
 }
@@ -99,7 +97,6 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove pod sandbox %s: delete pause container: %w", podSandboxID, err)
 	}
-	r.metas.Delete(cont.ID())
 	if err := removeAll(r.sandboxDirOf(cont.ID(), meta)); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 	}
