@@ -92,26 +92,15 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		}
 	}()
 
-	dir := meta.Dir
-	if err := writeSandboxFiles(dir, config, meta.HostNetwork); err != nil {
+	undoDir, err := prepareSandboxDir(meta, config)
+	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}
 	defer func() {
 		if retErr != nil {
-			_ = removeAll(dir)
+			undoDir()
 		}
 	}()
-	if !meta.HostIPC {
-		shm := shmDir(dir, false)
-		if err := mountSandboxShm(shm); err != nil {
-			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
-		}
-		defer func() {
-			if retErr != nil {
-				_ = unmountSandboxShm(shm)
-			}
-		}()
-	}
 
 	// The network is set up while the pause container starts: neither needs the other until the IPs are
 	// recorded, and both mostly wait on other processes.
@@ -187,6 +176,24 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	logger(ctx).V(2).Info("Started pod sandbox", "pod", podRef, "sandbox", id, "ips", meta.IPs)
 	return id, nil
+}
+
+// prepareSandboxDir writes the pod's hosts, resolv.conf and hostname into the sandbox's directory and mounts
+// its /dev/shm there; the function it returns undoes both.
+func prepareSandboxDir(meta *sandboxMeta, config *runtimeapi.PodSandboxConfig) (undo func(), err error) {
+	if err := writeSandboxFiles(meta.Dir, config, meta.HostNetwork); err != nil {
+		return nil, err
+	}
+	undo = func() { _ = removeAll(meta.Dir) }
+	if meta.HostIPC {
+		return undo, nil
+	}
+	shm := shmDir(meta.Dir, false)
+	if err := mountSandboxShm(shm); err != nil {
+		undo()
+		return nil, err
+	}
+	return func() { _ = unmountSandboxShm(shm); _ = removeAll(meta.Dir) }, nil
 }
 
 // inBackground runs f in a goroutine; the function it returns waits for f's result, and may be called again.
