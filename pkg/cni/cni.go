@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/invoke"
@@ -40,6 +41,8 @@ type Config struct {
 	CacheDir string   // libcni's result cache; "" means libcni's default
 	// Exec runs plugins; nil means the real exec. Tests record plugin calls through it.
 	Exec invoke.Exec
+	// Iptables runs iptables for the node's pod masquerade; nil means the host's iptables and ip6tables.
+	Iptables iptablesFunc
 }
 
 // Manager attaches pod network namespaces to the node's pod network. It is safe for concurrent use.
@@ -47,46 +50,61 @@ type Manager struct {
 	cfg Config
 	cni *libcni.CNIConfig
 
-	mu  sync.Mutex
-	net *libcni.NetworkConfigList
+	mu   sync.Mutex
+	net  *libcni.NetworkConfigList
+	masq []*net.IPNet // subnets the node masquerades for net's plugins (masquerade.go)
+
+	masqMu      sync.Mutex
+	masqChecked time.Time // when the masquerade rules were last found or made right
 }
+
+// masqRecheck is how often a Setup checks that the masquerade rules are still in place.
+const masqRecheck = time.Minute
 
 // New returns a Manager; the configuration is read lazily, so a network configured after start is picked up.
 func New(cfg Config) *Manager {
+	if cfg.Iptables == nil {
+		cfg.Iptables = runIptables
+	}
 	return &Manager{cfg: cfg, cni: libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, cfg.Exec)}
 }
 
 // Status returns nil when a network configuration is loaded and its plugins are found.
 func (m *Manager) Status() error {
-	_, err := m.network()
+	_, _, err := m.network()
 	return err
 }
 
-func (m *Manager) network() (*libcni.NetworkConfigList, error) {
+// network returns the network pods attach to, with ipMasq taken over by the node, and the subnets the node
+// masquerades for it.
+func (m *Manager) network() (*libcni.NetworkConfigList, []*net.IPNet, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.net != nil {
-		return m.net, nil
+		return m.net, m.masq, nil
 	}
 	files, err := libcni.ConfFiles(m.cfg.ConfDir, []string{".conflist", ".conf", ".json"})
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrNoNetwork, m.cfg.ConfDir, err)
+		return nil, nil, fmt.Errorf("%w: read %s: %v", ErrNoNetwork, m.cfg.ConfDir, err)
 	}
 	sort.Strings(files)
 	var lastErr error
 	for _, f := range files {
 		list, err := loadFile(f)
+		if err == nil {
+			list, m.masq, err = delegateMasquerade(list)
+		}
 		if err != nil {
 			lastErr = err
 			continue
 		}
 		m.net = list
-		return list, nil
+		return list, m.masq, nil
 	}
 	if lastErr != nil {
-		return nil, fmt.Errorf("%w in %s: %v", ErrNoNetwork, m.cfg.ConfDir, lastErr)
+		return nil, nil, fmt.Errorf("%w in %s: %v", ErrNoNetwork, m.cfg.ConfDir, lastErr)
 	}
-	return nil, fmt.Errorf("%w in %s", ErrNoNetwork, m.cfg.ConfDir)
+	return nil, nil, fmt.Errorf("%w in %s", ErrNoNetwork, m.cfg.ConfDir)
 }
 
 func loadFile(path string) (*libcni.NetworkConfigList, error) {
@@ -155,8 +173,11 @@ func onlyPortMappings(caps map[string]bool) bool {
 
 // Setup attaches the namespace at netnsPath to the pod network and returns the pod's IPs, IPv4 first.
 func (m *Manager) Setup(ctx context.Context, id, netnsPath string, pod Pod) ([]net.IP, error) {
-	list, err := m.network()
+	list, masq, err := m.network()
 	if err != nil {
+		return nil, err
+	}
+	if err := m.ensureMasquerade(ctx, masq); err != nil {
 		return nil, err
 	}
 	list = forPod(list, pod)
@@ -170,14 +191,47 @@ func (m *Manager) Setup(ctx context.Context, id, netnsPath string, pod Pod) ([]n
 // Teardown detaches the sandbox from the pod network and releases its IPs. It is idempotent: the plugins
 // treat a missing namespace or attachment as done.
 func (m *Manager) Teardown(ctx context.Context, id, netnsPath string, pod Pod) error {
-	list, err := m.network()
+	list, _, err := m.network()
 	if err != nil {
 		return err
 	}
-	list = forPod(list, pod)
-	if err := m.cni.DelNetworkList(ctx, list, runtimeConf(id, netnsPath, pod)); err != nil {
+	rt := runtimeConf(id, netnsPath, pod)
+	list = forPod(m.addedWith(list, rt), pod)
+	if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
 		return fmt.Errorf("cni del %q: %w", list.Name, err)
 	}
+	return nil
+}
+
+// addedWith returns the configuration of list that the attachment rt names was added with, from libcni's
+// cache, or list itself when the cache has none: a DEL undoes what its ADD did, whatever the configuration
+// says now.
+func (m *Manager) addedWith(list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) *libcni.NetworkConfigList {
+	b, _, err := m.cni.GetNetworkListCachedConfig(list, rt)
+	if err != nil || len(b) == 0 {
+		return list
+	}
+	cached, err := libcni.NetworkConfFromBytes(b)
+	if err != nil || cached.Name != list.Name {
+		return list
+	}
+	return cached
+}
+
+// ensureMasquerade checks, at most every masqRecheck, that the node masquerades subnets.
+func (m *Manager) ensureMasquerade(ctx context.Context, subnets []*net.IPNet) error {
+	if len(subnets) == 0 {
+		return nil
+	}
+	m.masqMu.Lock()
+	defer m.masqMu.Unlock()
+	if !m.masqChecked.IsZero() && time.Since(m.masqChecked) < masqRecheck {
+		return nil
+	}
+	if err := ensureMasquerade(ctx, m.cfg.Iptables, subnets); err != nil {
+		return err
+	}
+	m.masqChecked = time.Now()
 	return nil
 }
 

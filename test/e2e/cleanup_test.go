@@ -113,6 +113,7 @@ func diff(before, after []string) []string {
 func TestNothingLeftAfterRemove(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		before := readHostNetState(t)
+		chainsBefore := podNatChains(t)
 		p := runPod(t, b, "cleanup", nil)
 		ip := p.ip(t)
 		c1 := p.start(t, containerConfig("one", "sleep", "3600"))
@@ -135,6 +136,9 @@ func TestNothingLeftAfterRemove(t *testing.T) {
 		}
 		if d := diff(before.mounts, after.mounts); len(d) > 0 {
 			t.Errorf("mounts left: %v", d)
+		}
+		if d := diff(chainsBefore, podNatChains(t)); len(d) > 0 {
+			t.Errorf("nat chains left: %v", d)
 		}
 		assertContainerdClean(t, b, p.id, c1, c2)
 	})
