@@ -3,4 +3,9 @@
 //
 // It does not know about containers, sandboxes or the Kubernetes API: callers pass an ID, a namespace path and
 // the pod's identity, and get the pod's IPs back. It never removes a namespace it did not create.
+//
+// Two departures from running the configured list as written, both to keep iptables off the path of every
+// pod start and stop: pods without port mappings skip the port-mapping-only plugins (cni.go), and the bridge
+// and ptp plugins' per-pod masquerade is replaced by one node-wide chain (masquerade.go). A DEL always runs
+// with the configuration its ADD ran with.
 package cni
