@@ -49,16 +49,24 @@ func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, me
 			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 		}
 	}
-	if err := deleteTask(ctx, cont); err != nil {
-		return fmt.Errorf("stop pod sandbox %s: stop pause: %w", id, err)
-	}
-	if !meta.HostNetwork {
+	// The network is detached while the pause container goes: the one waits on containerd and the shim, the
+	// other on the plugins and the kernel, and neither needs the other (the pause process uses no network).
+	network := inBackground(func() error {
+		if meta.HostNetwork {
+			return nil
+		}
 		if err := r.cfg.Network.Teardown(ctx, id, meta.NetnsPath, cniPod(meta)); err != nil {
-			return fmt.Errorf("stop pod sandbox %s: teardown network: %w", id, err)
+			return fmt.Errorf("teardown network: %w", err)
 		}
-		if err := cni.DeleteNetns(meta.NetnsName); err != nil {
-			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
-		}
+		return cni.DeleteNetns(meta.NetnsName)
+	})
+	taskErr := deleteTask(ctx, cont)
+	netErr := network()
+	if taskErr != nil {
+		return fmt.Errorf("stop pod sandbox %s: stop pause: %w", id, taskErr)
+	}
+	if netErr != nil {
+		return fmt.Errorf("stop pod sandbox %s: %w", id, netErr)
 	}
 	if err := unmountSandboxShm(shmDir(r.sandboxDirOf(id, meta), false)); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
