@@ -260,7 +260,7 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		// read-only paths, which runc would otherwise set up on every sandbox start. The app containers have
 		// mount namespaces of their own. Sysctls are written through /proc, so a sandbox with sysctls keeps the
 		// default mounts.
-		opts = append(opts, withoutMounts)
+		opts = append(opts, withoutMounts, oci.WithMaskedPaths(nil), oci.WithReadonlyPaths(nil))
 	}
 	if meta.HostNetwork {
 		// The host's network and UTS namespaces: the pod has the host's hostname, which runc cannot set.
