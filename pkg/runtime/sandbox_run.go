@@ -256,11 +256,12 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		criopts.WithPodOOMScoreAdj(r.oom.clamp(sandboxOOMScoreAdj), false),
 	}
 	if len(config.GetLinux().GetSysctls()) == 0 {
-		// The pause process reads no file: its container gets no /proc, /sys or /dev mounts and no masked or
-		// read-only paths, which runc would otherwise set up on every sandbox start. The app containers have
-		// mount namespaces of their own. Sysctls are written through /proc, so a sandbox with sysctls keeps the
-		// default mounts.
-		opts = append(opts, withoutMounts, oci.WithMaskedPaths(nil), oci.WithReadonlyPaths(nil))
+		// The pause process reads no file: its container gets only the /proc and /dev mounts runc needs, not
+		// /sys, /dev/pts, /dev/shm or /dev/mqueue, which runc would otherwise set up on every sandbox start. The
+		// default masked and read-only paths stay (the process runs as root without seccomp; /proc/sysrq-trigger
+		// must stay out of its reach). The app containers have mount namespaces of their own. Sysctls are
+		// written through /proc, so a sandbox with sysctls keeps the default mounts.
+		opts = append(opts, withoutMounts)
 	}
 	if meta.HostNetwork {
 		// The host's network and UTS namespaces: the pod has the host's hostname, which runc cannot set.
