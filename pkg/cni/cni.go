@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"sort"
 	"sync"
 	"time"
@@ -63,8 +64,8 @@ const masqRecheck = time.Minute
 
 // New returns a Manager; the configuration is read lazily, so a network configured after start is picked up.
 func New(cfg Config) *Manager {
-	if cfg.Iptables == nil {
-		cfg.Iptables = runIptables
+	if _, err := exec.LookPath("iptables"); cfg.Iptables == nil && err == nil {
+		cfg.Iptables = runIptables // without iptables, the plugins masquerade as configured
 	}
 	return &Manager{cfg: cfg, cni: libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, cfg.Exec)}
 }
@@ -91,15 +92,17 @@ func (m *Manager) network() (*libcni.NetworkConfigList, []*net.IPNet, error) {
 	var lastErr error
 	for _, f := range files {
 		list, err := loadFile(f)
-		if err == nil {
-			list, m.masq, err = delegateMasquerade(list)
-		}
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		m.net = list
-		return list, m.masq, nil
+		m.net, m.masq = list, nil
+		if m.cfg.Iptables != nil {
+			if delegated, subnets, err := delegateMasquerade(list); err == nil {
+				m.net, m.masq = delegated, subnets
+			}
+		}
+		return m.net, m.masq, nil
 	}
 	if lastErr != nil {
 		return nil, nil, fmt.Errorf("%w in %s: %v", ErrNoNetwork, m.cfg.ConfDir, lastErr)
@@ -196,8 +199,16 @@ func (m *Manager) Teardown(ctx context.Context, id, netnsPath string, pod Pod) e
 		return err
 	}
 	rt := runtimeConf(id, netnsPath, pod)
-	list = forPod(m.addedWith(list, rt), pod)
-	if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
+	added := m.addedWith(list, rt)
+	err = m.cni.DelNetworkList(ctx, forPod(added, pod), rt)
+	if err != nil && added != list {
+		// The configuration the ADD ran with may name a plugin since removed from the host: the current one
+		// still releases what it can, so that the pod can be stopped.
+		if err2 := m.cni.DelNetworkList(ctx, forPod(list, pod), rt); err2 == nil {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("cni del %q: %w", list.Name, err)
 	}
 	return nil
@@ -212,10 +223,10 @@ func (m *Manager) addedWith(list *libcni.NetworkConfigList, rt *libcni.RuntimeCo
 		return list
 	}
 	cached, err := libcni.NetworkConfFromBytes(b)
-	if err != nil || cached.Name != list.Name {
+	if err != nil {
 		return list
 	}
-	return cached
+	return withFilePlugins(cached, list)
 }
 
 // ensureMasquerade checks, at most every masqRecheck, that the node masquerades subnets.

@@ -50,6 +50,9 @@ func delegateMasquerade(list *libcni.NetworkConfigList) (*libcni.NetworkConfigLi
 		if t, _ := plugin["type"].(string); !masqPlugins[t] {
 			continue
 		}
+		if _, ok := plugin["ipMasqBackend"]; ok {
+			continue // a plugin told which backend to masquerade with (nftables, say) keeps doing it
+		}
 		found := ipamSubnets(plugin["ipam"])
 		if len(found) == 0 {
 			continue
@@ -68,7 +71,21 @@ func delegateMasquerade(list *libcni.NetworkConfigList) (*libcni.NetworkConfigLi
 	if err != nil {
 		return nil, nil, fmt.Errorf("network %q without ipMasq: %w", list.Name, err)
 	}
-	return out, subnets, nil
+	return withFilePlugins(out, list), subnets, nil
+}
+
+// withFilePlugins returns list with the plugins of from that were read from files beside its configuration (libcni
+// loads <dir>/<network>/*.conf after the inline plugins), which list's bytes do not hold.
+func withFilePlugins(list, from *libcni.NetworkConfigList) *libcni.NetworkConfigList {
+	var raw struct {
+		Plugins []json.RawMessage `json:"plugins"`
+	}
+	if err := json.Unmarshal(from.Bytes, &raw); err != nil || len(raw.Plugins) >= len(from.Plugins) {
+		return list
+	}
+	out := *list
+	out.Plugins = append(append([]*libcni.PluginConfig(nil), list.Plugins...), from.Plugins[len(raw.Plugins):]...)
+	return &out
 }
 
 // ipamSubnets reads the subnets of a host-local IPAM configuration: its "ranges" or its single "subnet".

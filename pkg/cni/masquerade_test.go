@@ -27,6 +27,7 @@ func TestDelegateMasquerade(t *testing.T) {
 		{"masquerade unset", `{"type":"bridge","ipam":{"type":"host-local","subnet":"10.1.2.0/24"}}`, nil},
 		{"subnets the node cannot know", `{"type":"bridge","ipMasq":true,"ipam":{"type":"dhcp"}}`, nil},
 		{"another plugin", `{"type":"macvlan","ipMasq":true,"ipam":{"type":"host-local","subnet":"10.1.2.0/24"}}`, nil},
+		{"a masquerade backend chosen", `{"type":"bridge","ipMasq":true,"ipMasqBackend":"nftables","ipam":{"type":"host-local","subnet":"10.1.2.0/24"}}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, err := libcni.NetworkConfFromBytes([]byte(`{"cniVersion":"1.0.0","name":"net","plugins":[` + tc.plugin + `,{"type":"portmap","capabilities":{"portMappings":true}}]}`))
@@ -222,5 +223,49 @@ func writeCachedConfig(t *testing.T, m *Manager, list *libcni.NetworkConfigList,
 	c := libcni.NewCNIConfigWithCacheDir([]string{"/fake"}, m.cfg.CacheDir, fx)
 	if _, err := c.AddNetworkList(context.Background(), list, rt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// What iptables-nft 1.8.9 prints for the chain (`iptables -t nat -S NODEAGENT-POD-MASQ`, captured on Debian 12):
+// the node must find its rules in place there, or it would rewrite the chain at every check.
+func TestMasqChainRulesMatchIptablesOutput(t *testing.T) {
+	const printed = "-N NODEAGENT-POD-MASQ\n-A NODEAGENT-POD-MASQ -d 10.88.0.0/16 -j ACCEPT\n-A NODEAGENT-POD-MASQ ! -d 224.0.0.0/4 -j MASQUERADE\n"
+	subnets := ipamSubnets(map[string]any{"type": "host-local", "subnet": "10.88.0.0/16"})
+	if got := strings.Join(masqChainRules(subnets, false), "\n"); got != strings.TrimSpace(printed) {
+		t.Fatalf("rules\n%s\nwant what iptables prints\n%s", got, printed)
+	}
+}
+
+// Plugins libcni reads from <dir>/<network>/*.conf (not in the list's bytes) still run when the node takes
+// the masquerade over, on ADD and on DEL.
+func TestPluginsFromFilesKept(t *testing.T) {
+	dir := t.TempDir()
+	conf := strings.Replace(conflist, `"bridge":"br0",`, `"bridge":"br0","ipMasq":true,`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "10-test.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "test"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "test", "extra.conf"), []byte(`{"type":"tuning"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fx := &fakeExec{}
+	ipt := &fakeIptables{chains: map[string][]string{}}
+	m := New(Config{ConfDir: dir, BinDirs: []string{"/fake"}, CacheDir: t.TempDir(), Exec: fx, Iptables: ipt.run})
+	pod := Pod{Name: "p", Namespace: "default", UID: "u"}
+	if _, err := m.Setup(context.Background(), "sb1", "/var/run/netns/sb1", pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Teardown(context.Background(), "sb1", "/var/run/netns/sb1", pod); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range fx.calls {
+		got = append(got, c.env["CNI_COMMAND"]+" "+c.plugin)
+	}
+	want := []string{"ADD bridge", "ADD tuning", "DEL tuning", "DEL bridge"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("plugin calls %v, want %v", got, want)
 	}
 }

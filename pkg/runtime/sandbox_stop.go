@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -60,13 +61,12 @@ func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, me
 		}
 		return cni.DeleteNetns(meta.NetnsName)
 	})
-	taskErr := deleteTask(ctx, cont)
-	netErr := network()
-	if taskErr != nil {
-		return fmt.Errorf("stop pod sandbox %s: stop pause: %w", id, taskErr)
+	var taskErr error
+	if err := deleteTask(ctx, cont); err != nil {
+		taskErr = fmt.Errorf("stop pause: %w", err)
 	}
-	if netErr != nil {
-		return fmt.Errorf("stop pod sandbox %s: %w", id, netErr)
+	if err := errors.Join(taskErr, network()); err != nil {
+		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 	}
 	if err := unmountSandboxShm(shmDir(r.sandboxDirOf(id, meta), false)); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
