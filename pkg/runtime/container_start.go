@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types"
@@ -120,7 +119,7 @@ func (r *Runtime) removeTask(ctx context.Context, id string) {
 func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]string) error {
 	var paths []string
 	for k := range labels {
-		paths = append(paths, strings.Join([]string{"labels", k}, "."))
+		paths = append(paths, "labels."+k)
 	}
 	_, err := r.client.ContainerService().Update(ctx, containers.Container{ID: id, Labels: labels}, paths...)
 	return err

@@ -93,16 +93,14 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	if t != nil && t.Status == task.Status_STOPPED && rec.Labels[labelFinishedAt] == "" {
 		// The exit is not recorded yet (its event is on its way): record it now, so that lists, which go by
 		// the recorded state, agree with this answer from here on.
-		if cont, err := r.client.LoadContainer(ctx, rec.ID); err == nil {
-			if err := r.persistExit(ctx, cont, t.ExitStatus, exitTime(t.ExitedAt)); err != nil {
-				return nil, err
-			}
-			// Answer from the record, which knows an OOM kill.
-			if rec, err = r.client.ContainerService().Get(ctx, rec.ID); err != nil {
-				return nil, fmt.Errorf("container %q: %w", containerID, err)
-			}
-			t = nil
+		if err := r.persistExit(ctx, rec.ID, t.ExitStatus, exitTime(t.ExitedAt)); err != nil {
+			return nil, err
 		}
+		// Answer from the record, which knows an OOM kill.
+		if rec, err = r.recordOf(ctx, rec.ID); err != nil {
+			return nil, fmt.Errorf("container %q: %w", containerID, err)
+		}
+		t = nil
 	}
 	v := viewContainer(rec, meta, t, false)
 	st := &runtimeapi.ContainerStatus{

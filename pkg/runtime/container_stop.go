@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/moby/sys/signal"
 	"golang.org/x/sys/unix"
@@ -50,7 +51,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 			}
 		}
 		if err := task.Kill(ctx, sig); err != nil {
-			if taskGone(ctx, cont) {
+			if r.taskGone(ctx, rec.ID) {
 				return nil
 			}
 			return fmt.Errorf("stop container %q: signal %v: %w", containerID, sig, err)
@@ -59,21 +60,21 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 		defer timer.Stop()
 		select {
 		case st := <-waitCh:
-			return r.persistExit(ctx, cont, st.ExitCode(), st.ExitTime())
+			return r.persistExit(ctx, rec.ID, st.ExitCode(), st.ExitTime())
 		case <-timer.C:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	if err := task.Kill(ctx, unix.SIGKILL, containerd.WithKillAll); err != nil {
-		if taskGone(ctx, cont) {
+		if r.taskGone(ctx, rec.ID) {
 			return nil
 		}
 		return fmt.Errorf("stop container %q: kill: %w", containerID, err)
 	}
 	select {
 	case st := <-waitCh:
-		return r.persistExit(ctx, cont, st.ExitCode(), st.ExitTime())
+		return r.persistExit(ctx, rec.ID, st.ExitCode(), st.ExitTime())
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -110,7 +111,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 
 // taskGone reports whether a container's task has been deleted meanwhile (its exit recorded by the event
 // watch); a signal sent to it then fails with NotFound or a closed shim connection.
-func taskGone(ctx context.Context, cont containerd.Container) bool {
-	_, err := cont.Task(ctx, nil)
-	return errdefs.IsNotFound(err)
+func (r *Runtime) taskGone(ctx context.Context, id string) bool {
+	_, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	return errdefs.IsNotFound(errdefs.FromGRPC(err))
 }

@@ -164,11 +164,7 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 		if rec.Labels[labelKind] != kindContainer {
 			return
 		}
-		cont, err := r.client.LoadContainer(ctx, rec.ID)
-		if err != nil {
-			return
-		}
-		if err := r.persistExit(ctx, cont, e.ExitStatus, exitTime(e.ExitedAt)); err != nil {
+		if err := r.persistExit(ctx, rec.ID, e.ExitStatus, exitTime(e.ExitedAt)); err != nil {
 			logger(ctx).Error(err, "Recording container exit failed", "id", e.ContainerID)
 		}
 	}
@@ -228,11 +224,7 @@ func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 			case t == nil:
 				r.recordLostExit(ctx, rec.ID, rec.Labels)
 			case t.Status == task.Status_STOPPED:
-				cont, err := r.client.LoadContainer(ctx, rec.ID)
-				if err != nil {
-					continue
-				}
-				if err := r.persistExit(ctx, cont, t.ExitStatus, exitTime(t.ExitedAt)); err != nil {
+				if err := r.persistExit(ctx, rec.ID, t.ExitStatus, exitTime(t.ExitedAt)); err != nil {
 					return err
 				}
 			}

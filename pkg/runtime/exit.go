@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -25,8 +25,7 @@ const (
 
 // persistExit records a container's exit in its labels (so it survives restarts of this process and of
 // containerd), deletes its task, and closes its log. Calling it again for the same exit is harmless.
-func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, exitCode uint32, exitedAt time.Time) error {
-	id := cont.ID()
+func (r *Runtime) persistExit(ctx context.Context, id string, exitCode uint32, exitedAt time.Time) error {
 	unlock := r.exitLocks.lock(id)
 	defer unlock()
 	rec, err := r.recordOf(ctx, id) // current: this process's writes reach the index before they return
@@ -42,7 +41,7 @@ func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, ex
 		if exitedAt.IsZero() {
 			exitedAt = r.clock.Now()
 		}
-		_, err := cont.SetLabels(ctx, map[string]string{
+		err := r.setLabels(ctx, id, map[string]string{
 			labelFinishedAt: unixNanoLabel(exitedAt),
 			labelExitCode:   strconv.FormatUint(uint64(exitCode), 10),
 			labelReason:     reason,
@@ -55,9 +54,9 @@ func (r *Runtime) persistExit(ctx context.Context, cont containerd.Container, ex
 		// Announced now: the task's deletion and the log's last lines do not change what a watcher sees.
 		r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
 	}
-	if task, err := cont.Task(ctx, nil); err == nil {
-		// Both the event watch and a StopContainer may get here; the later one finds the task gone.
-		if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) && !taskGone(ctx, cont) {
+	// Both the event watch and a StopContainer may get here; the later one finds the task gone.
+	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
+		if err := errdefs.FromGRPC(err); !errdefs.IsNotFound(err) && !r.taskGone(ctx, id) {
 			return fmt.Errorf("delete task of %s: %w", id, err)
 		}
 	}
