@@ -32,6 +32,10 @@ func main() {
 		"node address types to reach kubelets by, in order of preference")
 	flag.DurationVar(&cfg.EventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long events are kept after their last write")
 	flag.StringVar(&kubeconfig, "admin-kubeconfig", "", "write an admin kubeconfig here (default <data-dir>/admin.kubeconfig)")
+	cfg.KubeletHosts = map[string]string{}
+	flag.Func("kubelet-host", "`NODE=HOST`: reach node NODE's kubelet at HOST, ahead of its addresses (repeatable)", pairFlag(cfg.KubeletHosts))
+	nodeKubeconfigs := map[string]string{}
+	flag.Func("node-kubeconfig", "`NODE=PATH`: write a kubeconfig for system:node:NODE to PATH once serving (repeatable)", pairFlag(nodeKubeconfigs))
 	flag.Parse()
 	types, err := parseTypes(addrTypes)
 	if err != nil {
@@ -43,13 +47,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "apiserver: --event-ttl must be positive")
 		os.Exit(2)
 	}
-	if err := run(cfg, kubeconfig); err != nil {
+	if err := run(cfg, kubeconfig, nodeKubeconfigs); err != nil {
 		fmt.Fprintln(os.Stderr, "apiserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg apiserver.Config, kubeconfig string) error {
+func run(cfg apiserver.Config, kubeconfig string, nodeKubeconfigs map[string]string) error {
 	if kubeconfig == "" {
 		kubeconfig = cfg.DataDir + "/admin.kubeconfig"
 	}
@@ -61,10 +65,38 @@ func run(cfg apiserver.Config, kubeconfig string) error {
 		_ = s.Stop()
 		return err
 	}
-	fmt.Printf("serving on %s; admin kubeconfig: %s\n", s.URL(), kubeconfig)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return s.Run(ctx)
+	if err := s.Start(ctx); err != nil {
+		_ = s.Stop()
+		return err
+	}
+	fmt.Printf("serving on %s; admin kubeconfig: %s\n", s.URL(), kubeconfig)
+	// A node's kubeconfig is written once the server serves: a kubelet that starts this server waits for it.
+	for node, path := range nodeKubeconfigs {
+		cc, err := s.NodeClientConfig(node)
+		if err == nil {
+			err = apiserver.WriteKubeconfig(path, cc, "system:node:"+node)
+		}
+		if err != nil {
+			_ = s.Stop()
+			return fmt.Errorf("--node-kubeconfig %s: %w", node, err)
+		}
+	}
+	<-ctx.Done()
+	return s.Stop()
+}
+
+// pairFlag parses NAME=VALUE into m.
+func pairFlag(m map[string]string) func(string) error {
+	return func(v string) error {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || name == "" || value == "" {
+			return fmt.Errorf("want NAME=VALUE, got %q", v)
+		}
+		m[name] = value
+		return nil
+	}
 }
 
 func joinTypes(types []corev1.NodeAddressType) string {

@@ -17,6 +17,7 @@ type options struct {
 	adminKubeconfig string
 	apiserverDir    string
 	apiserverPort   int
+	apiserverBinary string
 
 	hostnameOverride string
 	nodeIP           string
@@ -85,11 +86,12 @@ func defaultOptions() *options {
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the API server to join. Empty: start the lightweight API server in-process and run a standalone node.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the API server to join. Empty: start the lightweight API server (--apiserver-binary) and run a standalone node.")
 	fs.StringVar(&o.clientCAFile, "client-ca-file", o.clientCAFile, "CA bundle authenticating callers of the kubelet's endpoint; defaults to the kubeconfig's cluster CA.")
 	fs.StringVar(&o.adminKubeconfig, "admin-kubeconfig", o.adminKubeconfig, "Standalone node: where to write the admin kubeconfig for kubectl.")
 	fs.StringVar(&o.apiserverDir, "apiserver-data-dir", o.apiserverDir, "Standalone node: the lightweight API server's store and certificates.")
 	fs.IntVar(&o.apiserverPort, "apiserver-port", o.apiserverPort, "Standalone node: the lightweight API server's port on 127.0.0.1 (0 picks a free one).")
+	fs.StringVar(&o.apiserverBinary, "apiserver-binary", o.apiserverBinary, "Standalone node: the lightweight API server's binary, run as a child process; empty: the file named apiserver beside the kubelet's binary.")
 	fs.StringVar(&o.hostnameOverride, "hostname-override", o.hostnameOverride, "Node name; defaults to the hostname.")
 	fs.StringVar(&o.nodeIP, "node-ip", o.nodeIP, "IP address of the node; found on the host when empty.")
 	fs.StringVar(&o.rootDir, "root-dir", o.rootDir, "Directory for the kubelet's files (pod directories, state).")

@@ -10,14 +10,13 @@ import (
 	goruntime "runtime"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeagent/kubelet/pkg/apiserver"
 	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/runtime/criserver"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
@@ -43,21 +42,35 @@ func run(ctx context.Context, o *options) error {
 	}
 	defer closeRuntime()
 
-	restCfg, clientCA, stopAPI, err := startAPI(ctx, o, nodeName)
+	restCfg, clientCA, apiChild, err := startAPI(ctx, o, nodeName)
 	if err != nil {
 		return err
 	}
-	defer stopAPI()
+	defer apiChild.stop(ctx)
 	clients, err := newClients(restCfg, o)
 	if err != nil {
 		return err
 	}
+	// A standalone node's API server ending on its own ends the kubelet too, with the reason.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-apiChild.done():
+			cancel(apiChild.exitErr())
+		case <-ctx.Done():
+		}
+	}()
 
 	logger.Info("Kubelet started", "node", nodeName, "apiserver", restCfg.Host)
-	return runNode(ctx, o, nodeDeps{
+	err = runNode(ctx, o, nodeDeps{
 		name: nodeName, clients: clients, clientCA: clientCA,
 		runtime: rt, images: images, streaming: streaming,
 	})
+	if cause := context.Cause(ctx); errors.Is(cause, errAPIServerExited) {
+		return cause
+	}
+	return err
 }
 
 // startRuntime connects to the remote CRI runtime, or starts the built-in one and serves it on the CRI socket.
@@ -116,8 +129,9 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 
 // startAPI returns the kubelet's API client configuration and the CA bundle that authenticates callers of
 // its endpoint: from --kubeconfig (and --client-ca-file, else the kubeconfig's cluster CA), or from the
-// lightweight API server started in-process for a standalone node, whose admin kubeconfig it writes.
-func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, []byte, func(), error) {
+// lightweight API server started as a child process for a standalone node, which writes the admin kubeconfig.
+// The child is nil for --kubeconfig.
+func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, []byte, *childAPIServer, error) {
 	if o.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 		if err != nil {
@@ -127,36 +141,20 @@ func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, [
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return cfg, ca, func() {}, nil
+		return cfg, ca, nil, nil
 	}
-	srv, err := apiserver.New(apiserver.Config{
-		DataDir: o.apiserverDir,
-		Port:    o.apiserverPort,
-		// The API server reaches this kubelet's endpoint (logs, exec) where it listens, on this host.
-		KubeletHosts: map[string]string{nodeName: localAddress(o.address)},
-	})
+	cfg, child, err := startChildAPIServer(ctx, o, nodeName)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("lightweight API server: %w", err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		return nil, nil, nil, fmt.Errorf("lightweight API server: %w", err)
-	}
-	if err := srv.WriteAdminKubeconfig(o.adminKubeconfig); err != nil {
-		_ = srv.Stop()
-		return nil, nil, nil, fmt.Errorf("--admin-kubeconfig: %w", err)
-	}
-	fmt.Printf("Standalone node %q: API server at %s\n", nodeName, srv.URL())
-	fmt.Printf("Admin kubeconfig: %s\n  kubectl --kubeconfig %s get pods\n", o.adminKubeconfig, o.adminKubeconfig)
-	cfg, err := srv.NodeClientConfig(nodeName)
-	if err != nil {
-		_ = srv.Stop()
 		return nil, nil, nil, err
 	}
-	return cfg, srv.CACertPEM(), func() {
-		if err := srv.Stop(); err != nil && !errors.Is(err, context.Canceled) {
-			klog.FromContext(ctx).Error(err, "Stopping the API server")
-		}
-	}, nil
+	ca, err := clientCA(o, cfg)
+	if err != nil {
+		child.stop(ctx)
+		return nil, nil, nil, err
+	}
+	fmt.Printf("Standalone node %q: API server at %s (pid %d)\n", nodeName, cfg.Host, child.cmd.Process.Pid)
+	fmt.Printf("Admin kubeconfig: %s\n  kubectl --kubeconfig %s get pods\n", o.adminKubeconfig, o.adminKubeconfig)
+	return cfg, ca, child, nil
 }
 
 // clientCA is --client-ca-file, else the CA the kubeconfig trusts for the API server.
@@ -193,19 +191,19 @@ func localAddress(addr string) string {
 // (--event-qps/--event-burst), and the node's heartbeat (its status and Lease; never rate-limited, so that a
 // busy node is not declared dead).
 type apiClients struct {
-	pods, events, heartbeat kubernetes.Interface
+	pods, events, heartbeat kubeclient.Interface
 }
 
-// newClients builds the three clients from cfg. A cfg with a negative QPS (the embedded API server, in this
-// process) is not rate-limited at all.
+// newClients builds the three clients from cfg. A cfg with a negative QPS (a standalone node's own API
+// server) is not rate-limited at all.
 func newClients(cfg *rest.Config, o *options) (apiClients, error) {
-	build := func(what string, qps float32, burst int) (kubernetes.Interface, error) {
+	build := func(what string, qps float32, burst int) (kubeclient.Interface, error) {
 		c := rest.CopyConfig(cfg)
 		c.UserAgent = fmt.Sprintf("kubelet/%s (%s/%s) nodeagent/%s", kubeletVersion, goruntime.GOOS, goruntime.GOARCH, runtime.Version)
 		if cfg.QPS >= 0 {
 			c.QPS, c.Burst = qps, burst
 		}
-		cs, err := kubernetes.NewForConfig(c)
+		cs, err := kubeclient.New(c)
 		if err != nil {
 			return nil, fmt.Errorf("API client for %s: %w", what, err)
 		}

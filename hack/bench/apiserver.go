@@ -472,7 +472,7 @@ type childAPIServer struct {
 	kubeconfig string
 }
 
-func startAPIServer(ctx context.Context, bin, dir string) (*childAPIServer, error) {
+func startAPIServer(ctx context.Context, bin, dir string, extraArgs ...string) (*childAPIServer, error) {
 	if bin == "" {
 		bin = filepath.Join(dir, "apiserver")
 		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/apiserver")
@@ -482,7 +482,7 @@ func startAPIServer(ctx context.Context, bin, dir string) (*childAPIServer, erro
 		}
 	}
 	kc := filepath.Join(dir, "admin.kubeconfig")
-	cmd := exec.Command(bin, "--data-dir", filepath.Join(dir, "data"), "--secure-port", "0", "--admin-kubeconfig", kc)
+	cmd := exec.Command(bin, append([]string{"--data-dir", filepath.Join(dir, "data"), "--secure-port", "0", "--admin-kubeconfig", kc}, extraArgs...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -46,8 +46,8 @@ type kubeletBench struct {
 // cost, beside the same pods started directly on the built-in runtime in the same run.
 func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
-	bin := fs.String("kubelet-bin", "", "kubelet binary (default: go build ./cmd/kubelet)")
-	external := fs.Bool("external-apiserver", false, "run cmd/apiserver as its own process, so that the kubelet's RSS and CPU leave the API server out")
+	bin := fs.String("kubelet-bin", "", "kubelet binary, with the apiserver binary beside it (default: go build ./cmd/kubelet and ./cmd/apiserver)")
+	external := fs.Bool("external-apiserver", false, "start cmd/apiserver from the bench and have the kubelet join it with --kubeconfig, as on a cluster node (without it, the kubelet runs standalone with its own API server child)")
 	idle := fs.Duration("idle", 30*time.Second, "length of each idle window")
 	perfDir := fs.String("perf", "", "record `perf` CPU profiles of the kubelet during each phase into this directory")
 	pprofDir := fs.String("pprof", "", "save Go CPU profiles of the kubelet (its /debug/pprof, through the API) from the start of each pod-creating phase, and its heap profile at the end of each idle window, into this directory")
@@ -110,11 +110,13 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	b := &kubeletBench{idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
 	kubeconfig := ""
 	if *external {
-		apiDir := filepath.Join(dir, "apiserver")
+		apiDir := filepath.Join(dir, "apiserver-data")
 		if err := os.MkdirAll(apiDir, 0o755); err != nil {
 			return err
 		}
-		if b.api, err = startAPIServer(ctx, "", apiDir); err != nil {
+		// The kubelet's endpoint (for --pprof) listens on loopback, not on the node's address.
+		if b.api, err = startAPIServer(ctx, filepath.Join(filepath.Dir(*bin), "apiserver"), apiDir,
+			"--kubelet-host", benchNode+"=127.0.0.1"); err != nil {
 			return err
 		}
 		defer b.api.stop()

@@ -24,9 +24,10 @@ func (b *kubeletBench) idleWindow(ctx context.Context, label string) error {
 		stopPerf()
 		return err
 	}
+	apiPID := b.apiPID()
 	var apiA procSample
-	if b.api != nil {
-		apiA, _ = readProc(b.api.cmd.Process.Pid)
+	if apiPID > 0 {
+		apiA, _ = readProc(apiPID)
 	}
 	// What the kubelet's idle work costs the runtime: containerd (shared with everything else on the host)
 	// and the shims of the kubelet's pods (its relists ask each of them for its tasks' state).
@@ -44,9 +45,6 @@ func (b *kubeletBench) idleWindow(ctx context.Context, label string) error {
 	}
 	b.heapProfile(ctx, "idle_"+label)
 	what := "kubelet"
-	if b.api == nil {
-		what = "kubelet_with_apiserver"
-	}
 	figure(fmt.Sprintf("%s_rss_%s", what, label), mib(c.rssKiB), "MiB")
 	figure(fmt.Sprintf("%s_rss_anon_%s", what, label), mib(c.anonKiB), "MiB")
 	figure(fmt.Sprintf("%s_rss_file_%s", what, label), mib(c.fileKiB), "MiB")
@@ -67,13 +65,26 @@ func (b *kubeletBench) idleWindow(ctx context.Context, label string) error {
 		figure("kubelet_pod_shims_idle_cpu_"+label, groupCPUPercent(shimA, shimC), "%core")
 		figure("kubelet_pod_shims_pss_"+label, mib(shimC.pssKiB), "MiB")
 	}
-	if b.api != nil {
-		if apiC, err := readProc(b.api.cmd.Process.Pid); err == nil {
+	if apiPID > 0 {
+		if apiC, err := readProc(apiPID); err == nil {
 			figure("apiserver_rss_"+label, mib(apiC.rssKiB), "MiB")
 			figure("apiserver_idle_cpu_"+label, cpuPercent(apiA, apiC), "%core")
 		}
 	}
 	return nil
+}
+
+// apiPID is the API server's process: the bench's own (--external-apiserver) or the standalone kubelet's
+// child; 0 if there is none.
+func (b *kubeletBench) apiPID() int {
+	if b.api != nil {
+		return b.api.cmd.Process.Pid
+	}
+	pids := findProcs(func(c string) bool { return strings.Contains(c, " --node-kubeconfig "+benchNode+"=") })
+	if len(pids) != 1 {
+		return 0
+	}
+	return pids[0]
 }
 
 // clearReferenced resets the accessed bits of the process's pages, so that referenced can tell what it

@@ -36,15 +36,17 @@ type kubeletChild struct {
 	log        *os.File
 }
 
-// buildKubelet builds ./cmd/kubelet into dir, with the build tags of `make build`.
+// buildKubelet builds ./cmd/kubelet into dir, with the build tags of `make build`, and ./cmd/apiserver beside
+// it, where a standalone kubelet finds the API server it runs.
 func buildKubelet(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "kubelet")
-	build := exec.CommandContext(ctx, "go", "build", "-tags", "no_dynamic_plugins", "-o", bin, "./cmd/kubelet")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("build ./cmd/kubelet (run from the repository root, or pass --kubelet-bin): %w", err)
+	for _, cmd := range []string{"kubelet", "apiserver"} {
+		build := exec.CommandContext(ctx, "go", "build", "-tags", "no_dynamic_plugins", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return "", fmt.Errorf("build ./cmd/%s (run from the repository root, or pass --kubelet-bin): %w", cmd, err)
+		}
 	}
-	return bin, nil
+	return filepath.Join(dir, "kubelet"), nil
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.

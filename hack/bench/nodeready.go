@@ -67,7 +67,7 @@ func benchNodeReady(ctx context.Context, args []string) error {
 	runs := fs.Int("runs", 5, "kubelet starts timed against each API server")
 	pods := fs.Int("pods", 30, "pods running during the idle window")
 	idle := fs.Duration("idle", 2*time.Minute, "idle window over which requests are counted")
-	bin := fs.String("kubelet", "", "kubelet binary; built from ./cmd/kubelet when empty")
+	bin := fs.String("kubelet", "", "kubelet binary, with the apiserver binary beside it; built from ./cmd/kubelet and ./cmd/apiserver when empty")
 	noReal := fs.Bool("no-real", false, "skip kube-apiserver (hack/control-plane.sh)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -6,6 +6,7 @@
 // garbage collection of dependents by their ownerReferences, and the expiry
 // of events after --event-ttl).
 //
-// It is run by cmd/apiserver or embedded by the kubelet: New, then Start (or
-// Run), then Stop. It owns its data directory and nothing else on the host.
+// It is run by cmd/apiserver (which a standalone kubelet starts as a child
+// process) and by tests: New, then Start (or Run), then Stop. It owns its data
+// directory and nothing else on the host.
 package apiserver

@@ -8,21 +8,22 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // apiSource watches the pods bound to the node. The informer's reflector resumes a broken watch from the
 // last resourceVersion it saw (relisting only when that is too old), and Sources drops the repeats a relist
 // produces, so a disconnect neither loses nor repeats work.
 type apiSource struct {
-	client   kubernetes.Interface
+	client   kubeclient.Interface
 	nodeName string
 	out      *Sources
 }
 
-func newAPISource(client kubernetes.Interface, nodeName string, out *Sources) *apiSource {
+func newAPISource(client kubeclient.Interface, nodeName string, out *Sources) *apiSource {
 	return &apiSource{client: client, nodeName: nodeName, out: out}
 }
 

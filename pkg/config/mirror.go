@@ -8,18 +8,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // MirrorClient creates and deletes mirror pods: API copies of static pods, marked with the
 // kubernetes.io/config.mirror annotation and owned by the node, that show the static pod in the API.
 type MirrorClient struct {
-	client   kubernetes.Interface
+	client   kubeclient.Interface
 	nodeName string
 }
 
 // NewMirrorClient returns a MirrorClient for node nodeName.
-func NewMirrorClient(client kubernetes.Interface, nodeName string) *MirrorClient {
+func NewMirrorClient(client kubeclient.Interface, nodeName string) *MirrorClient {
 	return &MirrorClient{client: client, nodeName: nodeName}
 }
 

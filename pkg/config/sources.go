@@ -9,9 +9,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // FileResync is how often the manifest directory is re-listed even without a change notification.
@@ -21,7 +22,7 @@ const FileResync = 20 * time.Second
 type Options struct {
 	NodeName string
 	// Client, when set, adds the API server source.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// ManifestDir, when set, adds the static manifest source.
 	ManifestDir string
 	Clock       clock.WithTicker

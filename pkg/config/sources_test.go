@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
 )
 
 func apiPod(name, node string) *v1.Pod {
@@ -74,7 +76,7 @@ func TestClassify(t *testing.T) {
 
 func TestAPISource(t *testing.T) {
 	client := fake.NewClientset(apiPod("mine", "node1"), apiPod("theirs", "node2"))
-	s, err := NewSources(Options{NodeName: "node1", Client: client})
+	s, err := NewSources(Options{NodeName: "node1", Client: kubeclienttest.Wrap(client)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,7 @@ func TestMirrorClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMirrorClient(client, "node1")
+	m := NewMirrorClient(kubeclienttest.Wrap(client), "node1")
 	ctx := context.Background()
 	if err := m.CreateMirror(ctx, static); err != nil {
 		t.Fatal(err)

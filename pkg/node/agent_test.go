@@ -19,6 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
 )
 
 // fakeRuntime answers Version, Status and ListImages; tests flip its health.
@@ -89,7 +91,7 @@ func start(t *testing.T, client *fake.Clientset, mutate func(*Config)) *harness 
 		}
 		return false, nil, nil
 	})
-	cfg := Config{Name: "node-a", Client: client, Runtime: h.rt, Images: h.rt, Clock: h.clock, Host: testHost(),
+	cfg := Config{Name: "node-a", Client: kubeclienttest.Wrap(client), Runtime: h.rt, Images: h.rt, Clock: h.clock, Host: testHost(),
 		KubeletPort: 10250, Labels: map[string]string{"rack": "r1"},
 		Taints: []v1.Taint{{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule}},
 		Signals: func() (Signals, error) {
@@ -357,7 +359,7 @@ func TestNodeDeletedIsRegisteredAgain(t *testing.T) {
 }
 
 func TestNewRefusesBadInput(t *testing.T) {
-	base := Config{Name: "node-a", Client: fake.NewClientset(), Host: testHost()}
+	base := Config{Name: "node-a", Client: kubeclienttest.Wrap(fake.NewClientset()), Host: testHost()}
 	tests := []struct {
 		name    string
 		mutate  func(*Config)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver"
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // These tests run the agent against the lightweight apiserver in-process, as the node's own identity
@@ -43,6 +44,22 @@ func clients(t *testing.T) func(*rest.Config, error) kubernetes.Interface {
 		}
 		cfg.Timeout = 5 * time.Second
 		return kubernetes.NewForConfigOrDie(cfg)
+	}
+}
+
+// nodeClients is clients for the kubelet's own client.
+func nodeClients(t *testing.T) func(*rest.Config, error) kubeclient.Interface {
+	return func(cfg *rest.Config, err error) kubeclient.Interface {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Timeout = 5 * time.Second
+		c, err := kubeclient.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
 }
 
@@ -92,7 +109,7 @@ func timeToReady(t *testing.T, admin kubernetes.Interface, name string, since ti
 func TestInProcessAPIServerRegisterReadyAndLease(t *testing.T) {
 	s := startAPIServer(t, t.TempDir(), 0)
 	admin := clients(t)(s.AdminClientConfig())
-	nodeClient := clients(t)(s.NodeClientConfig("node-a"))
+	nodeClient := nodeClients(t)(s.NodeClientConfig("node-a"))
 	rt := &fakeRuntime{networkReady: true}
 	a, started := runAgent(t, Config{Name: "node-a", Client: nodeClient, Runtime: rt, Images: rt,
 		RootDir: t.TempDir(), KubeletPort: 10250, StatusUpdateFrequency: time.Second, LeaseDuration: 4 * time.Second,
@@ -143,7 +160,7 @@ func TestInProcessAPIServerRegisterReadyAndLease(t *testing.T) {
 
 func TestInProcessAPIServerWrongIdentityIsRetried(t *testing.T) {
 	s := startAPIServer(t, t.TempDir(), 0)
-	other := clients(t)(s.NodeClientConfig("node-b"))
+	other := nodeClients(t)(s.NodeClientConfig("node-b"))
 	a, _ := runAgent(t, Config{Name: "node-a", Client: other, RootDir: t.TempDir(), Host: testHost()})
 	select {
 	case <-a.Registered():
@@ -165,7 +182,7 @@ func TestInProcessAPIServerOutageAndCatchUp(t *testing.T) {
 	}
 	_, portStr, _ := net.SplitHostPort(u.Host)
 	port, _ := strconv.Atoi(portStr)
-	nodeClient := clients(t)(s.NodeClientConfig("node-a"))
+	nodeClient := nodeClients(t)(s.NodeClientConfig("node-a"))
 	rt := &fakeRuntime{networkReady: true}
 	a, _ := runAgent(t, Config{Name: "node-a", Client: nodeClient, Runtime: rt, RootDir: t.TempDir(), Host: testHost(),
 		StatusUpdateFrequency: 500 * time.Millisecond, LeaseDuration: 2 * time.Second})

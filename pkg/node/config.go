@@ -8,10 +8,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // Upstream's defaults.
@@ -63,7 +64,7 @@ type Config struct {
 	// Hostname is the node's Hostname address and kubernetes.io/hostname label; Name when empty.
 	Hostname string
 	// Client talks to the API server as this node.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// Runtime gives the runtime's version and status; optional.
 	Runtime RuntimeService
 	// Images lists the images for the status; optional.

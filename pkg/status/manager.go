@@ -11,9 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 const (
@@ -34,7 +35,7 @@ var errNotYet = errors.New("pod not in the API yet")
 // write and writes up to maxWrites pods at once, one write at a time per pod, always the pod's latest status.
 // With a nil client it only keeps statuses.
 type Manager struct {
-	client kubernetes.Interface
+	client kubeclient.Interface
 	clock  clock.Clock
 	signal chan struct{}
 	slots  chan struct{} // one per write in flight
@@ -65,7 +66,7 @@ type entry struct {
 }
 
 // NewManager returns a Manager that writes through client (nil: keep statuses only).
-func NewManager(client kubernetes.Interface, clk clock.Clock) *Manager {
+func NewManager(client kubeclient.Interface, clk clock.Clock) *Manager {
 	return &Manager{client: client, clock: clk, signal: make(chan struct{}, 1), slots: make(chan struct{}, maxWrites),
 		pods: map[types.UID]*entry{}}
 }

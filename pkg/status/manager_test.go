@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
 )
 
 func apiPod(uid string) *v1.Pod {
@@ -41,7 +43,7 @@ func startManager(t *testing.T, objs ...runtime.Object) (*Manager, *fake.Clients
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	clk := testclock.NewFakeClock(t0)
-	m := NewManager(client, clk)
+	m := NewManager(kubeclienttest.Wrap(client), clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
@@ -230,27 +232,27 @@ func TestManagerFirstWriteWithoutRead(t *testing.T) {
 // gatedClient holds patches of the pod named gate until release is closed, outside the fake clientset's
 // lock (which serializes everything its reactors do).
 type gatedClient struct {
-	*fake.Clientset
+	kubeclient.Interface
 	gate              string
 	release           chan struct{}
 	inFlight, overlap atomic.Int32
 }
 
-func (c *gatedClient) CoreV1() typedcorev1.CoreV1Interface {
-	return gatedCore{c.Clientset.CoreV1(), c}
+func (c *gatedClient) CoreV1() kubeclient.CoreV1Interface {
+	return gatedCore{c.Interface.CoreV1(), c}
 }
 
 type gatedCore struct {
-	typedcorev1.CoreV1Interface
+	kubeclient.CoreV1Interface
 	c *gatedClient
 }
 
-func (g gatedCore) Pods(ns string) typedcorev1.PodInterface {
+func (g gatedCore) Pods(ns string) kubeclient.PodInterface {
 	return gatedPods{g.CoreV1Interface.Pods(ns), g.c}
 }
 
 type gatedPods struct {
-	typedcorev1.PodInterface
+	kubeclient.PodInterface
 	c *gatedClient
 }
 
@@ -269,7 +271,8 @@ func (g gatedPods) Patch(ctx context.Context, name string, pt types.PatchType, d
 func TestManagerWritesPodsInParallel(t *testing.T) {
 	slow, fast := apiPod("1"), apiPod("2")
 	fast.Name = "q"
-	client := &gatedClient{Clientset: fake.NewClientset(slow.DeepCopy(), fast.DeepCopy()), gate: "p", release: make(chan struct{})}
+	cs := fake.NewClientset(slow.DeepCopy(), fast.DeepCopy())
+	client := &gatedClient{Interface: kubeclienttest.Wrap(cs), gate: "p", release: make(chan struct{})}
 	m := NewManager(client, testclock.NewFakeClock(t0))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -287,7 +290,7 @@ func TestManagerWritesPodsInParallel(t *testing.T) {
 	eventually(t, "other pod written while the slow write hangs", func() bool { return m.Synced(fast.UID) })
 	unblock()
 	eventually(t, "slow pod's latest status written", func() bool { return m.Synced(slow.UID) })
-	if got := getPod(t, client.Clientset, "p").Status.Message; got != "newer" {
+	if got := getPod(t, cs, "p").Status.Message; got != "newer" {
 		t.Errorf("API status message %q, want the latest, \"newer\"", got)
 	}
 	if client.overlap.Load() != 0 {

@@ -20,6 +20,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodeagent/kubelet/pkg/config"
+	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 )
 
@@ -91,7 +92,7 @@ func (h *harness) newKubelet(root, logs string) *Kubelet {
 	h.t.Helper()
 	k, err := New(Config{
 		NodeName: "node1", RootDir: root, PodLogsDir: logs,
-		Client: h.client, Runtime: h.rt, Images: h.img, Clock: h.clock, Recorder: h.rec,
+		Client: kubeclienttest.Wrap(h.client), Runtime: h.rt, Images: h.img, Clock: h.clock, Recorder: h.rec,
 		NodeIPs: func() []net.IP { return []net.IP{net.ParseIP("192.168.1.2")} },
 		NodeAllocatable: func() v1.ResourceList {
 			return v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")}

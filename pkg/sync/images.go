@@ -12,12 +12,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -27,7 +27,7 @@ import (
 // concurrent use.
 type imagePuller struct {
 	images   cri.ImageManagerService
-	client   kubernetes.Interface
+	client   kubeclient.Interface
 	recorder record.EventRecorder
 	clock    clock.Clock
 	sem      chan struct{}
@@ -45,7 +45,7 @@ type pullCall struct {
 	err  error
 }
 
-func newImagePuller(images cri.ImageManagerService, client kubernetes.Interface, rec record.EventRecorder, clk clock.Clock, limit int) *imagePuller {
+func newImagePuller(images cri.ImageManagerService, client kubeclient.Interface, rec record.EventRecorder, clk clock.Clock, limit int) *imagePuller {
 	return &imagePuller{
 		images: images, client: client, recorder: rec, clock: clk, sem: make(chan struct{}, limit),
 		backoff: NewBackoff(backoffInitial, backoffMax, backoffReset),

@@ -11,7 +11,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/config"
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
@@ -60,7 +60,7 @@ type Config struct {
 	RootDir    string // default /var/lib/kubelet
 	PodLogsDir string // default /var/log/pods
 	// Client talks to the API server; nil runs static pods only.
-	Client  kubernetes.Interface
+	Client  kubeclient.Interface
 	Runtime cri.RuntimeService
 	Images  cri.ImageManagerService
 	// RuntimeName prefixes container IDs in the API ("containerd://<id>").

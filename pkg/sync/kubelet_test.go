@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/config"
+	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
 )
 
 // run starts the kubelet and returns a function that stops it and waits.
@@ -239,7 +240,7 @@ func TestKubeletRunsStaticPodWithMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, err := New(Config{
-		NodeName: "node1", RootDir: t.TempDir(), PodLogsDir: t.TempDir(), Client: h.client, Runtime: h.rt, Images: h.img,
+		NodeName: "node1", RootDir: t.TempDir(), PodLogsDir: t.TempDir(), Client: kubeclienttest.Wrap(h.client), Runtime: h.rt, Images: h.img,
 		Clock: h.clock, Recorder: h.rec, ManifestDir: dir,
 	})
 	if err != nil {

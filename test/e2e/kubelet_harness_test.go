@@ -27,7 +27,7 @@ var (
 	buildErr    error
 )
 
-// kubeletBinary builds cmd/kubelet once per test run.
+// kubeletBinary builds cmd/kubelet, and cmd/apiserver beside it, once per test run.
 func kubeletBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -36,12 +36,15 @@ func kubeletBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		kubeletPath = filepath.Join(dir, "kubelet")
-		cmd := exec.Command("go", "build", "-tags", "no_dynamic_plugins", "-o", kubeletPath, "github.com/nodeagent/kubelet/cmd/kubelet")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build kubelet: %v\n%s", err, out)
+		// A standalone kubelet runs the API server from the binary beside its own.
+		for _, c := range []string{"kubelet", "apiserver"} {
+			cmd := exec.Command("go", "build", "-tags", "no_dynamic_plugins", "-o", filepath.Join(dir, c), "github.com/nodeagent/kubelet/cmd/"+c)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", c, err, out)
+				return
+			}
 		}
+		kubeletPath = filepath.Join(dir, "kubelet")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

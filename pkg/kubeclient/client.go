@@ -1,0 +1,165 @@
+package kubeclient
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// Interface is the part of the Kubernetes API the kubelet uses.
+type Interface interface {
+	CoreV1() CoreV1Interface
+	CoordinationV1() CoordinationV1Interface
+}
+
+// CoreV1Interface is the kubelet's part of core/v1.
+type CoreV1Interface interface {
+	Pods(namespace string) PodInterface
+	Nodes() NodeInterface
+	ConfigMaps(namespace string) ConfigMapInterface
+	Secrets(namespace string) SecretInterface
+	Events(namespace string) EventInterface
+}
+
+// CoordinationV1Interface is the kubelet's part of coordination/v1.
+type CoordinationV1Interface interface {
+	Leases(namespace string) LeaseInterface
+}
+
+// Resource is the calls on one resource, with the signatures of client-go's typed clients.
+type Resource[T, L any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+type (
+	// PodInterface reads and writes pods.
+	PodInterface = Resource[*corev1.Pod, *corev1.PodList]
+	// NodeInterface reads and writes nodes.
+	NodeInterface = Resource[*corev1.Node, *corev1.NodeList]
+	// ConfigMapInterface reads config maps.
+	ConfigMapInterface = Resource[*corev1.ConfigMap, *corev1.ConfigMapList]
+	// SecretInterface reads secrets.
+	SecretInterface = Resource[*corev1.Secret, *corev1.SecretList]
+	// EventInterface writes events.
+	EventInterface = Resource[*corev1.Event, *corev1.EventList]
+	// LeaseInterface reads and writes Leases.
+	LeaseInterface = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
+)
+
+// Scheme holds the types this client knows: core/v1, coordination/v1, and the options types of meta/v1.
+var Scheme = runtime.NewScheme()
+
+var (
+	codecs         = serializer.NewCodecFactory(Scheme)
+	parameterCodec = runtime.NewParameterCodec(Scheme)
+)
+
+func init() {
+	utilruntime.Must(corev1.AddToScheme(Scheme))
+	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
+	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+}
+
+// New returns a client for cfg. Both groups share one HTTP client and, when cfg.QPS is positive, one rate
+// limiter, as client-go's clientset does; a negative QPS means no rate limit.
+func New(cfg *rest.Config) (Interface, error) {
+	c := rest.CopyConfig(cfg)
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	if c.RateLimiter == nil && c.QPS > 0 {
+		if c.Burst <= 0 {
+			return nil, fmt.Errorf("kubeclient: burst is required to be greater than 0 when QPS is set")
+		}
+		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)
+	}
+	httpClient, err := rest.HTTPClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	core, err := restClient(c, httpClient, corev1.SchemeGroupVersion, "/api")
+	if err != nil {
+		return nil, err
+	}
+	coord, err := restClient(c, httpClient, coordinationv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &client{core: coreV1{core}, coordination: coordinationV1{coord}}, nil
+}
+
+// restClient is a REST client for one group version, set up as client-go's generated clients set theirs up.
+func restClient(cfg *rest.Config, h *http.Client, gv schema.GroupVersion, apiPath string) (rest.Interface, error) {
+	c := *cfg
+	c.GroupVersion = &gv
+	c.APIPath = apiPath
+	c.NegotiatedSerializer = codecs.WithoutConversion()
+	return rest.RESTClientForConfigAndClient(&c, h)
+}
+
+type client struct {
+	core         coreV1
+	coordination coordinationV1
+}
+
+func (c *client) CoreV1() CoreV1Interface                 { return c.core }
+func (c *client) CoordinationV1() CoordinationV1Interface { return c.coordination }
+
+type coreV1 struct{ rc rest.Interface }
+
+func (c coreV1) Pods(namespace string) PodInterface {
+	return resource(c.rc, "pods", namespace, func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} })
+}
+
+func (c coreV1) Nodes() NodeInterface {
+	return resource(c.rc, "nodes", "", func() *corev1.Node { return &corev1.Node{} }, func() *corev1.NodeList { return &corev1.NodeList{} })
+}
+
+func (c coreV1) ConfigMaps(namespace string) ConfigMapInterface {
+	return resource(c.rc, "configmaps", namespace, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} })
+}
+
+func (c coreV1) Secrets(namespace string) SecretInterface {
+	return resource(c.rc, "secrets", namespace, func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} })
+}
+
+func (c coreV1) Events(namespace string) EventInterface {
+	return resource(c.rc, "events", namespace, func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} })
+}
+
+type coordinationV1 struct{ rc rest.Interface }
+
+func (c coordinationV1) Leases(namespace string) LeaseInterface {
+	return resource(c.rc, "leases", namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
+}
+
+// object is what gentype needs of a resource's type.
+type object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// resource is client-go's generic client for one resource; the built-in types prefer protobuf, as in the
+// generated clients.
+func resource[T object, L runtime.Object](rc rest.Interface, name, namespace string, newObj func() T, newList func() L) Resource[T, L] {
+	return gentype.NewClientWithList(name, rc, parameterCodec, namespace, newObj, newList, gentype.PrefersProtobuf[T]())
+}

@@ -1,0 +1,35 @@
+// Package kubeclienttest serves kubeclient.Interface from a client-go clientset, such as client-go's fake one in
+// unit tests.
+package kubeclienttest
+
+import (
+	"k8s.io/client-go/kubernetes"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
+)
+
+// Wrap returns cs as a kubeclient.Interface.
+func Wrap(cs kubernetes.Interface) kubeclient.Interface { return wrapped{cs} }
+
+type wrapped struct{ cs kubernetes.Interface }
+
+func (w wrapped) CoreV1() kubeclient.CoreV1Interface { return core{w.cs.CoreV1()} }
+func (w wrapped) CoordinationV1() kubeclient.CoordinationV1Interface {
+	return coordination{w.cs.CoordinationV1()}
+}
+
+type core struct{ c corev1.CoreV1Interface }
+
+func (c core) Pods(ns string) kubeclient.PodInterface             { return c.c.Pods(ns) }
+func (c core) Nodes() kubeclient.NodeInterface                    { return c.c.Nodes() }
+func (c core) ConfigMaps(ns string) kubeclient.ConfigMapInterface { return c.c.ConfigMaps(ns) }
+func (c core) Secrets(ns string) kubeclient.SecretInterface       { return c.c.Secrets(ns) }
+func (c core) Events(ns string) kubeclient.EventInterface         { return c.c.Events(ns) }
+
+type coordination struct {
+	c coordinationv1.CoordinationV1Interface
+}
+
+func (c coordination) Leases(ns string) kubeclient.LeaseInterface { return c.c.Leases(ns) }
