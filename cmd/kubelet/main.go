@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -15,7 +16,16 @@ import (
 	"github.com/nodeagent/kubelet/pkg/runtime"
 )
 
+// defaultGCPercent is the kubelet's GOGC unless the environment sets one. Go's default, 100, lets the heap
+// grow to twice what is live between collections; at 50 it grows by half. With 110 pods that keeps about 8 MiB
+// less resident (about 18 MiB of anonymous memory instead of 26) for 0.1% of a core more at idle (0.45%
+// instead of 0.35%), measured on the 2-core host of the README's figures.
+const defaultGCPercent = 50
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	opts := defaultOptions()
 	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
 	fs.SortFlags = false
