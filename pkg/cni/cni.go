@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"sort"
 	"sync"
 	"time"
@@ -43,7 +42,7 @@ type Config struct {
 	// Exec runs plugins; nil means the real exec. Tests record plugin calls through it.
 	Exec invoke.Exec
 	// Iptables runs iptables for the node's pod masquerade; nil means the host's iptables and ip6tables.
-	Iptables iptablesFunc
+	Iptables Iptables
 }
 
 // Manager attaches pod network namespaces to the node's pod network. It is safe for concurrent use.
@@ -64,8 +63,8 @@ const masqRecheck = time.Minute
 
 // New returns a Manager; the configuration is read lazily, so a network configured after start is picked up.
 func New(cfg Config) *Manager {
-	if _, err := exec.LookPath("iptables"); cfg.Iptables == nil && err == nil {
-		cfg.Iptables = runIptables // without iptables, the plugins masquerade as configured
+	if cfg.Iptables == nil && hasHostIptables() {
+		cfg.Iptables = hostIptables{} // without iptables, the plugins masquerade as configured
 	}
 	return &Manager{cfg: cfg, cni: libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, cfg.Exec)}
 }

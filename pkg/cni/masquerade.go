@@ -117,17 +117,49 @@ func ipamSubnets(ipam any) []*net.IPNet {
 	return out
 }
 
-// iptablesFunc runs iptables (ip6tables when v6) with args and returns its standard output.
-type iptablesFunc func(ctx context.Context, v6 bool, args ...string) (string, error)
+// Iptables runs the host's iptables tools for the node's pod masquerade.
+type Iptables interface {
+	// Run runs iptables (ip6tables when v6) with args and returns its standard output.
+	Run(ctx context.Context, v6 bool, args ...string) (string, error)
+	// Restore loads rules, in iptables-save's format, with iptables-restore --noflush (ip6tables-restore when
+	// v6): all of them in one transaction, leaving alone the chains they do not name.
+	Restore(ctx context.Context, v6 bool, rules string) error
+}
 
-// runIptables runs the host's iptables, waiting for the xtables lock.
-func runIptables(ctx context.Context, v6 bool, args ...string) (string, error) {
-	bin := "iptables"
-	if v6 {
-		bin = "ip6tables"
+// hostIptables is the host's iptables, waiting up to 5 s for the xtables lock.
+type hostIptables struct{}
+
+// hasHostIptables says whether the host has the tools hostIptables runs.
+func hasHostIptables() bool {
+	for _, bin := range []string{"iptables", "iptables-restore"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return false
+		}
 	}
+	return true
+}
+
+func (hostIptables) Run(ctx context.Context, v6 bool, args ...string) (string, error) {
+	return runTool(ctx, tool("iptables", v6), "", append([]string{"-w", "5"}, args...)...)
+}
+
+func (hostIptables) Restore(ctx context.Context, v6 bool, rules string) error {
+	_, err := runTool(ctx, tool("iptables-restore", v6), rules, "-w", "5", "--noflush")
+	return err
+}
+
+// tool is name, or its IPv6 twin (ip6tables...).
+func tool(name string, v6 bool) string {
+	if v6 {
+		return "ip6" + strings.TrimPrefix(name, "ip")
+	}
+	return name
+}
+
+func runTool(ctx context.Context, bin, stdin string, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, append([]string{"-w", "5"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
@@ -148,9 +180,22 @@ func masqChainRules(subnets []*net.IPNet, v6 bool) []string {
 	return append(rules, "-A "+masqChain+" ! -d "+multicast+" -j MASQUERADE")
 }
 
+// masqChainRestore is the iptables-restore input that makes masqChain hold rules (as masqChainRules returns
+// them), creating the chain if it is missing: one transaction, so that pods never go without masquerade
+// while the chain is rewritten, and a failure leaves the chain as it was.
+func masqChainRestore(rules []string) string {
+	var b strings.Builder
+	b.WriteString("*nat\n:" + masqChain + " - [0:0]\n-F " + masqChain + "\n")
+	for _, r := range rules[1:] {
+		b.WriteString(r + "\n")
+	}
+	b.WriteString("COMMIT\n")
+	return b.String()
+}
+
 // ensureMasquerade makes the nat table masquerade traffic from subnets to anywhere outside them, rewriting
 // masqChain when it differs from what subnets need.
-func ensureMasquerade(ctx context.Context, ipt iptablesFunc, subnets []*net.IPNet) error {
+func ensureMasquerade(ctx context.Context, ipt Iptables, subnets []*net.IPNet) error {
 	byFamily := map[bool][]*net.IPNet{}
 	for _, s := range subnets {
 		v6 := s.IP.To4() == nil
@@ -162,29 +207,18 @@ func ensureMasquerade(ctx context.Context, ipt iptablesFunc, subnets []*net.IPNe
 			continue
 		}
 		want := masqChainRules(family, v6)
-		got, err := ipt(ctx, v6, "-t", "nat", "-S", masqChain)
-		if err != nil {
-			if _, err := ipt(ctx, v6, "-t", "nat", "-N", masqChain); err != nil {
+		got, err := ipt.Run(ctx, v6, "-t", "nat", "-S", masqChain)
+		if err != nil || strings.Join(want, "\n") != strings.TrimSpace(got) {
+			if err := ipt.Restore(ctx, v6, masqChainRestore(want)); err != nil {
 				return fmt.Errorf("masquerade pod network: %w", err)
-			}
-			got = "-N " + masqChain + "\n"
-		}
-		if strings.Join(want, "\n") != strings.TrimSpace(got) {
-			if _, err := ipt(ctx, v6, "-t", "nat", "-F", masqChain); err != nil {
-				return fmt.Errorf("masquerade pod network: %w", err)
-			}
-			for _, rule := range want[1:] {
-				if _, err := ipt(ctx, v6, append([]string{"-t", "nat"}, strings.Fields(rule)...)...); err != nil {
-					return fmt.Errorf("masquerade pod network: %w", err)
-				}
 			}
 		}
 		for _, s := range family {
 			jump := []string{"POSTROUTING", "-s", s.String(), "-j", masqChain}
-			if _, err := ipt(ctx, v6, append([]string{"-t", "nat", "-C"}, jump...)...); err == nil {
+			if _, err := ipt.Run(ctx, v6, append([]string{"-t", "nat", "-C"}, jump...)...); err == nil {
 				continue
 			}
-			if _, err := ipt(ctx, v6, append([]string{"-t", "nat", "-A"}, jump...)...); err != nil {
+			if _, err := ipt.Run(ctx, v6, append([]string{"-t", "nat", "-A"}, jump...)...); err != nil {
 				return fmt.Errorf("masquerade pod network: %w", err)
 			}
 		}

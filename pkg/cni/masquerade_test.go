@@ -73,15 +73,20 @@ func TestDelegateMasquerade(t *testing.T) {
 
 // fakeIptables keeps a nat table per family, as `iptables -S` prints its rules, and records the calls.
 type fakeIptables struct {
-	chains map[string][]string // "4/CHAIN" or "6/CHAIN" -> rules
-	calls  []string
+	chains      map[string][]string // "4/CHAIN" or "6/CHAIN" -> rules
+	calls       []string
+	failRestore bool
 }
 
-func (f *fakeIptables) run(_ context.Context, v6 bool, args ...string) (string, error) {
-	fam := "4"
+func family(v6 bool) string {
 	if v6 {
-		fam = "6"
+		return "6"
 	}
+	return "4"
+}
+
+func (f *fakeIptables) Run(_ context.Context, v6 bool, args ...string) (string, error) {
+	fam := family(v6)
 	f.calls = append(f.calls, fam+" "+strings.Join(args, " "))
 	if len(args) < 4 || args[0] != "-t" || args[1] != "nat" {
 		return "", fmt.Errorf("unexpected call %v", args)
@@ -121,12 +126,50 @@ func (f *fakeIptables) run(_ context.Context, v6 bool, args ...string) (string, 
 	return "", nil
 }
 
+// Restore applies the nat table's lines of an iptables-restore --noflush input all at once, or none of them.
+func (f *fakeIptables) Restore(_ context.Context, v6 bool, rules string) error {
+	fam := family(v6)
+	f.calls = append(f.calls, fam+" restore")
+	if f.failRestore {
+		return errors.New("iptables-restore: line 3 failed")
+	}
+	lines := strings.Split(strings.TrimSpace(rules), "\n")
+	if len(lines) < 2 || lines[0] != "*nat" || lines[len(lines)-1] != "COMMIT" {
+		return fmt.Errorf("not one nat table: %q", rules)
+	}
+	next := map[string][]string{}
+	for k, v := range f.chains {
+		next[k] = append([]string(nil), v...)
+	}
+	for _, l := range lines[1 : len(lines)-1] {
+		fields := strings.Fields(l)
+		switch {
+		case strings.HasPrefix(l, ":"):
+			if _, ok := next[fam+"/"+l[1:strings.IndexByte(l, ' ')]]; !ok {
+				next[fam+"/"+l[1:strings.IndexByte(l, ' ')]] = []string{}
+			}
+		case len(fields) == 2 && fields[0] == "-F":
+			next[fam+"/"+fields[1]] = []string{}
+		case len(fields) > 2 && fields[0] == "-A":
+			key := fam + "/" + fields[1]
+			if _, ok := next[key]; !ok {
+				return fmt.Errorf("no chain %s", fields[1])
+			}
+			next[key] = append(next[key], strings.Join(fields[2:], " "))
+		default:
+			return fmt.Errorf("unexpected line %q", l)
+		}
+	}
+	f.chains = next
+	return nil
+}
+
 func TestEnsureMasquerade(t *testing.T) {
 	ctx := context.Background()
 	subnets := ipamSubnets(map[string]any{"type": "host-local", "ranges": []any{
 		[]any{map[string]any{"subnet": "10.88.0.0/16"}}, []any{map[string]any{"subnet": "fd00:88::/64"}}}})
 	f := &fakeIptables{chains: map[string][]string{"4/POSTROUTING": {"-j CNI-HOSTPORT-MASQ"}}}
-	if err := ensureMasquerade(ctx, f.run, subnets); err != nil {
+	if err := ensureMasquerade(ctx, f, subnets); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
@@ -141,7 +184,7 @@ func TestEnsureMasquerade(t *testing.T) {
 
 	// In place: checked, not rewritten.
 	f.calls = nil
-	if err := ensureMasquerade(ctx, f.run, subnets); err != nil {
+	if err := ensureMasquerade(ctx, f, subnets); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range f.calls {
@@ -150,14 +193,31 @@ func TestEnsureMasquerade(t *testing.T) {
 		}
 	}
 
-	// Changed behind the node's back: made right again, in order.
+	// A rewrite that fails leaves the chain as it was.
+	f.chains["4/"+masqChain] = []string{"! -d 224.0.0.0/4 -j MASQUERADE"}
+	f.failRestore = true
+	if err := ensureMasquerade(ctx, f, subnets); err == nil {
+		t.Fatal("failed rewrite: no error")
+	}
+	if got := f.chains["4/"+masqChain]; !reflect.DeepEqual(got, []string{"! -d 224.0.0.0/4 -j MASQUERADE"}) {
+		t.Fatalf("chain after a failed rewrite %v", got)
+	}
+	f.failRestore = false
+
+	// Changed behind the node's back: made right again, in order, in one transaction.
+	f.calls = nil
 	f.chains["4/"+masqChain] = []string{"! -d 224.0.0.0/4 -j MASQUERADE"}
 	f.chains["4/POSTROUTING"] = nil
-	if err := ensureMasquerade(ctx, f.run, subnets); err != nil {
+	if err := ensureMasquerade(ctx, f, subnets); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.chains["4/"+masqChain]; !reflect.DeepEqual(got, want["4/"+masqChain]) {
 		t.Fatalf("chain %v, want %v", got, want["4/"+masqChain])
+	}
+	for _, c := range f.calls {
+		if strings.Contains(c, masqChain) && (strings.Contains(c, " -F ") || strings.Contains(c, " -A "+masqChain)) {
+			t.Fatalf("chain rewritten rule by rule: %q (calls %v)", c, f.calls)
+		}
 	}
 	if got := f.chains["4/POSTROUTING"]; !reflect.DeepEqual(got, []string{"-s 10.88.0.0/16 -j " + masqChain}) {
 		t.Fatalf("POSTROUTING %v", got)
@@ -173,7 +233,7 @@ func TestMasqueradeTakenOverFromTheBridgePlugin(t *testing.T) {
 	fx := &fakeExec{}
 	ipt := &fakeIptables{chains: map[string][]string{}}
 	cache := t.TempDir()
-	m := New(Config{ConfDir: dir, BinDirs: []string{"/fake"}, CacheDir: cache, Exec: fx, Iptables: ipt.run})
+	m := New(Config{ConfDir: dir, BinDirs: []string{"/fake"}, CacheDir: cache, Exec: fx, Iptables: ipt})
 	ctx := context.Background()
 	for _, id := range []string{"sb1", "sb2"} {
 		if _, err := m.Setup(ctx, id, "/var/run/netns/"+id, Pod{Name: id, Namespace: "default", UID: id}); err != nil {
@@ -252,7 +312,7 @@ func TestPluginsFromFilesKept(t *testing.T) {
 	}
 	fx := &fakeExec{}
 	ipt := &fakeIptables{chains: map[string][]string{}}
-	m := New(Config{ConfDir: dir, BinDirs: []string{"/fake"}, CacheDir: t.TempDir(), Exec: fx, Iptables: ipt.run})
+	m := New(Config{ConfDir: dir, BinDirs: []string{"/fake"}, CacheDir: t.TempDir(), Exec: fx, Iptables: ipt})
 	pod := Pod{Name: "p", Namespace: "default", UID: "u"}
 	if _, err := m.Setup(context.Background(), "sb1", "/var/run/netns/sb1", pod); err != nil {
 		t.Fatal(err)
