@@ -22,7 +22,7 @@ build:
 setup:
 	hack/setup.sh
 
-# A standalone node in the foreground, with the lightweight API server in-process.
+# A standalone node in the foreground; the kubelet runs bin/apiserver, the lightweight API server, as its child.
 run: setup build
 	$(BIN)/kubelet
 

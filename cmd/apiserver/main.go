@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver"
 )
@@ -36,6 +38,7 @@ func main() {
 	flag.Func("kubelet-host", "`NODE=HOST`: reach node NODE's kubelet at HOST, ahead of its addresses (repeatable)", pairFlag(cfg.KubeletHosts))
 	nodeKubeconfigs := map[string]string{}
 	flag.Func("node-kubeconfig", "`NODE=PATH`: write a kubeconfig for system:node:NODE to PATH once serving (repeatable)", pairFlag(nodeKubeconfigs))
+	klog.InitFlags(nil) // -v and the other log flags, as the kubelet's
 	flag.Parse()
 	types, err := parseTypes(addrTypes)
 	if err != nil {
@@ -76,7 +79,7 @@ func run(cfg apiserver.Config, kubeconfig string, nodeKubeconfigs map[string]str
 	for node, path := range nodeKubeconfigs {
 		cc, err := s.NodeClientConfig(node)
 		if err == nil {
-			err = apiserver.WriteKubeconfig(path, cc, "system:node:"+node)
+			err = writeAside(path, func(tmp string) error { return apiserver.WriteKubeconfig(tmp, cc, "system:node:"+node) })
 		}
 		if err != nil {
 			_ = s.Stop()
@@ -85,6 +88,26 @@ func run(cfg apiserver.Config, kubeconfig string, nodeKubeconfigs map[string]str
 	}
 	<-ctx.Done()
 	return s.Stop()
+}
+
+// writeAside writes a file through write under a temporary name in its directory, then renames it into place:
+// a kubelet waiting for it never reads half of it.
+func writeAside(path string, write func(tmp string) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	if err := write(tmp); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // pairFlag parses NAME=VALUE into m.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +26,10 @@ const apiserverStartTimeout = time.Minute
 
 // apiserverStopTimeout is how long the child has to stop after SIGTERM before it is killed.
 const apiserverStopTimeout = 10 * time.Second
+
+// apiserverExitGrace is how long the kubelet waits, after its API server ended, for a stop signal of its own
+// before it reports the end as a failure.
+const apiserverExitGrace = time.Second
 
 // errAPIServerExited is the kubelet's error when its API server ends on its own.
 var errAPIServerExited = errors.New("the lightweight API server exited")
@@ -62,10 +67,11 @@ func (o *options) apiserverBinaryPath() (string, error) {
 	return filepath.Join(filepath.Dir(exe), "apiserver"), nil
 }
 
-// apiserverArgs are the child's flags: its store, port and admin kubeconfig; the kubelet's endpoint for
-// logs and exec; and the node's own kubeconfig, written last, once the server is listening.
+// apiserverArgs are the child's flags: the kubelet's log verbosity; its store, port and admin kubeconfig; the
+// kubelet's endpoint for logs and exec; and the node's own kubeconfig, written last, once the server serves.
 func apiserverArgs(o *options, nodeName, nodeKubeconfig string) []string {
 	return []string{
+		"-v", o.verbosity,
 		"--data-dir", o.apiserverDir,
 		"--secure-port", fmt.Sprint(o.apiserverPort),
 		"--admin-kubeconfig", o.adminKubeconfig,
@@ -80,6 +86,11 @@ func startChildAPIServer(ctx context.Context, o *options, nodeName string) (*res
 	bin, err := o.apiserverBinaryPath()
 	if err != nil {
 		return nil, nil, err
+	}
+	if !strings.Contains(bin, "/") {
+		if p, err := exec.LookPath(bin); err == nil {
+			bin = p // a bare name is looked up in PATH, as exec does
+		}
 	}
 	if _, err := os.Stat(bin); err != nil {
 		return nil, nil, fmt.Errorf("a standalone node runs the lightweight API server from %s (`make build` puts it beside "+
@@ -140,7 +151,7 @@ func (c *childAPIServer) waitForKubeconfig(ctx context.Context, path string) (*r
 		}
 		select {
 		case <-c.exited:
-			return nil, c.exitErr()
+			return nil, fmt.Errorf("%w (its log is above)", c.exitErr())
 		case <-deadline.C:
 			return nil, fmt.Errorf("lightweight API server: no kubeconfig at %s after %v", path, apiserverStartTimeout)
 		case <-ctx.Done():

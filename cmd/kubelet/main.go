@@ -43,6 +43,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kubelet:", err)
 		os.Exit(2)
 	}
+	opts.verbosity = klogFlags.Lookup("v").Value.String()
 	if opts.version {
 		fmt.Printf("kubelet %s (runtime %s %s)\n", kubeletVersion, runtime.Name, runtime.Version)
 		return

@@ -18,6 +18,7 @@ type options struct {
 	apiserverDir    string
 	apiserverPort   int
 	apiserverBinary string
+	verbosity       string // klog's -v, passed on to a standalone node's API server
 
 	hostnameOverride string
 	nodeIP           string
@@ -78,6 +79,7 @@ func defaultOptions() *options {
 		address:           "127.0.0.1",
 		syncFrequency:     time.Minute,
 		imagePullParallel: 5,
+		verbosity:         "0",
 		kubeAPIQPS:        50,
 		kubeAPIBurst:      100,
 		eventQPS:          50,

@@ -51,13 +51,20 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	// A standalone node's API server ending on its own ends the kubelet too, with the reason.
+	// A standalone node's API server ending on its own ends the kubelet too, with the reason. One signal that
+	// reaches both processes (systemd stops a unit's whole cgroup) is a stop, not a failure: the kubelet then
+	// gets it within a moment.
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
 		select {
 		case <-apiChild.done():
-			cancel(apiChild.exitErr())
+			select {
+			case <-parent.Done():
+			case <-time.After(apiserverExitGrace):
+				cancel(apiChild.exitErr())
+			}
 		case <-ctx.Done():
 		}
 	}()
@@ -147,11 +154,9 @@ func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, [
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ca, err := clientCA(o, cfg)
-	if err != nil {
-		child.stop(ctx)
-		return nil, nil, nil, err
-	}
+	// The endpoint trusts the server's own CA, whatever --client-ca-file says: the server's proxy (kubectl logs
+	// and exec) authenticates with a certificate it signs.
+	ca := cfg.CAData
 	fmt.Printf("Standalone node %q: API server at %s (pid %d)\n", nodeName, cfg.Host, child.cmd.Process.Pid)
 	fmt.Printf("Admin kubeconfig: %s\n  kubectl --kubeconfig %s get pods\n", o.adminKubeconfig, o.adminKubeconfig)
 	return cfg, ca, child, nil

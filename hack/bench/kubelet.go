@@ -27,7 +27,7 @@ const benchNode = "benchnode"
 // kubeletBench is one run of the kubelet benchmark.
 type kubeletBench struct {
 	kl      *kubeletChild
-	api     *childAPIServer // nil with the embedded API server
+	api     *childAPIServer // nil for a standalone kubelet, which runs its own
 	client  kubernetes.Interface
 	cri     cri.RuntimeService // the kubelet's CRI socket
 	watch   *podWatch

@@ -60,7 +60,7 @@ func freePort() (int, error) {
 }
 
 // startKubelet starts bin as a node of its own whose state lives in dir. With kubeconfig empty it runs the
-// embedded API server and writes dir/admin.kubeconfig.
+// API server (its child) and writes dir/admin.kubeconfig.
 func startKubelet(ctx context.Context, bin, dir, nodeName, kubeconfig string, extra []string) (*kubeletChild, error) {
 	port, err := freePort()
 	if err != nil {

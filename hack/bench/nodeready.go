@@ -40,13 +40,13 @@ const (
 	nrKubeAPIServer  = "/var/lib/nodeagent/bin/kube-apiserver"
 )
 
-// nrTarget is one API server the kubelet joins: the embedded one (started by the kubelet itself) or the
-// real control plane of hack/control-plane.sh.
+// nrTarget is one API server the kubelet joins: a standalone kubelet's own (its child process) or the real
+// control plane of hack/control-plane.sh.
 type nrTarget struct {
-	label          string // figure suffix: embedded or kube_apiserver
-	nodeKubeconfig string // empty: embedded
+	label          string // figure suffix: standalone or kube_apiserver
+	nodeKubeconfig string // empty: standalone
 	ca             string
-	admin          kubernetes.Interface // real control plane; the embedded one's is made per kubelet
+	admin          kubernetes.Interface // real control plane; a standalone one's is made per kubelet
 	auditLog       string
 }
 
@@ -55,11 +55,12 @@ type nrKubelet struct {
 	cmd     *exec.Cmd
 	done    chan error
 	logPath string
-	adminKC string // embedded: where the kubelet writes the admin kubeconfig
+	adminKC string // standalone: where the kubelet's API server writes the admin kubeconfig
 }
 
-// benchNodeReady times kubelet start to node Ready seen through the API against the embedded API server and
-// kube-apiserver, and counts the API requests the kubelet makes per minute at idle with a set of pods.
+// benchNodeReady times kubelet start to node Ready seen through the API, for a standalone kubelet (with its
+// own API server) and against kube-apiserver, and counts the API requests the kubelet makes per minute at idle
+// with a set of pods.
 //
 //	go run ./hack/bench nodeready [--runs 5] [--pods 30] [--idle 2m] [--kubelet BIN] [--no-real]
 func benchNodeReady(ctx context.Context, args []string) error {
@@ -90,7 +91,7 @@ func benchNodeReady(ctx context.Context, args []string) error {
 		return err
 	}
 
-	targets := []*nrTarget{{label: "embedded"}}
+	targets := []*nrTarget{{label: "standalone"}}
 	if !*noReal {
 		kube, err := nrRealTarget(ctx)
 		if err != nil {
@@ -120,7 +121,7 @@ func benchNodeReady(ctx context.Context, args []string) error {
 		}
 	}
 	nrFigure("kubelet_exec_floor_p50", nrMs(nrPercentile(floor, 50)), "ms")
-	nrFigure("node_ready_embedded_api_up_p50", nrMs(nrPercentile(apiUp, 50)), "ms")
+	nrFigure("node_ready_standalone_api_up_p50", nrMs(nrPercentile(apiUp, 50)), "ms")
 	for _, p := range []int{50, 100} {
 		for _, tg := range targets {
 			nrFigure(fmt.Sprintf("node_ready_%s_p%d", tg.label, p), nrMs(nrPercentile(ready[tg.label], p)), "ms")
@@ -332,8 +333,8 @@ func (k *nrKubelet) exited() error {
 	}
 }
 
-// client returns the admin client of tg: the control plane's, or once the embedded API server has written
-// its admin kubeconfig, that one's.
+// client returns the admin client of tg: the control plane's, or once the standalone kubelet's API server has
+// written its admin kubeconfig, that one's.
 func (k *nrKubelet) client(ctx context.Context, tg *nrTarget) (kubernetes.Interface, error) {
 	if tg.admin != nil {
 		return tg.admin, nil
@@ -381,7 +382,7 @@ func nrForget(ctx context.Context, c kubernetes.Interface) {
 }
 
 // nrTimeReady starts a kubelet that registers afresh and returns the time from its start to its Node seen
-// Ready through the API, and (embedded) to its API server answering.
+// Ready through the API, and (standalone) to its API server answering.
 func nrTimeReady(ctx context.Context, tg *nrTarget, bin, dir string) (ready, apiUp time.Duration, err error) {
 	if tg.admin != nil {
 		nrForget(ctx, tg.admin)

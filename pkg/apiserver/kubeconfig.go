@@ -57,7 +57,8 @@ func (s *Server) WriteAdminKubeconfig(path string) error {
 	return WriteKubeconfig(path, cfg, AdminUser)
 }
 
-// WriteKubeconfig writes cfg as a kubeconfig whose user entry is named user (mode 0600).
+// WriteKubeconfig writes cfg as a kubeconfig whose user entry is named user (mode 0600 when it creates the
+// file; an existing file keeps its owner and mode).
 func WriteKubeconfig(path string, cfg *rest.Config, user string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["nodeagent"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
@@ -72,13 +73,7 @@ func WriteKubeconfig(path string, cfg *rest.Config, user string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create kubeconfig dir: %w", err)
 	}
-	// Written aside and renamed, so that a reader waiting for the file never reads half of it.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil

@@ -112,7 +112,7 @@ func restClient(cfg *rest.Config, h *http.Client, gv schema.GroupVersion, apiPat
 	c := *cfg
 	c.GroupVersion = &gv
 	c.APIPath = apiPath
-	c.NegotiatedSerializer = codecs.WithoutConversion()
+	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(Scheme, codecs).WithoutConversion()
 	return rest.RESTClientForConfigAndClient(&c, h)
 }
 

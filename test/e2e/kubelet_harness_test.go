@@ -52,7 +52,7 @@ func kubeletBinary(t *testing.T) string {
 	return kubeletPath
 }
 
-// node is a standalone kubelet (with its in-process API server) started as a user starts it.
+// node is a standalone kubelet (with its API server child) started as a user starts it.
 type node struct {
 	t      *testing.T
 	name   string
@@ -62,7 +62,7 @@ type node struct {
 	done   chan error
 	client kubernetes.Interface
 	log    *os.File
-	cp     *controlPlane // the real control plane it joins; nil for the embedded API server
+	cp     *controlPlane // the real control plane it joins; nil for the standalone API server
 }
 
 // startNode starts a standalone kubelet whose state lives in a fresh directory, and waits until its API
