@@ -61,7 +61,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		_ = recordStart()
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
-		r.removeTask(cctx, id)
+		_ = r.deleteTask(cctx, id)
 		if c := r.io.take(id); c != nil {
 			c.finishWithin(ioDrainTimeout)
 		}
@@ -106,13 +106,6 @@ func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCr
 		return errdefs.FromGRPC(err)
 	}
 	return nil
-}
-
-// removeTask kills and deletes a container's task, as after a failed start.
-func (r *Runtime) removeTask(ctx context.Context, id string) {
-	if cont, err := r.client.LoadContainer(ctx, id); err == nil {
-		_ = deleteTask(ctx, cont)
-	}
 }
 
 // setLabels sets labels on a record, as containerd.Container.SetLabels does, by ID.

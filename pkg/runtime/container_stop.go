@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/moby/sys/signal"
@@ -28,21 +27,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	if err != nil {
 		return err
 	}
-	cont, err := r.client.LoadContainer(ctx, rec.ID)
-	if err != nil {
-		return fmt.Errorf("stop container %q: %w", containerID, err)
-	}
-	task, err := cont.Task(ctx, nil)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("stop container %q: %w", containerID, err)
-	}
-	waitCh, err := task.Wait(ctx)
-	if err != nil {
-		return fmt.Errorf("stop container %q: wait: %w", containerID, err)
-	}
+	exited := r.waitTask(ctx, rec.ID)
 	if timeout > 0 {
 		sig := unix.SIGTERM
 		if meta.StopSignal != "" {
@@ -50,7 +35,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 				sig = s
 			}
 		}
-		if err := task.Kill(ctx, sig); err != nil {
+		if err := r.killTask(ctx, rec.ID, sig, false); err != nil {
 			if r.taskGone(ctx, rec.ID) {
 				return nil
 			}
@@ -59,25 +44,37 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 		timer := time.NewTimer(time.Duration(timeout) * time.Second)
 		defer timer.Stop()
 		select {
-		case st := <-waitCh:
-			return r.persistExit(ctx, rec.ID, st.ExitCode(), st.ExitTime())
+		case st := <-exited:
+			return r.recordStop(ctx, rec.ID, st)
 		case <-timer.C:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	if err := task.Kill(ctx, unix.SIGKILL, containerd.WithKillAll); err != nil {
+	if err := r.killTask(ctx, rec.ID, unix.SIGKILL, true); err != nil {
 		if r.taskGone(ctx, rec.ID) {
 			return nil
 		}
 		return fmt.Errorf("stop container %q: kill: %w", containerID, err)
 	}
 	select {
-	case st := <-waitCh:
-		return r.persistExit(ctx, rec.ID, st.ExitCode(), st.ExitTime())
+	case st := <-exited:
+		return r.recordStop(ctx, rec.ID, st)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// recordStop records the exit a StopContainer waited for. A wait that found the task deleted means the exit
+// was recorded meanwhile (by the event watch).
+func (r *Runtime) recordStop(ctx context.Context, id string, st taskExit) error {
+	if errdefs.IsNotFound(st.err) {
+		return nil
+	}
+	if st.err != nil {
+		return fmt.Errorf("stop container %q: wait: %w", id, st.err)
+	}
+	return r.persistExit(ctx, id, st.code, st.at)
 }
 
 // RemoveContainer kills the container if it still runs and removes it with its snapshot. Removing a container
@@ -91,17 +88,13 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	if err != nil {
 		return fmt.Errorf("remove container %q: %w", containerID, err)
 	}
-	cont, err := r.client.LoadContainer(ctx, rec.ID)
-	if err != nil {
-		return fmt.Errorf("remove container %q: %w", containerID, err)
-	}
-	if err := deleteTask(ctx, cont); err != nil {
+	if err := r.deleteTask(ctx, rec.ID); err != nil {
 		return fmt.Errorf("remove container %q: %w", containerID, err)
 	}
 	if c := r.io.take(rec.ID); c != nil {
 		c.finish()
 	}
-	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+	if err := r.deleteRecord(ctx, rec); err != nil {
 		return fmt.Errorf("remove container %q: %w", containerID, err)
 	}
 	_ = os.RemoveAll(r.fifoDir(rec.ID))

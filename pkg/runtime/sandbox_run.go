@@ -139,7 +139,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		if retErr != nil {
 			cctx, cancel := r.cleanupContext(ctx)
 			defer cancel()
-			r.removeTask(cctx, id)
+			_ = r.deleteTask(cctx, id)
 		}
 	}()
 	// The sandbox is marked complete, with its IPs, once its network is up, while the pause process starts

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/containerd/containerd"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/containers"
@@ -13,21 +12,17 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// loadSandbox finds a sandbox by ID (or unique ID prefix) and decodes its metadata.
-func (r *Runtime) loadSandbox(ctx context.Context, id string) (containerd.Container, *sandboxMeta, error) {
+// loadSandbox finds a sandbox's record by ID (or unique ID prefix) and decodes its metadata.
+func (r *Runtime) loadSandbox(ctx context.Context, id string) (containers.Container, *sandboxMeta, error) {
 	rec, err := r.findContainer(ctx, id, kindSandbox)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pod sandbox %q: %w", id, err)
+		return containers.Container{}, nil, fmt.Errorf("pod sandbox %q: %w", id, err)
 	}
 	meta, err := r.records.metas.sandbox(rec)
 	if err != nil {
-		return nil, nil, err
+		return containers.Container{}, nil, err
 	}
-	cont, err := r.client.LoadContainer(ctx, rec.ID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pod sandbox %q: %w", id, err)
-	}
-	return cont, meta, nil
+	return rec, meta, nil
 }
 
 // recordOf returns the record with this exact ID, without its spec: from the index, else from containerd.

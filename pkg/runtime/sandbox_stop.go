@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
-	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
-	"golang.org/x/sys/unix"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
 )
@@ -20,22 +18,18 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error
 	ctx = r.ns(ctx)
 	unlock := r.sandboxLocks.lock(podSandboxID)
 	defer unlock()
-	cont, meta, err := r.loadSandbox(ctx, podSandboxID)
+	rec, meta, err := r.loadSandbox(ctx, podSandboxID)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return r.stopSandbox(ctx, cont, meta)
+	return r.stopSandbox(ctx, rec, meta)
 }
 
-func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, meta *sandboxMeta) error {
-	id := cont.ID()
-	rec, err := r.recordOf(ctx, id)
-	if err != nil {
-		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
-	}
+func (r *Runtime) stopSandbox(ctx context.Context, rec containers.Container, meta *sandboxMeta) error {
+	id := rec.ID
 	if rec.Labels[labelStopped] == "true" {
 		// A stop that finished (the label is its last step): the kubelet's RemovePodSandbox after its
 		// StopPodSandbox need not run the CNI plugins again.
@@ -62,7 +56,7 @@ func (r *Runtime) stopSandbox(ctx context.Context, cont containerd.Container, me
 		return cni.DeleteNetns(meta.NetnsName)
 	})
 	var taskErr error
-	if err := deleteTask(ctx, cont); err != nil {
+	if err := r.deleteTask(ctx, id); err != nil {
 		taskErr = fmt.Errorf("stop pause: %w", err)
 	}
 	if err := errors.Join(taskErr, network()); err != nil {
@@ -83,14 +77,14 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 	ctx = r.ns(ctx)
 	unlock := r.sandboxLocks.lock(podSandboxID)
 	defer unlock()
-	cont, meta, err := r.loadSandbox(ctx, podSandboxID)
+	rec, meta, err := r.loadSandbox(ctx, podSandboxID)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := r.stopSandbox(ctx, cont, meta); err != nil {
+	if err := r.stopSandbox(ctx, rec, meta); err != nil {
 		return err
 	}
 	ctrs, err := r.sandboxContainers(ctx, podSandboxID)
@@ -102,41 +96,11 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 			return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 		}
 	}
-	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+	if err := r.deleteRecord(ctx, rec); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: delete pause container: %w", podSandboxID, err)
 	}
-	if err := removeAll(r.sandboxDirOf(cont.ID(), meta)); err != nil {
+	if err := removeAll(r.sandboxDirOf(rec.ID, meta)); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
-	}
-	return nil
-}
-
-// deleteTask kills a container's task (if any), waits for it and deletes it.
-func deleteTask(ctx context.Context, cont containerd.Container) error {
-	task, err := cont.Task(ctx, nil)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	st, err := task.Status(ctx)
-	if err == nil && st.Status != containerd.Stopped {
-		waitCh, werr := task.Wait(ctx)
-		if err := task.Kill(ctx, unix.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
-			return fmt.Errorf("kill: %w", err)
-		}
-		if werr == nil {
-			select {
-			case <-waitCh:
-			case <-time.After(10 * time.Second):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
-		return fmt.Errorf("delete task: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,83 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+	"golang.org/x/sys/unix"
+)
+
+// Tasks are signalled, waited for and deleted by container ID through containerd's task service. The
+// client's containerd.Container and containerd.Task objects would read the container record and the task's
+// state again before each of these calls: five or six calls to stop a pod's pause task where three do.
+
+// taskExit is how a task ended, or why waiting for it failed (err; NotFound once the task is deleted).
+type taskExit struct {
+	code uint32
+	at   time.Time
+	err  error
+}
+
+// waitTask waits for a container's task to exit; the channel receives one taskExit. A task that has already
+// exited (and is not yet deleted) answers at once.
+func (r *Runtime) waitTask(ctx context.Context, id string) <-chan taskExit {
+	ch := make(chan taskExit, 1)
+	go func() {
+		resp, err := r.client.TaskService().Wait(ctx, &tasks.WaitRequest{ContainerID: id})
+		if err != nil {
+			ch <- taskExit{err: errdefs.FromGRPC(err)}
+			return
+		}
+		ch <- taskExit{code: resp.ExitStatus, at: resp.ExitedAt.AsTime()}
+	}()
+	return ch
+}
+
+// killTask sends sig to a container's task, to all its processes when all is set. A task that does not exist
+// or has exited answers NotFound.
+func (r *Runtime) killTask(ctx context.Context, id string, sig syscall.Signal, all bool) error {
+	_, err := r.client.TaskService().Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(sig), All: all})
+	return errdefs.FromGRPC(err)
+}
+
+// deleteTask kills a container's task if it still runs, waits up to 10 s for it to exit, and deletes it. A
+// container without a task is not an error.
+func (r *Runtime) deleteTask(ctx context.Context, id string) error {
+	switch err := r.killTask(ctx, id, unix.SIGKILL, false); {
+	case err == nil:
+		select {
+		case <-r.waitTask(ctx, id):
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case !errdefs.IsNotFound(err):
+		return fmt.Errorf("kill: %w", err)
+	}
+	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
+		if err := errdefs.FromGRPC(err); !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task: %w", err)
+		}
+	}
+	return nil
+}
+
+// deleteRecord removes a container's snapshot and its containerd record, from the record in hand, as
+// containerd.Container.Delete with WithSnapshotCleanup does after reading the task and the record again. The
+// task must be gone (deleteTask). What is already gone is not an error.
+func (r *Runtime) deleteRecord(ctx context.Context, rec containers.Container) error {
+	if rec.SnapshotKey != "" && rec.Snapshotter != "" {
+		if err := r.client.SnapshotService(rec.Snapshotter).Remove(ctx, rec.SnapshotKey); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("remove snapshot: %w", err)
+		}
+	}
+	if err := r.client.ContainerService().Delete(ctx, rec.ID); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete container record: %w", err)
+	}
+	return nil
+}
