@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver"
+	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
 )
 
 func main() {
@@ -79,7 +80,7 @@ func run(cfg apiserver.Config, kubeconfig string, nodeKubeconfigs map[string]str
 	for node, path := range nodeKubeconfigs {
 		cc, err := s.NodeClientConfig(node)
 		if err == nil {
-			err = writeAside(path, func(tmp string) error { return apiserver.WriteKubeconfig(tmp, cc, "system:node:"+node) })
+			err = writeAside(path, func(tmp string) error { return apiserver.WriteKubeconfig(tmp, cc, auth.NodeUserPrefix+node) })
 		}
 		if err != nil {
 			_ = s.Stop()

@@ -94,23 +94,16 @@ func (f *fakeIptables) Run(_ context.Context, v6 bool, args ...string) (string, 
 	op, chain, rule := args[2], args[3], strings.Join(args[4:], " ")
 	key := fam + "/" + chain
 	rules, exists := f.chains[key]
-	if !exists && chain != "POSTROUTING" && op != "-N" {
+	if !exists && chain != "POSTROUTING" {
 		return "", errors.New("no chain/target/match by that name")
 	}
 	switch op {
-	case "-N":
-		if exists {
-			return "", errors.New("chain already exists")
-		}
-		f.chains[key] = []string{}
 	case "-S":
 		out := "-N " + chain + "\n"
 		for _, r := range rules {
 			out += "-A " + chain + " " + r + "\n"
 		}
 		return out, nil
-	case "-F":
-		f.chains[key] = []string{}
 	case "-A":
 		f.chains[key] = append(rules, rule)
 	case "-C":

@@ -35,27 +35,24 @@ func startAPIServer(t *testing.T, dir string, port int) *apiserver.Server {
 	return s
 }
 
-// clients returns a function that makes a client of a configuration, failing the test on an error.
+// clients returns a function that makes an admin-side client of a configuration, failing the test on an error.
 func clients(t *testing.T) func(*rest.Config, error) kubernetes.Interface {
-	return func(cfg *rest.Config, err error) kubernetes.Interface {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Timeout = 5 * time.Second
-		return kubernetes.NewForConfigOrDie(cfg)
-	}
+	return clientsWith(t, func(cfg *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) })
 }
 
 // nodeClients is clients for the kubelet's own client.
 func nodeClients(t *testing.T) func(*rest.Config, error) kubeclient.Interface {
-	return func(cfg *rest.Config, err error) kubeclient.Interface {
+	return clientsWith(t, kubeclient.New)
+}
+
+func clientsWith[C any](t *testing.T, build func(*rest.Config) (C, error)) func(*rest.Config, error) C {
+	return func(cfg *rest.Config, err error) C {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Timeout = 5 * time.Second
-		c, err := kubeclient.New(cfg)
+		c, err := build(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func (r *Runtime) waitTask(ctx context.Context, id string) <-chan taskExit {
 			ch <- taskExit{err: errdefs.FromGRPC(err)}
 			return
 		}
-		ch <- taskExit{code: resp.ExitStatus, at: resp.ExitedAt.AsTime()}
+		ch <- taskExit{code: resp.ExitStatus, at: exitTime(resp.ExitedAt)}
 	}()
 	return ch
 }
