@@ -62,7 +62,11 @@ if [ ! -s "$work/test.log" ]; then
 fi
 cat "$work/test.log"
 
-grep -q '^nodeagent-test-exit=0$' "$work/test.log" || vm_die "tests failed in the guest (log above; kept in $work)"
+if ! grep -q '^nodeagent-test-exit=0$' "$work/test.log"; then
+	# The failures again, without the passing tests' logs around them.
+	grep -E -- '--- FAIL|^FAIL|^panic|_test\.go:[0-9]+: ' "$work/test.log" | grep -v 'fakefs_test\.go:[0-9]*:  "level"' >&2 || true
+	vm_die "tests failed in the guest (log above; kept in $work)"
+fi
 grep -q '^cgroupfs cgroup2fs$' "$work/test.log" || vm_die "the guest did not run on cgroup v2"
 for driver in cgroupfs systemd; do
 	grep -q -- "--- PASS: TestHostCgroups/$driver " "$work/test.log" ||

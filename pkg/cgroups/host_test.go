@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/cgroups/systemd"
 	v1 "k8s.io/api/core/v1"
@@ -101,9 +102,15 @@ func testHost(t *testing.T, driver Driver) {
 	k.checkCPU(qosName(pods, v1.PodQOSBurstable), 256, -2)
 
 	// A process in a container cgroup under the Burstable pod, as runc
-	// would place it.
+	// would place it. It execs sleep only once it is in the pod's cgroup:
+	// the kernel charges memory to the cgroup a process is in when it
+	// allocates, never what it allocated before it moved.
 	burst := podName(pods, v1.PodQOSBurstable, cases[1].pod.UID)
-	cmd := exec.Command("sleep", "300")
+	cmd := exec.Command("sh", "-c", "read x; exec sleep 300")
+	placed, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +129,10 @@ func testHost(t *testing.T, driver Driver) {
 		}
 		mustWrite(t, filepath.Join(ctr, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid))
 	}
-	st, err := m.PodStats(ctx, cases[1].pod.UID)
-	if err != nil {
+	if _, err := placed.Write([]byte("placed\n")); err != nil {
 		t.Fatal(err)
 	}
+	st := podStatsWithMemory(t, m, cases[1].pod.UID)
 	if st.Processes != 1 || st.MemoryUsageBytes == 0 {
 		t.Errorf("PodStats = %+v, want 1 process and some memory", st)
 	}
@@ -158,6 +165,23 @@ func testHost(t *testing.T, driver Driver) {
 	}
 	if err := m.RemovePod(ctx, cases[0].pod.UID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// podStatsWithMemory returns the pod's statistics once its cgroup shows
+// memory in use (the exec of its process has been charged), or after 10 s.
+func podStatsWithMemory(t *testing.T, m *Manager, uid types.UID) Stats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := m.PodStats(testContext(t), uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.MemoryUsageBytes > 0 || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
