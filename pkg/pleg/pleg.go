@@ -47,9 +47,10 @@ type PLEG struct {
 	cache   *Cache
 	events  chan *Event
 
-	// mu serializes full relists and the recording of every read, and guards what follows. A single pod's
-	// relist reads the runtime without it, then records what it read only when no newer read of that pod was
-	// recorded meanwhile.
+	// relistMu serializes full relists. mu guards the recording of every read, and what follows: relists,
+	// full or of a single pod, read the runtime without it, then record what they read only when no newer
+	// read of that pod was recorded meanwhile.
+	relistMu    sync.Mutex
 	mu          sync.Mutex
 	last        Snapshot
 	reinspect   map[types.UID]bool
@@ -149,10 +150,12 @@ func (p *PLEG) handleRuntimeEvents(ctx context.Context, logger klog.Logger, ev *
 	}
 }
 
-// Relist lists the whole runtime once, updates the cache and sends the events.
+// Relist lists the whole runtime once, updates the cache and sends the events. It reads and inspects without
+// holding p.mu, so that single-pod relists (a pod worker's, after it changed its pod) record and send their
+// events meanwhile; a pod read by one of those after this relist began keeps that newer read.
 func (p *PLEG) Relist(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.relistMu.Lock()
+	defer p.relistMu.Unlock()
 	start := p.clock.Now()
 	sandboxes, err := p.runtime.ListPodSandbox(ctx, nil)
 	if err != nil {
@@ -163,19 +166,52 @@ func (p *PLEG) Relist(ctx context.Context) error {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	cur := BuildSnapshot(sandboxes, containers)
-	events := ComputeEvents(p.last, cur)
+
+	p.mu.Lock()
 	changed := map[types.UID]bool{}
-	for _, e := range events {
+	for _, e := range ComputeEvents(p.last, cur) {
 		changed[e.UID] = true
 	}
 	for uid := range p.reinspect {
 		changed[uid] = true
 	}
-	failed := p.updateCache(ctx, changed, cur, sandboxes, containers, start)
+	p.mu.Unlock()
+	inspected := p.inspectAll(ctx, changed, cur, sandboxes, containers)
+
+	p.mu.Lock()
+	var events []Event
+	failed := map[types.UID]bool{}
+	for uid := range unionUIDs(p.last, cur) {
+		if start.Before(p.podRead[uid]) {
+			continue // a single-pod relist read it after this one began: its record and events stand
+		}
+		podEvents := ComputeEvents(Snapshot{uid: p.last[uid]}, Snapshot{uid: cur[uid]})
+		res, ok := inspected[uid]
+		if !ok && len(podEvents) > 0 {
+			// An older single-pod read recorded the pod while this relist inspected others, and it differs
+			// from this listing. Rare: inspect it now, so that the cache time below does not cover a stale
+			// state.
+			res, ok = p.inspectAll(ctx, map[types.UID]bool{uid: true}, cur, sandboxes, containers)[uid], true
+		}
+		if ok && p.record(ctx, uid, res.state, res.err, start) {
+			failed[uid] = true
+			continue // its old record stays, so that its events come again at the next relist
+		}
+		if r, in := cur[uid]; in {
+			p.last[uid] = r
+		} else {
+			delete(p.last, uid)
+		}
+		events = append(events, podEvents...)
+	}
 	p.cache.UpdateTime(start)
-	p.last = keepFailed(p.last, cur, failed)
 	p.relistStart = start
-	clear(p.podRead) // every pod read since was read before this relist and is older
+	for uid, at := range p.podRead {
+		if !start.Before(at) {
+			delete(p.podRead, uid) // read before this relist: older than it
+		}
+	}
+	p.mu.Unlock()
 	p.send(ctx, events, failed)
 
 	p.healthMu.Lock()
@@ -183,6 +219,52 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.lastTook = p.clock.Since(start)
 	p.healthMu.Unlock()
 	return nil
+}
+
+// inspectResult is one pod's inspection by a full relist.
+type inspectResult struct {
+	state *PodState // nil: the runtime has nothing of the pod
+	err   error
+}
+
+// inspectParallel is how many pods a full relist inspects at once.
+const inspectParallel = 4
+
+// inspectAll inspects the given pods, inspectParallel at a time.
+func (p *PLEG) inspectAll(ctx context.Context, uids map[types.UID]bool, cur Snapshot, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) map[types.UID]inspectResult {
+	out := make(map[types.UID]inspectResult, len(uids))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, inspectParallel)
+	for uid := range uids {
+		rec, ok := cur[uid]
+		if !ok {
+			out[uid] = inspectResult{}
+			continue
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			state, err := p.inspect(ctx, uid, rec, sandboxes, containers)
+			mu.Lock()
+			out[uid] = inspectResult{state, err}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func unionUIDs(a, b Snapshot) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(a)+len(b))
+	for uid := range a {
+		out[uid] = true
+	}
+	for uid := range b {
+		out[uid] = true
+	}
+	return out
 }
 
 // RelistPod lists and inspects one pod now, updates the cache and sends its events. Pod workers call it after
@@ -229,22 +311,6 @@ func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
 	p.mu.Unlock()
 	p.send(ctx, events, map[types.UID]bool{uid: failed})
 	return nil
-}
-
-// updateCache inspects the given pods and records them; it returns the pods whose inspection failed.
-func (p *PLEG) updateCache(ctx context.Context, uids map[types.UID]bool, cur Snapshot, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, ts time.Time) map[types.UID]bool {
-	failed := map[types.UID]bool{}
-	for uid := range uids {
-		var state *PodState
-		var err error
-		if rec, ok := cur[uid]; ok {
-			state, err = p.inspect(ctx, uid, rec, sandboxes, containers)
-		}
-		if p.record(ctx, uid, state, err, ts) {
-			failed[uid] = true
-		}
-	}
-	return failed
 }
 
 // record puts what an inspection of uid found (state nil: nothing in the runtime) into the cache and reports
@@ -314,19 +380,6 @@ func (p *PLEG) inspect(ctx context.Context, uid types.UID, rec PodRecord, sandbo
 		}
 	}
 	return state, errors.Join(errs...)
-}
-
-// keepFailed returns cur, except that pods whose inspection failed keep their old record, so their events are
-// computed (and sent) again at the next relist.
-func keepFailed(old, cur Snapshot, failed map[types.UID]bool) Snapshot {
-	for uid := range failed {
-		if r, ok := old[uid]; ok {
-			cur[uid] = r
-		} else {
-			delete(cur, uid)
-		}
-	}
-	return cur
 }
 
 func errOrEmpty(err error) error {

@@ -347,3 +347,51 @@ func TestRunRelistsPeriodicallyAndOnRuntimeEvents(t *testing.T) {
 		t.Fatalf("event %+v", e)
 	}
 }
+
+// A full relist that is slow to inspect one pod neither holds up the relist of another pod (a pod worker's,
+// right after it started a container) nor overwrites what that relist recorded.
+func TestRelistDoesNotHoldUpPodRelist(t *testing.T) {
+	ctx := context.Background()
+	rt, _ := newGated(t)
+	clk := testclock.NewFakeClock(t0)
+	p := New(rt, clk, Options{})
+	_, cidB := startPod(t, rt.FakeRuntimeService, "b")
+	full := make(chan error, 1)
+	go func() { full <- p.Relist(ctx) }()
+	<-rt.entered // the full relist waits on pod a's container
+
+	if err := rt.StopContainer(ctx, cidB, 0); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	done := make(chan error, 1)
+	go func() { done <- p.RelistPod(ctx, "b") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("relist of pod b waited for the full relist")
+	}
+	close(rt.release)
+	if err := <-full; err != nil {
+		t.Fatal(err)
+	}
+	st, _ := p.Cache().Get("b")
+	if len(st.Containers) != 1 || st.Containers[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Fatalf("pod b's cached container %+v, want the exited state its own relist read", st.Containers)
+	}
+	if st, _ := p.Cache().Get("a"); len(st.Containers) != 1 {
+		t.Errorf("pod a not cached by the full relist: %+v", st)
+	}
+	var last EventType
+	for _, e := range drain(p) {
+		if e.UID == "b" {
+			last = e.Type
+		}
+	}
+	if last != ContainerDied {
+		t.Errorf("last event of pod b %q, want %q", last, ContainerDied)
+	}
+}
