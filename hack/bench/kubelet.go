@@ -176,12 +176,13 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 	// (a) 30 pods at once, beside 30 sandboxes at once on the runtime.
 	progress("floor: 30 pods at once")
 	stopCPU := runtimeCPU(floorNamespace)
-	fd, fwall, err := floorRun(ctx, floorRT, b.floorLogs, 30, 0)
+	fd, fsteps, fwall, err := floorRun(ctx, floorRT, b.floorLogs, 30, 0)
 	if err != nil {
 		return fmt.Errorf("floor burst: %w", err)
 	}
 	printRuntimeCPU("floor_burst30", stopCPU)
 	printLatencies("floor_burst30_pod", fd)
+	printFloorSteps("floor_burst30", fsteps)
 	figure("floor_burst30_pods_per_second", 30/fwall.Seconds(), "pods/s")
 	// The floor of deletion: the same pods stopped and removed at once (no grace period).
 	t0 := time.Now()
@@ -212,7 +213,7 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 	// (b) 110 pods at 10 per second, beside the same pace on the runtime.
 	progress("floor: 110 pods at 10/s")
 	stopCPU = runtimeCPU(floorNamespace)
-	fd, fwall, err = floorRun(ctx, floorRT, b.floorLogs, 110, 100*time.Millisecond)
+	fd, _, fwall, err = floorRun(ctx, floorRT, b.floorLogs, 110, 100*time.Millisecond)
 	if err != nil {
 		return fmt.Errorf("floor paced: %w", err)
 	}
@@ -245,11 +246,14 @@ func (b *kubeletBench) createReady(ctx context.Context, label string, pods []str
 	stopCPU := runtimeCPU(kubeletNamespace)
 	stopSampler := b.relistSampler(ctx)
 	before, _ := readProc(b.kl.pid())
+	apiPID := b.apiPID()
+	apiBefore, _ := readProc(apiPID)
 	err := b.create(ctx, pods, interval, corev1.RestartPolicyAlways, func(int) []string { return []string{"sleep", "3600"} })
 	if err == nil {
 		err = b.watch.waitAll(ctx, pods, "Ready", 3*time.Minute, func(t *podTimes) bool { return !t.ready.IsZero() })
 	}
 	after, _ := readProc(b.kl.pid())
+	apiAfter, _ := readProc(apiPID)
 	relists := stopSampler()
 	stopPerf()
 	printRuntimeCPU(label, stopCPU)
@@ -273,6 +277,11 @@ func (b *kubeletBench) createReady(ctx context.Context, label string, pods []str
 	figure(label+"_pods_per_second", float64(len(pods))/last.Sub(first).Seconds(), "pods/s")
 	figure(label+"_p99_over_floor_p99", ms(percentile(lat, 99)-percentile(floor, 99)), "ms")
 	figure(label+"_kubelet_cpu", cpuSeconds(before, after), "core-s")
+	// The kubelet's children that ended (the CNI plugins) and the API server, which share the two cores.
+	figure(label+"_kubelet_children_cpu", float64(after.childTicks-before.childTicks)/clockTicks, "core-s")
+	if apiPID > 0 {
+		figure(label+"_apiserver_cpu", cpuSeconds(apiBefore, apiAfter), "core-s")
+	}
 	b.printStages(label, pods, ts)
 	return nil
 }
@@ -303,14 +312,12 @@ func (b *kubeletBench) serial(ctx context.Context, label string, pods []string) 
 // ended: sandbox running, container created, container started; then the rest up to the API showing Ready.
 func (b *kubeletBench) printStages(label string, pods []string, ts []podTimes) {
 	stages := readStages(b.kl.logPath)
-	var calls, computed, written []time.Duration
+	var calls []time.Duration
 	for _, t := range ts {
 		calls = append(calls, t.createCall)
-		// lastTransitionTime has a resolution of one second: add half a second to center the error.
-		written = append(written, t.ready.Sub(t.readySet.Add(500*time.Millisecond)))
 	}
 	printLatencies(label+"_api_create_call", calls)
-	var sb, cr, st, rd []time.Duration
+	var sb, cr, st, rd, toSend, patch, toSeen []time.Duration
 	for i, name := range pods {
 		s := stages[name]
 		if s == nil || s.sandbox.IsZero() || s.created.IsZero() || s.started.IsZero() {
@@ -320,7 +327,11 @@ func (b *kubeletBench) printStages(label string, pods []string, ts []podTimes) {
 		cr = append(cr, s.created.Sub(s.sandbox))
 		st = append(st, s.started.Sub(s.created))
 		rd = append(rd, ts[i].ready.Sub(s.started))
-		computed = append(computed, ts[i].readySet.Add(500*time.Millisecond).Sub(s.started))
+		if !s.readyWritten.IsZero() {
+			toSend = append(toSend, s.readySent.Sub(s.started))
+			patch = append(patch, s.readyWritten.Sub(s.readySent))
+			toSeen = append(toSeen, ts[i].ready.Sub(s.readyWritten))
+		}
 	}
 	if len(sb) == 0 {
 		progress("%s: no stage lines in the kubelet log (needs -v 3)", label)
@@ -330,10 +341,11 @@ func (b *kubeletBench) printStages(label string, pods []string, ts []podTimes) {
 	printLatencies(label+"_stage_sandbox_to_created", cr)
 	printLatencies(label+"_stage_created_to_started", st)
 	printLatencies(label+"_stage_started_to_ready_seen", rd)
-	// Split at the Ready condition's lastTransitionTime (±0.5 s): PLEG and sync before it, the status writer
-	// and the watch after it.
-	printLatencies(label+"_stage_started_to_ready_computed_approx", computed)
-	printLatencies(label+"_stage_ready_computed_to_seen_approx", written)
+	// Started-to-Ready split at the status patch that made the pod Ready: PLEG, sync and the status writer's
+	// queue before it is sent, the API server's answer, then the watch.
+	printLatencies(label+"_stage_started_to_ready_patch_sent", toSend)
+	printLatencies(label+"_stage_ready_patch", patch)
+	printLatencies(label+"_stage_ready_patched_to_seen", toSeen)
 	if n := len(rd); n >= 9 {
 		third := func(i int) time.Duration { return percentile(rd[i*n/3:(i+1)*n/3], 50) }
 		progress("%s: started-to-Ready p50 by creation order, first/middle/last third: %.0f / %.0f / %.0f ms",

@@ -99,10 +99,11 @@ func removeAllSandboxes(ctx context.Context, rt *runtime.Runtime, parallel int) 
 }
 
 // floorRun starts n pods (sandbox + one busybox container each) directly on the runtime: all at once when
-// interval is 0, else one every interval. It returns each pod's run-sandbox-to-started time and the time from
-// the first start to the last pod started.
-func floorRun(ctx context.Context, rt *runtime.Runtime, logRoot string, n int, interval time.Duration) ([]time.Duration, time.Duration, error) {
+// interval is 0, else one every interval. It returns each pod's run-sandbox-to-started time, how long each
+// pod's steps took, and the time from the first start to the last pod started.
+func floorRun(ctx context.Context, rt *runtime.Runtime, logRoot string, n int, interval time.Duration) ([]time.Duration, []floorSteps, time.Duration, error) {
 	durs := make([]time.Duration, n)
+	steps := make([]floorSteps, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	begin := time.Now()
@@ -111,14 +112,14 @@ func floorRun(ctx context.Context, rt *runtime.Runtime, logRoot string, n int, i
 	for i := 0; i < n; i++ {
 		if interval > 0 {
 			if err := sleepCtx(ctx, time.Until(begin.Add(time.Duration(i)*interval))); err != nil {
-				return nil, 0, err
+				return nil, nil, 0, err
 			}
 		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			t0 := time.Now()
-			errs[i] = floorPod(ctx, rt, logRoot, i)
+			errs[i] = floorPod(ctx, rt, logRoot, i, &steps[i])
 			end := time.Now()
 			durs[i] = end.Sub(t0)
 			mu.Lock()
@@ -129,13 +130,28 @@ func floorRun(ctx context.Context, rt *runtime.Runtime, logRoot string, n int, i
 		}(i)
 	}
 	wg.Wait()
-	return durs, last.Sub(begin), errors.Join(errs...)
+	return durs, steps, last.Sub(begin), errors.Join(errs...)
+}
+
+// floorSteps is how long each step of one floor pod took: the same stages the kubelet's log gives for its pods.
+type floorSteps struct{ sandbox, created, started time.Duration }
+
+// printFloorSteps prints the floor's step latencies beside the kubelet's stage figures.
+func printFloorSteps(label string, steps []floorSteps) {
+	var sb, cr, st []time.Duration
+	for _, s := range steps {
+		sb, cr, st = append(sb, s.sandbox), append(cr, s.created), append(st, s.started)
+	}
+	printLatencies(label+"_stage_sandbox", sb)
+	printLatencies(label+"_stage_sandbox_to_created", cr)
+	printLatencies(label+"_stage_created_to_started", st)
 }
 
 // floorPod runs one pod as the kubelet asks for it: a sandbox in a pod cgroup, a busybox container with a
 // termination-message mount, created and started. Its logs go under logRoot, not /var/log/pods, where
 // another kubelet on the host would remove them as orphans.
-func floorPod(ctx context.Context, rt *runtime.Runtime, logRoot string, i int) error {
+func floorPod(ctx context.Context, rt *runtime.Runtime, logRoot string, i int, steps *floorSteps) error {
+	t0 := time.Now()
 	uid := uuid.NewString()
 	name := fmt.Sprintf("floor-%d", i)
 	logDir := filepath.Join(logRoot, floorNamespace+"_"+name+"_"+uid)
@@ -158,6 +174,8 @@ func floorPod(ctx context.Context, rt *runtime.Runtime, logRoot string, i int) e
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
+	steps.sandbox = t1.Sub(t0)
 	msgFile := filepath.Join(logDir, "termination-log")
 	if err := os.WriteFile(msgFile, nil, 0o666); err != nil {
 		return err
@@ -173,5 +191,9 @@ func floorPod(ctx context.Context, rt *runtime.Runtime, logRoot string, i int) e
 	if err != nil {
 		return err
 	}
-	return rt.StartContainer(ctx, cid)
+	t2 := time.Now()
+	steps.created = t2.Sub(t1)
+	err = rt.StartContainer(ctx, cid)
+	steps.started = time.Since(t2)
+	return err
 }

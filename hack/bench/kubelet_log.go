@@ -12,14 +12,17 @@ import (
 type podStages struct {
 	sandbox time.Time // RunPodSandbox returned ("Started pod sandbox")
 	created time.Time // CreateContainer returned ("Created container")
-	started time.Time // StartContainer returned (the Started event)
+	started time.Time // StartContainer returned ("Started container")
+	// The first status patch that made the pod Ready: when it was sent and when the API answered.
+	readySent, readyWritten time.Time
 }
 
 var (
 	klogHeader = regexp.MustCompile(`^[IWE](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6})`)
 	logSandbox = regexp.MustCompile(`"Started pod sandbox" pod="[^/]+/([^"]+)"`)
 	logCreated = regexp.MustCompile(`"Created container" pod="[^/]+/([^"]+)"`)
-	logStarted = regexp.MustCompile(`"Event occurred" object="[^/]+/([^"]+)".*reason="Started"`)
+	logStarted = regexp.MustCompile(`"Started container" pod="[^/]+/([^"]+)"`)
+	logReady   = regexp.MustCompile(`"Patched pod status" pod="[^/]+/([^"]+)" phase="[^"]*" ready=true took="([^"]+)"`)
 )
 
 // readStages reads the kubelet's log and returns the stages of every pod it names.
@@ -43,11 +46,17 @@ func readStages(path string) map[string]*podStages {
 		at := time.Date(year, time.Month(n(1)), n(2), n(3), n(4), n(5), n(6)*1000, time.Local)
 		for _, m := range []struct {
 			re  *regexp.Regexp
-			set func(*podStages)
+			set func(*podStages, []string)
 		}{
-			{logSandbox, func(s *podStages) { s.sandbox = at }},
-			{logCreated, func(s *podStages) { s.created = at }},
-			{logStarted, func(s *podStages) { s.started = at }},
+			{logSandbox, func(s *podStages, _ []string) { s.sandbox = at }},
+			{logCreated, func(s *podStages, _ []string) { s.created = at }},
+			{logStarted, func(s *podStages, _ []string) { s.started = at }},
+			{logReady, func(s *podStages, g []string) {
+				took, err := time.ParseDuration(g[2])
+				if s.readyWritten.IsZero() && err == nil {
+					s.readySent, s.readyWritten = at.Add(-took), at
+				}
+			}},
 		} {
 			if g := m.re.FindStringSubmatch(line); g != nil {
 				s := out[g[1]]
@@ -55,7 +64,7 @@ func readStages(path string) map[string]*podStages {
 					s = &podStages{}
 					out[g[1]] = s
 				}
-				m.set(s)
+				m.set(s, g)
 			}
 		}
 	}

@@ -19,7 +19,6 @@ type podTimes struct {
 	created    time.Time     // the create call was sent
 	createCall time.Duration // how long the create call took
 	ready      time.Time     // first watch event with Ready=True
-	readySet   time.Time     // the Ready condition's lastTransitionTime: when the kubelet computed it (1 s resolution)
 	terminated time.Time     // first watch event with the container terminated
 	message    string        // its termination message
 	deleteSent time.Time
@@ -83,7 +82,7 @@ func (w *podWatch) follow(wi watch.Interface, rv string) string {
 		} else {
 			if t.ready.IsZero() {
 				if c := readyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
-					t.ready, t.readySet = now, c.LastTransitionTime.Time
+					t.ready = now
 				}
 			}
 			if t.terminated.IsZero() {

@@ -71,6 +71,8 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return fmt.Errorf("start container %q: record start: %w", id, err)
 	}
 	r.events.publishContainer(id, meta.SandboxID, rec.Labels[labelPodUID], eventStarted)
+	logger(ctx).V(2).Info("Started container", "pod", meta.Labels[criLabelPodNamespace]+"/"+meta.Labels[criLabelPodName],
+		"container", meta.Metadata.GetName(), "id", id)
 	return nil
 }
 

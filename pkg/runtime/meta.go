@@ -188,8 +188,12 @@ func matchLabels(selector, labels map[string]string) bool {
 	return true
 }
 
-// criLabelPodUID is the CRI label the kubelet puts the pod's UID in.
-const criLabelPodUID = "io.kubernetes.pod.uid"
+// The CRI labels the kubelet puts the pod's UID, name and namespace in.
+const (
+	criLabelPodUID       = "io.kubernetes.pod.uid"
+	criLabelPodName      = "io.kubernetes.pod.name"
+	criLabelPodNamespace = "io.kubernetes.pod.namespace"
+)
 
 // podUIDLabel is the value of labelPodUID for a sandbox or container: the pod UID of its CRI labels when they
 // have one, else fallback (the sandbox's metadata). Lists filtered by the CRI pod-UID label then match on it

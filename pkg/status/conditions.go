@@ -180,3 +180,13 @@ func listMessage(unknown, bad []string, badWord string) string {
 	}
 	return strings.Join(msgs, ", ")
 }
+
+// isReady reports whether st has the Ready condition True.
+func isReady(st v1.PodStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -315,7 +315,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 		if err != nil {
 			return err
 		}
+		began := m.clock.Now()
 		updated, err := pods.Patch(ctx, snap.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if err == nil {
+			klog.FromContext(ctx).V(3).Info("Patched pod status", "pod", klog.KRef(snap.namespace, snap.name),
+				"phase", merged.Phase, "ready", isReady(merged), "took", m.clock.Since(began))
+		}
 		if err != nil {
 			m.forgetAPI(uid)
 			if apierrors.IsNotFound(err) && !snap.static {
