@@ -92,12 +92,13 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 		e.apiUID, e.apiStatus = pod.UID, *pod.Status.DeepCopy()
 		e.apiDelete = pod.DeletionTimestamp != nil
 	}
+	st = NormalizeTimes(st)
 	if ok && isTerminal(e.status.Phase) && !isTerminal(st.Phase) {
 		st.Phase, st.Reason, st.Message = e.status.Phase, e.status.Reason, e.status.Message
 	}
 	changed := !ok || !StatusEqual(e.status, st)
 	if changed {
-		e.status = *st.DeepCopy()
+		e.status = st
 		e.version++
 		e.nextTry = time.Time{}
 	}
@@ -315,21 +316,22 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 		if err != nil {
 			return err
 		}
-		began := m.clock.Now()
-		updated, err := pods.Patch(ctx, snap.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-		if err == nil {
+		// An empty patch (the two differ only where the API does not store them) is not sent.
+		if !emptyPatch(patch) {
+			began := m.clock.Now()
+			updated, err := pods.Patch(ctx, snap.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+			if err != nil {
+				m.forgetAPI(uid)
+				if apierrors.IsNotFound(err) && !snap.static {
+					m.Forget(uid)
+					return nil
+				}
+				return fmt.Errorf("patch pod status: %w", err)
+			}
 			klog.FromContext(ctx).V(3).Info("Patched pod status", "pod", klog.KRef(snap.namespace, snap.name),
 				"phase", merged.Phase, "ready", isReady(merged), "took", m.clock.Since(began))
+			snap.apiStatus, snap.apiDelete = updated.Status, updated.DeletionTimestamp != nil
 		}
-		if err != nil {
-			m.forgetAPI(uid)
-			if apierrors.IsNotFound(err) && !snap.static {
-				m.Forget(uid)
-				return nil
-			}
-			return fmt.Errorf("patch pod status: %w", err)
-		}
-		snap.apiStatus, snap.apiDelete = updated.Status, updated.DeletionTimestamp != nil
 	}
 
 	m.mu.Lock()

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -295,5 +297,67 @@ func TestManagerWritesPodsInParallel(t *testing.T) {
 	}
 	if client.overlap.Load() != 0 {
 		t.Errorf("two writes of the same pod were in flight at once")
+	}
+}
+
+// The API stores times to the second. The echo of a written status (the watch's update) is not a difference:
+// no second patch follows it, and a status that differs from the API's only below the second is not sent.
+func TestManagerAPIEchoWritesNothing(t *testing.T) {
+	pod := apiPod("1")
+	m, client, _ := startManager(t, pod.DeepCopy())
+	now := t0.Add(123456789 * time.Nanosecond)
+	st := Compute(Input{Pod: pod, Now: now, Waiting: map[string]Waiting{"app": {Reason: ReasonErrImagePull}}})
+	m.SetPodStatus(pod, st)
+	eventually(t, "status written", func() bool { return m.Synced(pod.UID) })
+	patches := countActions(client, "patch")
+
+	// What a watch delivers: the pod as JSON, times cut to the second.
+	raw, err := json.Marshal(getPod(t, client, "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echo v1.Pod
+	if err := json.Unmarshal(raw, &echo); err != nil {
+		t.Fatal(err)
+	}
+	m.Reconcile(&echo)
+	st2 := Compute(Input{Pod: pod, Now: now.Add(time.Millisecond), Waiting: map[string]Waiting{"app": {Reason: ReasonErrImagePull}}})
+	m.SetPodStatus(pod, st2)
+	time.Sleep(50 * time.Millisecond)
+	if n := countActions(client, "patch"); n != patches {
+		t.Errorf("%d patches after the API's echo, want %d: %v", n, patches, client.Actions()[len(client.Actions())-1])
+	}
+}
+
+func TestNormalizeTimes(t *testing.T) {
+	at := metav1.NewTime(t0.Add(987654321 * time.Nanosecond))
+	sec := metav1.NewTime(t0)
+	st := v1.PodStatus{
+		StartTime:  &at,
+		Conditions: []v1.PodCondition{{Type: v1.PodReady, LastTransitionTime: at, LastProbeTime: at}},
+		ContainerStatuses: []v1.ContainerStatus{{
+			State:                v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: at}},
+			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{StartedAt: at, FinishedAt: at}},
+		}},
+		InitContainerStatuses: []v1.ContainerStatus{{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{FinishedAt: at}}}},
+	}
+	got := NormalizeTimes(st)
+	want := v1.PodStatus{
+		StartTime:  &sec,
+		Conditions: []v1.PodCondition{{Type: v1.PodReady, LastTransitionTime: sec, LastProbeTime: sec}},
+		ContainerStatuses: []v1.ContainerStatus{{
+			State:                v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: sec}},
+			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{StartedAt: sec, FinishedAt: sec}},
+		}},
+		InitContainerStatuses: []v1.ContainerStatus{{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{FinishedAt: sec}}}},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("NormalizeTimes = %+v\nwant %+v", got, want)
+	}
+	if st.StartTime.Time != at.Time {
+		t.Error("NormalizeTimes changed its argument")
+	}
+	if z := NormalizeTimes(v1.PodStatus{}); z.StartTime != nil {
+		t.Errorf("zero status got a start time: %+v", z)
 	}
 }

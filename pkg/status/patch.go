@@ -65,3 +65,13 @@ func PatchBytes(uid types.UID, old, new v1.PodStatus) ([]byte, error) {
 	}
 	return patch, nil
 }
+
+// emptyPatch reports whether a patch from PatchBytes changes nothing in the status (it always names the UID).
+func emptyPatch(patch []byte) bool {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return false
+	}
+	_, ok := m["status"]
+	return !ok
+}
