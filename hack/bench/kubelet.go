@@ -317,13 +317,17 @@ func (b *kubeletBench) printStages(label string, pods []string, ts []podTimes) {
 		calls = append(calls, t.createCall)
 	}
 	printLatencies(label+"_api_create_call", calls)
-	var sb, cr, st, rd, toSend, patch, toSeen []time.Duration
+	var toCall, call, sb, cr, st, rd, toSend, patch, toSeen []time.Duration
 	for i, name := range pods {
 		s := stages[name]
 		if s == nil || s.sandbox.IsZero() || s.created.IsZero() || s.started.IsZero() {
 			continue
 		}
 		sb = append(sb, s.sandbox.Sub(ts[i].created))
+		if !s.sandboxCall.IsZero() {
+			toCall = append(toCall, s.sandboxCall.Sub(ts[i].created))
+			call = append(call, s.sandbox.Sub(s.sandboxCall))
+		}
 		cr = append(cr, s.created.Sub(s.sandbox))
 		st = append(st, s.started.Sub(s.created))
 		rd = append(rd, ts[i].ready.Sub(s.started))
@@ -338,6 +342,9 @@ func (b *kubeletBench) printStages(label string, pods []string, ts []podTimes) {
 		return
 	}
 	printLatencies(label+"_stage_create_to_sandbox", sb)
+	// Split at the RunPodSandbox call: the watch, admission, pod directories and cgroup before it.
+	printLatencies(label+"_stage_create_to_sandbox_call", toCall)
+	printLatencies(label+"_stage_sandbox_call", call)
 	printLatencies(label+"_stage_sandbox_to_created", cr)
 	printLatencies(label+"_stage_created_to_started", st)
 	printLatencies(label+"_stage_started_to_ready_seen", rd)

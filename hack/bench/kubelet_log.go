@@ -10,19 +10,21 @@ import (
 
 // podStages are the moments the kubelet's log (at -v 3) shows for one pod's start.
 type podStages struct {
-	sandbox time.Time // RunPodSandbox returned ("Started pod sandbox")
-	created time.Time // CreateContainer returned ("Created container")
-	started time.Time // StartContainer returned ("Started container")
+	sandboxCall time.Time // RunPodSandbox called ("Running pod sandbox")
+	sandbox     time.Time // RunPodSandbox returned ("Started pod sandbox")
+	created     time.Time // CreateContainer returned ("Created container")
+	started     time.Time // StartContainer returned ("Started container")
 	// The first status patch that made the pod Ready: when it was sent and when the API answered.
 	readySent, readyWritten time.Time
 }
 
 var (
-	klogHeader = regexp.MustCompile(`^[IWE](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6})`)
-	logSandbox = regexp.MustCompile(`"Started pod sandbox" pod="[^/]+/([^"]+)"`)
-	logCreated = regexp.MustCompile(`"Created container" pod="[^/]+/([^"]+)"`)
-	logStarted = regexp.MustCompile(`"Started container" pod="[^/]+/([^"]+)"`)
-	logReady   = regexp.MustCompile(`"Patched pod status" pod="[^/]+/([^"]+)" phase="[^"]*" ready=true took="([^"]+)"`)
+	klogHeader     = regexp.MustCompile(`^[IWE](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6})`)
+	logSandboxCall = regexp.MustCompile(`"Running pod sandbox" pod="[^/]+/([^"]+)"`)
+	logSandbox     = regexp.MustCompile(`"Started pod sandbox" pod="[^/]+/([^"]+)"`)
+	logCreated     = regexp.MustCompile(`"Created container" pod="[^/]+/([^"]+)"`)
+	logStarted     = regexp.MustCompile(`"Started container" pod="[^/]+/([^"]+)"`)
+	logReady       = regexp.MustCompile(`"Patched pod status" pod="[^/]+/([^"]+)" phase="[^"]*" ready=true took="([^"]+)"`)
 )
 
 // readStages reads the kubelet's log and returns the stages of every pod it names.
@@ -48,6 +50,7 @@ func readStages(path string) map[string]*podStages {
 			re  *regexp.Regexp
 			set func(*podStages, []string)
 		}{
+			{logSandboxCall, func(s *podStages, _ []string) { s.sandboxCall = at }},
 			{logSandbox, func(s *podStages, _ []string) { s.sandbox = at }},
 			{logCreated, func(s *podStages, _ []string) { s.created = at }},
 			{logStarted, func(s *podStages, _ []string) { s.started = at }},

@@ -35,6 +35,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	podRef := md.Namespace + "/" + md.Name
 	id := newID()
+	logger(ctx).V(3).Info("Running pod sandbox", "pod", podRef, "sandbox", id)
 	unlock := r.sandboxLocks.lock(id)
 	defer unlock()
 
