@@ -56,6 +56,8 @@ type PLEG struct {
 	reinspect   map[types.UID]bool
 	relistStart time.Time               // when the last recorded full relist began reading
 	podRead     map[types.UID]time.Time // when the last recorded read of a single pod began
+	recorded    uint64                  // counts single-pod records
+	podRecorded map[types.UID]uint64    // the count at each pod's last single-pod record
 
 	healthMu   sync.Mutex
 	lastRelist time.Time
@@ -65,14 +67,15 @@ type PLEG struct {
 // New returns a PLEG reading rt.
 func New(rt Runtime, clk clock.WithTicker, opts Options) *PLEG {
 	return &PLEG{
-		runtime:   rt,
-		clock:     clk,
-		opts:      opts,
-		cache:     NewCache(),
-		events:    make(chan *Event, EventChannelLength),
-		last:      Snapshot{},
-		reinspect: map[types.UID]bool{},
-		podRead:   map[types.UID]time.Time{},
+		runtime:     rt,
+		clock:       clk,
+		opts:        opts,
+		cache:       NewCache(),
+		events:      make(chan *Event, EventChannelLength),
+		last:        Snapshot{},
+		reinspect:   map[types.UID]bool{},
+		podRead:     map[types.UID]time.Time{},
+		podRecorded: map[types.UID]uint64{},
 	}
 }
 
@@ -168,6 +171,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	cur := BuildSnapshot(sandboxes, containers)
 
 	p.mu.Lock()
+	seen := p.recorded
 	changed := map[types.UID]bool{}
 	for _, e := range ComputeEvents(p.last, cur) {
 		changed[e.UID] = true
@@ -181,18 +185,29 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.mu.Lock()
 	var events []Event
 	failed := map[types.UID]bool{}
-	for uid := range unionUIDs(p.last, cur) {
+	uids := unionUIDs(p.last, cur)
+	for uid := range inspected {
+		uids[uid] = true // a pod to re-inspect that is gone is in neither
+	}
+	for uid := range uids {
 		if start.Before(p.podRead[uid]) {
 			continue // a single-pod relist read it after this one began: its record and events stand
 		}
-		podEvents := ComputeEvents(Snapshot{uid: p.last[uid]}, Snapshot{uid: cur[uid]})
 		res, ok := inspected[uid]
-		if !ok && len(podEvents) > 0 {
-			// An older single-pod read recorded the pod while this relist inspected others, and it differs
-			// from this listing. Rare: inspect it now, so that the cache time below does not cover a stale
-			// state.
-			res, ok = p.inspectAll(ctx, map[types.UID]bool{uid: true}, cur, sandboxes, containers)[uid], true
+		if p.podRecorded[uid] > seen {
+			// A single-pod relist that began before this one recorded the pod while this one inspected: which
+			// of the two listings is newer is unknown. Record a state read after this relist began (the cache
+			// time below must not cover an older one), send no event, keep that relist's view, and look again
+			// at the next relist.
+			if !ok {
+				res = p.inspectAll(ctx, map[types.UID]bool{uid: true}, cur, sandboxes, containers)[uid]
+			}
+			p.record(ctx, uid, res.state, res.err, start)
+			p.reinspect[uid] = true
+			continue
 		}
+		// Unchanged since this relist computed what changed: a pod with events was inspected.
+		podEvents := ComputeEvents(Snapshot{uid: p.last[uid]}, Snapshot{uid: cur[uid]})
 		if ok && p.record(ctx, uid, res.state, res.err, start) {
 			failed[uid] = true
 			continue // its old record stays, so that its events come again at the next relist
@@ -211,6 +226,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 			delete(p.podRead, uid) // read before this relist: older than it
 		}
 	}
+	clear(p.podRecorded) // only records made while a later relist inspects matter to it
 	p.mu.Unlock()
 	p.send(ctx, events, failed)
 
@@ -297,6 +313,8 @@ func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
 		return nil // a newer read of this pod is already recorded
 	}
 	p.podRead[uid] = start
+	p.recorded++
+	p.podRecorded[uid] = p.recorded
 	old := Snapshot{}
 	if r, ok := p.last[uid]; ok {
 		old[uid] = r

@@ -124,6 +124,33 @@ func TestRelistRetriesFailedInspection(t *testing.T) {
 	}
 }
 
+// A pod whose first inspection failed, and that is gone by the next relist, leaves nothing in the cache.
+func TestRelistForgetsFailedPodThatIsGone(t *testing.T) {
+	ctx := context.Background()
+	rt := critest.NewFakeRuntimeService()
+	p := New(rt, testclock.NewFakeClock(t0), Options{})
+	sb, cid := startPod(t, rt, "a")
+	rt.InjectError("ContainerStatus", errors.New("runtime busy"))
+	_ = p.Relist(ctx)
+	if _, err := p.Cache().Get("a"); err == nil {
+		t.Fatalf("cache holds no error for the failed inspection")
+	}
+	for _, err := range []error{rt.RemoveContainer(ctx, cid), rt.RemovePodSandbox(ctx, sb)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if uids := p.Cache().UIDs(); len(uids) != 0 {
+		t.Errorf("pod gone from the runtime still cached: %v", uids)
+	}
+	if len(p.reinspect) != 0 {
+		t.Errorf("pod gone from the runtime still to re-inspect: %v", p.reinspect)
+	}
+}
+
 func TestRelistPod(t *testing.T) {
 	ctx := context.Background()
 	rt := critest.NewFakeRuntimeService()
