@@ -422,3 +422,73 @@ func TestRelistDoesNotHoldUpPodRelist(t *testing.T) {
 		t.Errorf("last event of pod b %q, want %q", last, ContainerDied)
 	}
 }
+
+// listGatedRuntime holds the first filtered ListPodSandbox (a single-pod relist's) until release is closed,
+// and the first ContainerStatus of gateID (a full relist's inspection) until inspectRelease is closed.
+type listGatedRuntime struct {
+	*gatedRuntime
+	listGated   atomic.Bool
+	listEntered chan struct{}
+	listRelease chan struct{}
+}
+
+func (g *listGatedRuntime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if filter != nil && g.listGated.CompareAndSwap(false, true) {
+		close(g.listEntered)
+		<-g.listRelease
+	}
+	return g.FakeRuntimeService.ListPodSandbox(ctx, filter)
+}
+
+// A single-pod relist that began before a full relist but read the runtime after it (and saw the container
+// exit) records while the full relist inspects. The full relist does not move the pod back to running: no
+// ContainerStarted follows the ContainerDied, and the next relist settles the cache on the exit.
+func TestRelistKeepsRacedPodRelist(t *testing.T) {
+	ctx := context.Background()
+	gated, _ := newGated(t) // the full relist's inspection of pod a waits
+	rt := &listGatedRuntime{gatedRuntime: gated, listEntered: make(chan struct{}), listRelease: make(chan struct{})}
+	clk := testclock.NewFakeClock(t0)
+	p := New(rt, clk, Options{})
+	_, cidB := startPod(t, rt.FakeRuntimeService, "b")
+
+	single := make(chan error, 1)
+	go func() { single <- p.RelistPod(ctx, "b") }() // begins at t0, waits before listing
+	<-rt.listEntered
+	clk.Step(time.Second)
+	full := make(chan error, 1)
+	go func() { full <- p.Relist(ctx) }() // lists b running, then waits inspecting a
+	<-rt.entered
+	if err := rt.StopContainer(ctx, cidB, 0); err != nil {
+		t.Fatal(err)
+	}
+	close(rt.listRelease) // the single-pod relist now reads b exited and records it
+	if err := <-single; err != nil {
+		t.Fatal(err)
+	}
+	close(rt.release)
+	if err := <-full; err != nil {
+		t.Fatal(err)
+	}
+	var typesB []EventType
+	for _, e := range drain(p) {
+		if e.UID == "b" {
+			typesB = append(typesB, e.Type)
+		}
+	}
+	if n := len(typesB); n == 0 || typesB[n-1] != ContainerDied {
+		t.Errorf("events of pod b %v, want ContainerDied last", typesB)
+	}
+	clk.Step(time.Second)
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := p.Cache().Get("b")
+	if len(st.Containers) != 1 || st.Containers[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("pod b cached %+v after the next relist, want its container exited", st.Containers)
+	}
+	for _, e := range drain(p) {
+		if e.UID == "b" && e.Type == ContainerStarted {
+			t.Errorf("the next relist sent %v for pod b", e)
+		}
+	}
+}
