@@ -56,7 +56,8 @@ type Input struct {
 	HostIPs []net.IP
 	// RuntimeName prefixes container IDs ("containerd://<id>"); "containerd" when empty.
 	RuntimeName string
-	// Now stamps condition transitions and the start time.
+	// Now stamps condition transitions and the start time, cut to the second as the API stores them, so that
+	// the API's echo of a written status compares equal to it.
 	Now time.Time
 	// Terminal is true once the pod worker has stopped every container for good.
 	Terminal bool
@@ -76,7 +77,7 @@ func Compute(in Input) v1.PodStatus {
 	if prev == nil {
 		prev = &pod.Status
 	}
-	now := metav1.NewTime(in.Now)
+	now := metav1.NewTime(in.Now.Truncate(time.Second)) // the API's precision, as apiTime gives container times
 	runtimeName := in.RuntimeName
 	if runtimeName == "" {
 		runtimeName = "containerd"

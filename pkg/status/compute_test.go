@@ -416,3 +416,26 @@ func TestQOSClass(t *testing.T) {
 		})
 	}
 }
+
+// Compute stamps times at the API's precision, whatever the precision of Now and of the runtime's times.
+func TestComputeTimesAtAPIPrecision(t *testing.T) {
+	pod := apiPod("1")
+	at := t0.Add(987654321 * time.Nanosecond)
+	sec := metav1.NewTime(t0)
+	st := Compute(Input{Pod: pod, Now: at, Sandboxes: []*runtimeapi.PodSandboxStatus{readySandbox("10.0.0.5")},
+		Containers: []*runtimeapi.ContainerStatus{running("app", "c1", 0, at.Add(-time.Second))}})
+	if st.StartTime == nil || !st.StartTime.Equal(&sec) {
+		t.Errorf("start time %v, want %v", st.StartTime, sec)
+	}
+	for _, c := range st.Conditions {
+		if c.Type != v1.PodScheduled && (!c.LastTransitionTime.Equal(&sec) || !c.LastProbeTime.IsZero()) {
+			t.Errorf("condition %s at %v (probe %v), want %v", c.Type, c.LastTransitionTime, c.LastProbeTime, sec)
+		}
+	}
+	if r := st.ContainerStatuses[0].State.Running; r == nil || !r.StartedAt.Equal(&sec) {
+		t.Errorf("container state %+v, want running since %v", st.ContainerStatuses[0].State, sec)
+	}
+	if z := Compute(Input{Pod: pod}); z.StartTime == nil || !z.StartTime.IsZero() {
+		t.Errorf("zero Now gave start time %v", z.StartTime)
+	}
+}

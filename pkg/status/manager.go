@@ -92,13 +92,12 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 		e.apiUID, e.apiStatus = pod.UID, *pod.Status.DeepCopy()
 		e.apiDelete = pod.DeletionTimestamp != nil
 	}
-	st = NormalizeTimes(st)
 	if ok && isTerminal(e.status.Phase) && !isTerminal(st.Phase) {
 		st.Phase, st.Reason, st.Message = e.status.Phase, e.status.Reason, e.status.Message
 	}
 	changed := !ok || !StatusEqual(e.status, st)
 	if changed {
-		e.status = st
+		e.status = *st.DeepCopy()
 		e.version++
 		e.nextTry = time.Time{}
 	}

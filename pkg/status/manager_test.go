@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -326,38 +325,5 @@ func TestManagerAPIEchoWritesNothing(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := countActions(client, "patch"); n != patches {
 		t.Errorf("%d patches after the API's echo, want %d: %v", n, patches, client.Actions()[len(client.Actions())-1])
-	}
-}
-
-func TestNormalizeTimes(t *testing.T) {
-	at := metav1.NewTime(t0.Add(987654321 * time.Nanosecond))
-	sec := metav1.NewTime(t0)
-	st := v1.PodStatus{
-		StartTime:  &at,
-		Conditions: []v1.PodCondition{{Type: v1.PodReady, LastTransitionTime: at, LastProbeTime: at}},
-		ContainerStatuses: []v1.ContainerStatus{{
-			State:                v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: at}},
-			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{StartedAt: at, FinishedAt: at}},
-		}},
-		InitContainerStatuses: []v1.ContainerStatus{{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{FinishedAt: at}}}},
-	}
-	got := NormalizeTimes(st)
-	want := v1.PodStatus{
-		StartTime:  &sec,
-		Conditions: []v1.PodCondition{{Type: v1.PodReady, LastTransitionTime: sec, LastProbeTime: sec}},
-		ContainerStatuses: []v1.ContainerStatus{{
-			State:                v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: sec}},
-			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{StartedAt: sec, FinishedAt: sec}},
-		}},
-		InitContainerStatuses: []v1.ContainerStatus{{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{FinishedAt: sec}}}},
-	}
-	if !equality.Semantic.DeepEqual(got, want) {
-		t.Errorf("NormalizeTimes = %+v\nwant %+v", got, want)
-	}
-	if st.StartTime.Time != at.Time {
-		t.Error("NormalizeTimes changed its argument")
-	}
-	if z := NormalizeTimes(v1.PodStatus{}); z.StartTime != nil {
-		t.Errorf("zero status got a start time: %+v", z)
 	}
 }
