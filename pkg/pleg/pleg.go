@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -172,9 +173,13 @@ func (p *PLEG) Relist(ctx context.Context) error {
 
 	p.mu.Lock()
 	seen := p.recorded
-	changed := map[types.UID]bool{}
+	byPod := map[types.UID][]Event{}
 	for _, e := range ComputeEvents(p.last, cur) {
-		changed[e.UID] = true
+		byPod[e.UID] = append(byPod[e.UID], e)
+	}
+	changed := map[types.UID]bool{}
+	for uid := range byPod {
+		changed[uid] = true
 	}
 	for uid := range p.reinspect {
 		changed[uid] = true
@@ -182,14 +187,17 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.mu.Unlock()
 	inspected := p.inspectAll(ctx, changed, cur, sandboxes, containers)
 
+	// Record. A pod neither inspected nor recorded meanwhile by a single-pod relist is as the last relist
+	// left it: nothing to do.
 	p.mu.Lock()
 	var events []Event
-	failed := map[types.UID]bool{}
-	uids := unionUIDs(p.last, cur)
-	for uid := range inspected {
-		uids[uid] = true // a pod to re-inspect that is gone is in neither
+	todo := maps.Clone(changed)
+	for uid, n := range p.podRecorded {
+		if n > seen {
+			todo[uid] = true
+		}
 	}
-	for uid := range uids {
+	for uid := range todo {
 		if start.Before(p.podRead[uid]) {
 			continue // a single-pod relist read it after this one began: its record and events stand
 		}
@@ -206,18 +214,15 @@ func (p *PLEG) Relist(ctx context.Context) error {
 			p.reinspect[uid] = true
 			continue
 		}
-		// Unchanged since this relist computed what changed: a pod with events was inspected.
-		podEvents := ComputeEvents(Snapshot{uid: p.last[uid]}, Snapshot{uid: cur[uid]})
-		if ok && p.record(ctx, uid, res.state, res.err, start) {
-			failed[uid] = true
-			continue // its old record stays, so that its events come again at the next relist
+		if p.record(ctx, uid, res.state, res.err, start) {
+			continue // failed: its old record stays, so that its events come again at the next relist
 		}
 		if r, in := cur[uid]; in {
 			p.last[uid] = r
 		} else {
 			delete(p.last, uid)
 		}
-		events = append(events, podEvents...)
+		events = append(events, byPod[uid]...)
 	}
 	p.cache.UpdateTime(start)
 	p.relistStart = start
@@ -228,7 +233,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	}
 	clear(p.podRecorded) // only records made while a later relist inspects matter to it
 	p.mu.Unlock()
-	p.send(ctx, events, failed)
+	p.send(ctx, events, nil)
 
 	p.healthMu.Lock()
 	p.lastRelist = start
@@ -269,17 +274,6 @@ func (p *PLEG) inspectAll(ctx context.Context, uids map[types.UID]bool, cur Snap
 		}()
 	}
 	wg.Wait()
-	return out
-}
-
-func unionUIDs(a, b Snapshot) map[types.UID]bool {
-	out := make(map[types.UID]bool, len(a)+len(b))
-	for uid := range a {
-		out[uid] = true
-	}
-	for uid := range b {
-		out[uid] = true
-	}
 	return out
 }
 

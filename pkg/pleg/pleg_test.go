@@ -196,6 +196,21 @@ func (g *gatedRuntime) ContainerStatus(ctx context.Context, id string, verbose b
 	return resp, err
 }
 
+// relistPodWithin relists uid and fails the test if that takes 5 s: what it waits for, said by what.
+func relistPodWithin(t *testing.T, p *PLEG, uid types.UID, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.RelistPod(context.Background(), uid) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 func newGated(t *testing.T) (*gatedRuntime, string) {
 	fake := critest.NewFakeRuntimeService()
 	_, cid := startPod(t, fake, "a")
@@ -211,16 +226,7 @@ func TestRelistPodsInParallel(t *testing.T) {
 	slow := make(chan error, 1)
 	go func() { slow <- p.RelistPod(ctx, "a") }()
 	<-rt.entered
-	done := make(chan error, 1)
-	go func() { done <- p.RelistPod(ctx, "b") }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("relist of pod b waited for the slow relist of pod a")
-	}
+	relistPodWithin(t, p, "b", "relist of pod b waited for the slow relist of pod a")
 	if st, err := p.Cache().Get("b"); err != nil || len(st.Containers) != 1 {
 		t.Errorf("pod b not cached: %+v %v", st, err)
 	}
@@ -391,16 +397,7 @@ func TestRelistDoesNotHoldUpPodRelist(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Step(time.Second)
-	done := make(chan error, 1)
-	go func() { done <- p.RelistPod(ctx, "b") }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("relist of pod b waited for the full relist")
-	}
+	relistPodWithin(t, p, "b", "relist of pod b waited for the full relist")
 	close(rt.release)
 	if err := <-full; err != nil {
 		t.Fatal(err)
