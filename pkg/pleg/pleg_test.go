@@ -101,19 +101,26 @@ func TestRelist(t *testing.T) {
 	}
 }
 
-func TestRelistRetriesFailedInspection(t *testing.T) {
-	ctx := context.Background()
-	rt := critest.NewFakeRuntimeService()
-	p := New(rt, testclock.NewFakeClock(t0), Options{})
-	_, cid := startPod(t, rt, "a")
+// relistFailingInspection starts pod a and relists once with its inspection failing: no event, an error cached.
+func relistFailingInspection(t *testing.T) (p *PLEG, rt *critest.FakeRuntimeService, sandboxID, containerID string) {
+	t.Helper()
+	rt = critest.NewFakeRuntimeService()
+	p = New(rt, testclock.NewFakeClock(t0), Options{})
+	sandboxID, containerID = startPod(t, rt, "a")
 	rt.InjectError("ContainerStatus", errors.New("runtime busy"))
-	_ = p.Relist(ctx)
+	_ = p.Relist(context.Background())
 	if got := drain(p); len(got) != 0 {
 		t.Fatalf("events sent for a pod whose inspection failed: %v", got)
 	}
 	if _, err := p.Cache().Get("a"); err == nil {
 		t.Fatalf("cache holds no error for the failed inspection")
 	}
+	return p, rt, sandboxID, containerID
+}
+
+func TestRelistRetriesFailedInspection(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, cid := relistFailingInspection(t)
 	_ = p.Relist(ctx)
 	got := drain(p)
 	if len(got) != 2 || got[1].ID != cid {
@@ -127,14 +134,7 @@ func TestRelistRetriesFailedInspection(t *testing.T) {
 // A pod whose first inspection failed, and that is gone by the next relist, leaves nothing in the cache.
 func TestRelistForgetsFailedPodThatIsGone(t *testing.T) {
 	ctx := context.Background()
-	rt := critest.NewFakeRuntimeService()
-	p := New(rt, testclock.NewFakeClock(t0), Options{})
-	sb, cid := startPod(t, rt, "a")
-	rt.InjectError("ContainerStatus", errors.New("runtime busy"))
-	_ = p.Relist(ctx)
-	if _, err := p.Cache().Get("a"); err == nil {
-		t.Fatalf("cache holds no error for the failed inspection")
-	}
+	p, rt, sb, cid := relistFailingInspection(t)
 	for _, err := range []error{rt.RemoveContainer(ctx, cid), rt.RemovePodSandbox(ctx, sb)} {
 		if err != nil {
 			t.Fatal(err)
