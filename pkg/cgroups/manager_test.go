@@ -60,12 +60,17 @@ func TestStartBuildsQOSTree(t *testing.T) {
 						t.Errorf("root cgroup.subtree_control = %q, want %s", got, c)
 					}
 				}
+				assertNoFile(t, h, "", pods, "cgroup.clone_children")
 				return
 			}
 			for _, want := range [][4]string{
 				{"cpu", pods, "cpu.shares", "1945"},
 				{"memory", pods, "memory.limit_in_bytes", "25128075264"},
 				{"pids", pods, "pids.max", "4194304"},
+				// New cpusets below the pods cgroup get their CPUs from the kernel, not from writes.
+				{"cpuset", pods, "cgroup.clone_children", "1"},
+				{"cpuset", burstable, "cgroup.clone_children", "1"},
+				{"cpuset", bestEffort, "cgroup.clone_children", "1"},
 				{"cpuset", burstable, "cpuset.cpus", "0-1"},
 				{"cpuset", bestEffort, "cpuset.mems", "0"},
 				{"cpu", burstable, "cpu.shares", "2"},
