@@ -106,6 +106,9 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	if _, err := removeAllSandboxes(ctx, floorRT, 8); err != nil {
 		return err
 	}
+	if err := cloneCpusetRoot(floorCgroupRoot); err != nil {
+		return fmt.Errorf("floor cgroups: %w", err)
+	}
 
 	b := &kubeletBench{idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
 	kubeconfig := ""

@@ -347,6 +347,33 @@ func removeCgroupTree(name string) error {
 	return errors.Join(errs...)
 }
 
+// cloneCpusetRoot makes the cgroup directory name in cgroup v1's cpuset hierarchy with the host's CPUs and
+// memory nodes, and has the kernel copy them into every cpuset cgroup made below it, as the kubelet sets up
+// its pods cgroup; on cgroup v2 it does nothing. The floor's pods then cost runc what the kubelet's do.
+func cloneCpusetRoot(name string) error {
+	const cpuset = "/sys/fs/cgroup/cpuset"
+	if _, err := os.Stat(filepath.Join(cpuset, "cgroup.clone_children")); err != nil {
+		return nil
+	}
+	dir := filepath.Join(cpuset, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems", "cgroup.clone_children"} {
+		v := []byte("1")
+		if f != "cgroup.clone_children" {
+			var err error
+			if v, err = os.ReadFile(filepath.Join(cpuset, f)); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
+		}
+	}
+	return nil
+}
+
 // findProcs returns the PIDs whose command line (arguments joined by spaces) satisfies match.
 func findProcs(match func(cmdline string) bool) []int {
 	entries, _ := os.ReadDir("/proc")
