@@ -274,14 +274,14 @@ func (m *Manager) Start(ctx context.Context) (retErr error) {
 // cloneCpusets has the kernel give every cpuset cgroup made in n its
 // parent's CPUs and memory nodes as it makes it (cgroup v1's
 // cgroup.clone_children, which new children inherit; it is set on the pods
-// and QoS cgroups each time, for trees made before). Otherwise whoever makes a
-// cgroup there (this manager for QoS and pod cgroups, the runtime for every
-// container) copies them by writing cpuset.cpus, and on v1 each such write
-// rebuilds the kernel's scheduling domains under a host-wide lock, walking
-// every cpuset cgroup. While 30 pods start on a 2-core v1 host that was a
-// tenth of the kubelet's and runc's CPU time. The copies are the same
-// either way. v2 has no such flag and needs
-// none: an empty cpuset.cpus there means the parent's.
+// and QoS cgroups at every start, for trees made before). Otherwise
+// whoever makes a cgroup there (this manager for pod cgroups, the runtime
+// for every container) copies them by writing cpuset.cpus, and on v1 each
+// such write rebuilds the kernel's scheduling domains under a host-wide
+// lock, walking every cpuset cgroup: a tenth of the kubelet's and runc's
+// CPU time while 30 pods start on a 2-core host. The copies are the same
+// either way. v2 has no such flag and needs none: an empty cpuset.cpus
+// there means the parent's.
 func (m *Manager) cloneCpusets(n cgroupName) error {
 	if m.layout.mode.unified() || !slices.Contains(m.layout.controllers, "cpuset") {
 		return nil
