@@ -186,15 +186,11 @@ func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string, 
 	return out, nil
 }
 
-// sandboxContainers lists the containers of one sandbox.
-func (r *Runtime) sandboxContainers(ctx context.Context, sandboxID string) ([]*runtimeapi.Container, error) {
+// sandboxContainers lists the records of one sandbox's containers.
+func (r *Runtime) sandboxContainers(ctx context.Context, sandboxID string) ([]containers.Container, error) {
 	recs, err := r.listRecords(ctx, labelIs(labelSandboxID, sandboxID))
 	if err != nil {
 		return nil, fmt.Errorf("list containers of sandbox %s: %w", sandboxID, err)
 	}
-	out := make([]*runtimeapi.Container, 0, len(recs))
-	for _, rec := range recs {
-		out = append(out, &runtimeapi.Container{Id: rec.ID, PodSandboxId: sandboxID})
-	}
-	return out, nil
+	return recs, nil
 }

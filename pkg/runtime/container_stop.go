@@ -35,10 +35,8 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 				sig = s
 			}
 		}
-		if err := r.killTask(ctx, rec.ID, sig, false); err != nil {
-			if r.taskGone(ctx, rec.ID) {
-				return nil
-			}
+		// NotFound: the process has exited, or never started; the wait answers at once.
+		if err := r.signalTask(ctx, rec.ID, sig); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("stop container %q: signal %v: %w", containerID, sig, err)
 		}
 		timer := time.NewTimer(time.Duration(timeout) * time.Second)
@@ -51,10 +49,9 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 			return ctx.Err()
 		}
 	}
-	if err := r.killTask(ctx, rec.ID, unix.SIGKILL, true); err != nil {
-		if r.taskGone(ctx, rec.ID) {
-			return nil
-		}
+	// The main process only, as containerd's CRI plugin does: the shim kills whatever else runs in the
+	// container's cgroup when the main process of a container without a PID namespace of its own ends.
+	if err := r.signalTask(ctx, rec.ID, unix.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("stop container %q: kill: %w", containerID, err)
 	}
 	select {

@@ -40,7 +40,10 @@ func (r *Runtime) stopSandbox(ctx context.Context, rec containers.Container, met
 		return err
 	}
 	for _, c := range ctrs {
-		if err := r.StopContainer(ctx, c.Id, 0); err != nil {
+		if c.Labels[labelFinishedAt] != "" {
+			continue // its exit is recorded: nothing to stop
+		}
+		if err := r.StopContainer(ctx, c.ID, 0); err != nil {
 			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 		}
 	}
@@ -92,7 +95,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 		return err
 	}
 	for _, c := range ctrs {
-		if err := r.RemoveContainer(ctx, c.Id); err != nil {
+		if err := r.RemoveContainer(ctx, c.ID); err != nil {
 			return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 		}
 	}

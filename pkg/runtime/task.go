@@ -48,7 +48,7 @@ func (r *Runtime) killTask(ctx context.Context, id string, sig syscall.Signal, a
 // deleteTask kills a container's task if it still runs, waits up to 10 s for it to exit, and deletes it. A
 // container without a task is not an error.
 func (r *Runtime) deleteTask(ctx context.Context, id string) error {
-	switch err := r.killTask(ctx, id, unix.SIGKILL, false); {
+	switch err := r.signalTask(ctx, id, unix.SIGKILL); {
 	case err == nil:
 		select {
 		case <-r.waitTask(ctx, id):

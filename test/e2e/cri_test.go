@@ -142,6 +142,59 @@ func TestStopHonoursTimeout(t *testing.T) {
 	})
 }
 
+// In a pod whose containers share its PID namespace, a stopped container leaves none of its processes behind,
+// though only its main process is signalled: the shim kills the rest when the main process ends.
+func TestStopKillsSharedPIDChildren(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "sharedpid", func(c *runtimeapi.PodSandboxConfig) {
+			c.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+		})
+		const marker = "3617" // the child's argument, unique to this test
+		id := p.start(t, containerConfig("parent", "sh", "-c", "trap '' TERM; sleep "+marker+" & wait"))
+		deadline := time.Now().Add(5 * time.Second)
+		for len(processesWithArgs("sleep", marker)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the container's child process never started")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := b.rt.StopContainer(ctxT(t), id, 1); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		if st := waitExited(t, b, id, 5*time.Second); st.ExitCode != 137 {
+			t.Errorf("exit code %d, want 137", st.ExitCode)
+		}
+		deadline = time.Now().Add(5 * time.Second)
+		for {
+			left := processesWithArgs("sleep", marker)
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("processes %v of the stopped container still run", left)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+// processesWithArgs returns the PIDs of the host's processes whose command line is exactly args.
+func processesWithArgs(args ...string) []string {
+	want := strings.Join(args, "\x00") + "\x00"
+	var pids []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && string(b) == want {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
 // A container's output lands in its log file in the CRI format, and its status says how it ended.
 func TestLogsAndExitStatus(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
