@@ -39,6 +39,7 @@ type kubeletBench struct {
 	// floorLogs holds the floor's pod logs.
 	floorLogs    string
 	sampleRelist bool
+	rounds       int
 }
 
 // benchKubelet starts the kubelet as a child process and measures, through the API, pods created at once and
@@ -55,6 +56,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
+	rounds := fs.Int("rounds", 3, "rounds of the 30-pod burst beside the floor and its deletion; the first prints every figure, the later ones their own under _roundN, and the medians and worst of all rounds follow")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,7 +112,10 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 		return fmt.Errorf("floor cgroups: %w", err)
 	}
 
-	b := &kubeletBench{idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
+	if *rounds < 1 {
+		return errors.New("--rounds must be at least 1")
+	}
+	b := &kubeletBench{rounds: *rounds, idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
 	kubeconfig := ""
 	if *external {
 		apiDir := filepath.Join(dir, "apiserver-data")
@@ -176,36 +181,17 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 		return err
 	}
 
-	// (a) 30 pods at once, beside 30 sandboxes at once on the runtime.
-	progress("floor: 30 pods at once")
-	stopCPU := runtimeCPU(floorNamespace)
-	fd, fsteps, fwall, err := floorRun(ctx, floorRT, b.floorLogs, 30, 0)
-	if err != nil {
-		return fmt.Errorf("floor burst: %w", err)
+	// (a) 30 pods at once, beside 30 sandboxes at once on the runtime, then deleted; the first round also
+	// measures the node at rest with 30 pods.
+	var rs []burstResult
+	for round := 1; round <= b.rounds; round++ {
+		r, err := b.burstRound(ctx, floorRT, round)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
 	}
-	printRuntimeCPU("floor_burst30", stopCPU)
-	printLatencies("floor_burst30_pod", fd)
-	printFloorSteps("floor_burst30", fsteps)
-	figure("floor_burst30_pods_per_second", 30/fwall.Seconds(), "pods/s")
-	// The floor of deletion: the same pods stopped and removed at once (no grace period).
-	t0 := time.Now()
-	if _, err := removeAllSandboxes(ctx, floorRT, 30); err != nil {
-		return fmt.Errorf("floor burst cleanup: %w", err)
-	}
-	figure("floor_burst30_stop_and_remove_all", ms(time.Since(t0)), "ms")
-	progress("kubelet: 30 pods at once")
-	burst := names("burst", 30)
-	if err := b.createReady(ctx, "kubelet_burst30", burst, 0, fd); err != nil {
-		return err
-	}
-	if err := b.idleWindow(ctx, "30pods"); err != nil {
-		return err
-	}
-	b.relist(ctx, "30pods")
-	progress("kubelet: deleting 30 pods, grace 2 s")
-	if err := b.deleteGone(ctx, "kubelet_delete30", burst); err != nil {
-		return err
-	}
+	printRounds(rs)
 
 	// Container exits reaching the API.
 	progress("kubelet: 30 pods that exit after a random short sleep")
@@ -215,8 +201,8 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 
 	// (b) 110 pods at 10 per second, beside the same pace on the runtime.
 	progress("floor: 110 pods at 10/s")
-	stopCPU = runtimeCPU(floorNamespace)
-	fd, _, fwall, err = floorRun(ctx, floorRT, b.floorLogs, 110, 100*time.Millisecond)
+	stopCPU := runtimeCPU(floorNamespace)
+	fd, _, fwall, err := floorRun(ctx, floorRT, b.floorLogs, 110, 100*time.Millisecond)
 	if err != nil {
 		return fmt.Errorf("floor paced: %w", err)
 	}
@@ -228,7 +214,7 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 	}
 	progress("kubelet: 110 pods at 10/s")
 	paced := names("paced", 110)
-	if err := b.createReady(ctx, "kubelet_paced110", paced, 100*time.Millisecond, fd); err != nil {
+	if _, err := b.createReady(ctx, "kubelet_paced110", paced, 100*time.Millisecond, fd); err != nil {
 		return err
 	}
 	if err := b.idleWindow(ctx, "110pods"); err != nil {
@@ -236,13 +222,14 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 	}
 	b.relist(ctx, "110pods")
 	progress("kubelet: deleting 110 pods, grace 2 s")
-	return b.deleteGone(ctx, "kubelet_delete110", paced)
+	_, err = b.deleteGone(ctx, "kubelet_delete110", paced)
+	return err
 }
 
 // createReady creates the pods (all at once, or one every interval) and waits until the watch shows each
 // Ready; it prints create-to-Ready, pods/s, where the time went (from the kubelet's log), the kubelet's CPU,
 // and how far the p99 is above the floor's.
-func (b *kubeletBench) createReady(ctx context.Context, label string, pods []string, interval time.Duration, floor []time.Duration) error {
+func (b *kubeletBench) createReady(ctx context.Context, label string, pods []string, interval time.Duration, floor []time.Duration) (time.Duration, error) {
 	stopPerf := b.perf(label)
 	stopPprof := b.pprof(ctx, label)
 	defer stopPprof()
@@ -262,7 +249,7 @@ func (b *kubeletBench) createReady(ctx context.Context, label string, pods []str
 	printRuntimeCPU(label, stopCPU)
 	printLatencies(label+"_relist_sampled", relists)
 	if err != nil {
-		return fmt.Errorf("%s: %w; log tail:\n%s", label, err, b.kl.logTail(2000))
+		return 0, fmt.Errorf("%s: %w; log tail:\n%s", label, err, b.kl.logTail(2000))
 	}
 	ts := b.watch.times(pods)
 	var lat []time.Duration
@@ -278,7 +265,8 @@ func (b *kubeletBench) createReady(ctx context.Context, label string, pods []str
 	}
 	printLatencies(label+"_create_to_ready", lat)
 	figure(label+"_pods_per_second", float64(len(pods))/last.Sub(first).Seconds(), "pods/s")
-	figure(label+"_p99_over_floor_p99", ms(percentile(lat, 99)-percentile(floor, 99)), "ms")
+	gap := percentile(lat, 99) - percentile(floor, 99)
+	figure(label+"_p99_over_floor_p99", ms(gap), "ms")
 	figure(label+"_kubelet_cpu", cpuSeconds(before, after), "core-s")
 	// The kubelet's children that ended (the CNI plugins) and the API server, which share the two cores.
 	figure(label+"_kubelet_children_cpu", float64(after.childTicks-before.childTicks)/clockTicks, "core-s")
@@ -286,7 +274,7 @@ func (b *kubeletBench) createReady(ctx context.Context, label string, pods []str
 		figure(label+"_apiserver_cpu", cpuSeconds(apiBefore, apiAfter), "core-s")
 	}
 	b.printStages(label, pods, ts)
-	return nil
+	return gap, nil
 }
 
 // serial creates the pods one at a time, each once the previous one is Ready, then deletes them.
@@ -390,7 +378,7 @@ func (b *kubeletBench) create(ctx context.Context, pods []string, interval time.
 }
 
 // deleteGone deletes the pods at once with a 2 s grace period and waits until the API no longer has them.
-func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []string) error {
+func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []string) (time.Duration, error) {
 	stopPerf := b.perf(label)
 	defer stopPerf()
 	var wg sync.WaitGroup
@@ -406,10 +394,10 @@ func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []stri
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%s: %w", label, err)
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
 	if err := b.watch.waitAll(ctx, pods, "gone", 3*time.Minute, func(t *podTimes) bool { return !t.gone.IsZero() }); err != nil {
-		return fmt.Errorf("%s: %w; log tail:\n%s", label, err, b.kl.logTail(2000))
+		return 0, fmt.Errorf("%s: %w; log tail:\n%s", label, err, b.kl.logTail(2000))
 	}
 	ts := b.watch.times(pods)
 	var lat []time.Duration
@@ -426,7 +414,7 @@ func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []stri
 	printLatencies(label+"_gone", lat)
 	figure(label+"_first_gone", ms(percentile(lat, 0)), "ms")
 	figure(label+"_all_gone", ms(last.Sub(first)), "ms")
-	return nil
+	return last.Sub(first), nil
 }
 
 // exits runs n pods (restartPolicy Never, 5 created per second) whose container sleeps 1 to 5 s, writes the
