@@ -359,19 +359,22 @@ func cloneCpusetRoot(name string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, f := range []string{"cpuset.cpus", "cpuset.mems", "cgroup.clone_children"} {
-		v := []byte("1")
-		if f != "cgroup.clone_children" {
-			var err error
-			if v, err = os.ReadFile(filepath.Join(cpuset, f)); err != nil {
-				return err
-			}
-		}
+	write := func(f string, v []byte) error {
 		if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
 		}
+		return nil
 	}
-	return nil
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		v, err := os.ReadFile(filepath.Join(cpuset, f))
+		if err != nil {
+			return err
+		}
+		if err := write(f, v); err != nil {
+			return err
+		}
+	}
+	return write("cgroup.clone_children", []byte("1"))
 }
 
 // findProcs returns the PIDs whose command line (arguments joined by spaces) satisfies match.

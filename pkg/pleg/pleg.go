@@ -233,7 +233,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	}
 	clear(p.podRecorded) // only records made while a later relist inspects matter to it
 	p.mu.Unlock()
-	p.send(ctx, events, nil)
+	p.send(ctx, events)
 
 	p.healthMu.Lock()
 	p.lastRelist = start
@@ -321,7 +321,9 @@ func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
 		delete(p.last, uid)
 	}
 	p.mu.Unlock()
-	p.send(ctx, events, map[types.UID]bool{uid: failed})
+	if !failed { // else they come again at the next relist, against the old record kept
+		p.send(ctx, events)
+	}
 	return nil
 }
 
@@ -401,12 +403,12 @@ func errOrEmpty(err error) error {
 	return errors.New("empty status")
 }
 
-// send delivers events without blocking; ContainerChanged is not sent (no consumer acts on it, as upstream),
-// nor are events of pods whose inspection failed (they come again after the next relist).
-func (p *PLEG) send(ctx context.Context, events []Event, failed map[types.UID]bool) {
+// send delivers events without blocking; ContainerChanged is not sent (no consumer acts on it, as upstream).
+// Callers leave out the events of pods whose inspection failed: those come again after the next relist.
+func (p *PLEG) send(ctx context.Context, events []Event) {
 	for i := range events {
 		e := events[i]
-		if e.Type == ContainerChanged || failed[e.UID] {
+		if e.Type == ContainerChanged {
 			continue
 		}
 		select {
