@@ -73,10 +73,12 @@ func Busybox(binary string, applets []string) Spec {
 }
 
 // Pause describes the pod sandbox image: the static pause binary at /pause
-// as the entrypoint.
+// as the entrypoint, and the /proc and /dev mount points of its container,
+// so that every sandbox can run from one read-only copy of the image.
 func Pause(binary string) Spec {
 	return Spec{
 		Files:  []File{{Path: "/pause", Source: binary, Mode: 0o755}},
+		Dirs:   []Dir{{Path: "/proc"}, {Path: "/dev"}},
 		Config: Config{Entrypoint: []string{"/pause"}, Env: []string{DefaultPath}},
 	}
 }

@@ -97,12 +97,14 @@ func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCr
 		Stdout:      cfg.Stdout,
 		Stderr:      cfg.Stderr,
 	}
-	mounts, err := r.client.SnapshotService(rec.Snapshotter).Mounts(ctx, rec.SnapshotKey)
-	if err != nil {
-		return fmt.Errorf("rootfs mounts: %w", err)
-	}
-	for _, m := range mounts {
-		req.Rootfs = append(req.Rootfs, &types.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
+	if rec.SnapshotKey != "" { // a pause container on the shared view has none: its spec names its root
+		mounts, err := r.client.SnapshotService(rec.Snapshotter).Mounts(ctx, rec.SnapshotKey)
+		if err != nil {
+			return fmt.Errorf("rootfs mounts: %w", err)
+		}
+		for _, m := range mounts {
+			req.Rootfs = append(req.Rootfs, &types.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
+		}
 	}
 	if _, err := r.client.TaskService().Create(ctx, req); err != nil {
 		return errdefs.FromGRPC(err)

@@ -81,8 +81,10 @@ type Runtime struct {
 	creating sync.Map
 	records  *recordIndex
 	lease    sharedLease
-	stop     chan struct{} // closed by Close
-	stream   urlServer
+	// pauseRoots are the shared read-only views pause containers run from (sandbox_rootfs.go).
+	pauseRoots sharedRoots
+	stop       chan struct{} // closed by Close
+	stream     urlServer
 }
 
 // New connects to containerd, makes sure the pause image is present, re-attaches log copies of running

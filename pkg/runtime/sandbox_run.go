@@ -75,10 +75,22 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}
+	rootfs := r.withImageSnapshot(id, image, facts)
+	specOpts := r.sandboxSpecOpts(id, meta, config, facts.config.Config)
+	if pauseMountsOnly(config) {
+		sharedRoot, err := r.sharedPauseRoot(ctx, facts)
+		if err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+		}
+		if sharedRoot != "" {
+			rootfs = withImageName(image)
+			specOpts = append(specOpts, oci.WithRootFSPath(sharedRoot))
+		}
+	}
 	cont, err := r.client.NewContainer(lctx, id,
-		r.withImageSnapshot(id, image, facts),
+		rootfs,
 		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
-		containerd.WithNewSpec(r.sandboxSpecOpts(id, meta, config, facts.config.Config)...),
+		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox, labelPodUID: podUIDLabel(config.GetLabels(), md.Uid), labelIncomplete: "true"}),
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
@@ -256,7 +268,7 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		criopts.WithDefaultSandboxShares,
 		criopts.WithPodOOMScoreAdj(r.oom.clamp(sandboxOOMScoreAdj), false),
 	}
-	if len(config.GetLinux().GetSysctls()) == 0 {
+	if pauseMountsOnly(config) {
 		// The pause process reads no file: its container gets only the /proc and /dev mounts runc needs, not
 		// /sys, /dev/pts, /dev/shm or /dev/mqueue, which runc would otherwise set up on every sandbox start. The
 		// default masked and read-only paths stay (the process runs as root without seccomp; /proc/sysrq-trigger
@@ -290,6 +302,12 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		opts = append(opts, oci.WithCgroup(cgroupsPath(meta.CgroupParent, id)))
 	}
 	return opts
+}
+
+// pauseMountsOnly reports whether a sandbox's pause container mounts only /proc and /dev (sandboxSpecOpts), so
+// that it can run from the shared view of the pause image (sandbox_rootfs.go).
+func pauseMountsOnly(config *runtimeapi.PodSandboxConfig) bool {
+	return len(config.GetLinux().GetSysctls()) == 0
 }
 
 // cgroupsPath is the container's cgroup under its parent: a path for cgroupfs, "slice:prefix:name" for systemd.
