@@ -32,9 +32,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	fail := func(step string, err error) error {
 		return fmt.Errorf("create container %q of pod %s: %s: %w", name, podRef, step, err)
 	}
-	sbTask, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: sbRec.ID})
+	pausePID, err := r.pausePID(ctx, sbRec.ID)
 	if err != nil {
-		return "", fail("sandbox is not running", errdefs.FromGRPC(err))
+		return "", fail("sandbox is not running", err)
 	}
 	image, facts, err := r.resolveImage(ctx, config.GetImage().GetImage())
 	if err != nil {
@@ -64,7 +64,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		meta.CgroupsPath = cgroupsPath(sbMeta.CgroupParent, id)
 	}
 
-	specOpts, err := r.containerSpecOpts(id, sbTask.GetProcess().GetPid(), sbMeta, meta, config, imgConfig)
+	specOpts, err := r.containerSpecOpts(id, pausePID, sbMeta, meta, config, imgConfig)
 	if err != nil {
 		return "", fail("spec", err)
 	}
@@ -84,4 +84,17 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	}
 	logger(ctx).V(2).Info("Created container", "pod", podRef, "container", name, "id", id)
 	return id, nil
+}
+
+// pausePID is the PID of a sandbox's pause process, whose namespaces a new container joins: from the pidfd kept
+// since the sandbox started while that process exists, else from containerd.
+func (r *Runtime) pausePID(ctx context.Context, sandboxID string) (uint32, error) {
+	if pid, ok := r.procs.alivePID(sandboxID); ok {
+		return uint32(pid), nil
+	}
+	t, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: sandboxID})
+	if err != nil {
+		return 0, errdefs.FromGRPC(err)
+	}
+	return t.GetProcess().GetPid(), nil
 }

@@ -57,7 +57,8 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 	recordStart := inBackground(func() error {
 		return r.setLabels(ctx, id, map[string]string{labelStartedAt: unixNanoLabel(startedAt)})
 	})
-	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id}); err != nil {
+	started, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id})
+	if err != nil {
 		_ = recordStart()
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
@@ -67,6 +68,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		}
 		return fail("start task", errdefs.FromGRPC(err))
 	}
+	r.procs.remember(id, int(started.GetPid()))
 	if err := recordStart(); err != nil {
 		return fmt.Errorf("start container %q: record start: %w", id, err)
 	}

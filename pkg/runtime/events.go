@@ -153,6 +153,7 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 		if e.ID != e.ContainerID { // an exec'd process
 			return
 		}
+		r.procs.forget(e.ContainerID)
 		rec, err := r.recordOf(ctx, e.ContainerID)
 		if err != nil {
 			return

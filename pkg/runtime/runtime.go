@@ -83,8 +83,10 @@ type Runtime struct {
 	lease    sharedLease
 	// pauseRoots are the shared read-only views pause containers run from (sandbox_rootfs.go).
 	pauseRoots sharedRoots
-	stop       chan struct{} // closed by Close
-	stream     urlServer
+	// procs holds pidfds on the main processes of running sandboxes and containers (proc_table.go).
+	procs  procTable
+	stop   chan struct{} // closed by Close
+	stream urlServer
 }
 
 // New connects to containerd, makes sure the pause image is present, re-attaches log copies of running
@@ -149,6 +151,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 func (r *Runtime) Close() error {
 	close(r.stop)
 	r.events.close()
+	r.procs.closeAll()
 	return r.client.Close()
 }
 

@@ -181,9 +181,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			_ = r.setLabels(cctx, id, map[string]string{labelIncomplete: "true"})
 		}
 	}()
-	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id}); err != nil {
+	started, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id})
+	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, errdefs.FromGRPC(err))
 	}
+	r.procs.remember(id, int(started.GetPid()))
 	if err := finish(); err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/errdefs"
-	"golang.org/x/sys/unix"
 )
 
 // A signal to a running container's main process goes from this process straight to the kernel, through a
@@ -24,11 +23,15 @@ import (
 // with that PID, and once a pidfd holds the process, its cgroup is the container's (every container's cgroup
 // path ends in its ID). A pidfd refers to the process it was opened for, so a PID reused after the check is
 // never signalled. Anything else (a task created but not started, paused or stopped; a kernel without
-// pidfds; a containerd in another PID namespace) goes through containerd.
+// pidfds; a containerd in another PID namespace) goes through containerd. The pidfds are kept (procTable), so
+// a second signal, such as the SIGKILL after a grace period, asks containerd nothing.
 
 // signalTask sends sig to a container's main process. A container whose task does not exist, or whose
 // process has exited, answers NotFound.
 func (r *Runtime) signalTask(ctx context.Context, id string, sig syscall.Signal) error {
+	if known, err := r.procs.signal(id, sig); known {
+		return err
+	}
 	err := r.signalDirect(ctx, id, sig)
 	if !errors.Is(err, errNotDirect) {
 		return err
@@ -52,23 +55,11 @@ func (r *Runtime) signalDirect(ctx context.Context, id string, sig syscall.Signa
 	if p.GetStatus() != task.Status_RUNNING || p.GetPid() == 0 {
 		return errNotDirect
 	}
-	pid := int(p.GetPid())
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return errNotDirect
+	r.procs.remember(id, int(p.GetPid()))
+	if known, err := r.procs.signal(id, sig); known {
+		return err
 	}
-	defer unix.Close(fd)
-	if !inContainerCgroup(pid, id) {
-		return errNotDirect
-	}
-	switch err := unix.PidfdSendSignal(fd, sig, nil, 0); {
-	case err == nil:
-		return nil
-	case errors.Is(err, unix.ESRCH):
-		return fmt.Errorf("signal container %s: process has exited: %w", id, errdefs.ErrNotFound)
-	default:
-		return errNotDirect
-	}
+	return errNotDirect
 }
 
 // inContainerCgroup reports whether the process pid is in a cgroup of the container id.

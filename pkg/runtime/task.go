@@ -64,6 +64,7 @@ func (r *Runtime) deleteTask(ctx context.Context, id string) error {
 			return fmt.Errorf("delete task: %w", err)
 		}
 	}
+	r.procs.forget(id)
 	return nil
 }
 
