@@ -72,7 +72,7 @@ func printRounds(rs []burstResult) {
 }
 
 // median is the middle value of ds (the mean of the two middle ones for an even count).
-func median(ds []time.Duration) time.Duration {
+func median[T ~int64 | ~float64](ds []T) T {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	n := len(s)

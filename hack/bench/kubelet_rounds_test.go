@@ -28,3 +28,12 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianRatios(t *testing.T) {
+	if got := median([]float64{0.92, 0.71, 0.76}); got != 0.76 {
+		t.Errorf("median of three ratios = %v, want 0.76", got)
+	}
+	if got := median([]float64{0.8, 0.7}); got != 0.75 {
+		t.Errorf("median of two ratios = %v, want 0.75", got)
+	}
+}

@@ -1,7 +1,7 @@
 // Command bench measures the node agent and prints each figure on its own line as "name: value unit", beside
 // a reference measured in the same run, since the machines it runs on are noisy.
 //
-//	go run ./hack/bench runtime   # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
+//	go run ./hack/bench runtime [--rounds N] # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
 //	go run ./hack/bench apiserver [--kubeconfig F] # 1,000 pods created, watched, listed, patched, deleted
 //
 // The runtime benchmark needs root and a host prepared by hack/setup.sh.
@@ -24,7 +24,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "runtime":
-		err = benchRuntime(ctx)
+		err = benchRuntime(ctx, os.Args[2:])
 	case "apiserver":
 		err = benchAPIServer(ctx, os.Args[2:])
 	case "nodeready":
