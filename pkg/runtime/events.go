@@ -154,17 +154,22 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 			return
 		}
 		r.procs.forget(e.ContainerID)
-		rec, err := r.recordOf(ctx, e.ContainerID)
-		if err != nil {
-			return
-		}
-		if rec.Labels[labelKind] == kindSandbox {
-			r.recordPauseExit(ctx, rec.ID, rec.Labels)
-			return
-		}
-		if rec.Labels[labelKind] != kindContainer {
-			return
-		}
+		// Recorded off this loop: recording a container's exit deletes its task (a runc start in the shim) and
+		// drains its log, which would hold back every exit and record update queued behind it.
+		go r.recordExitEvent(ctx, e)
+	}
+}
+
+// recordExitEvent records the exit containerd reported for a sandbox's or container's main process.
+func (r *Runtime) recordExitEvent(ctx context.Context, e *eventtypes.TaskExit) {
+	rec, err := r.recordOf(ctx, e.ContainerID)
+	if err != nil {
+		return
+	}
+	switch rec.Labels[labelKind] {
+	case kindSandbox:
+		r.recordPauseExit(ctx, rec.ID, rec.Labels)
+	case kindContainer:
 		if err := r.persistExit(ctx, rec.ID, e.ExitStatus, exitTime(e.ExitedAt)); err != nil {
 			logger(ctx).Error(err, "Recording container exit failed", "id", e.ContainerID)
 		}
