@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -86,15 +85,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	return id, nil
 }
 
-// pausePID is the PID of a sandbox's pause process, whose namespaces a new container joins: from the pidfd kept
-// since the sandbox started while that process exists, else from containerd.
+// pausePID is the PID of a sandbox's pause process, whose namespaces a new container joins.
 func (r *Runtime) pausePID(ctx context.Context, sandboxID string) (uint32, error) {
-	if pid, ok := r.procs.alivePID(sandboxID); ok {
-		return uint32(pid), nil
-	}
-	t, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: sandboxID})
+	t, err := r.taskOf(ctx, sandboxID)
 	if err != nil {
-		return 0, errdefs.FromGRPC(err)
+		return 0, err
 	}
-	return t.GetProcess().GetPid(), nil
+	if t == nil {
+		return 0, fmt.Errorf("no task: %w", errdefs.ErrNotFound)
+	}
+	return t.GetPid(), nil
 }

@@ -6,10 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -80,10 +78,8 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", containerID, err)
 	}
-	var t *task.Process
-	if resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: rec.ID}); err == nil {
-		t = resp.Process
-	} else if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+	t, err := r.taskOf(ctx, rec.ID)
+	if err != nil {
 		return nil, fmt.Errorf("container %q: task: %w", containerID, err)
 	}
 	meta, err := r.records.metas.container(rec)

@@ -100,10 +100,8 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 	if err != nil {
 		return nil, err
 	}
-	var t *task.Process
-	if resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: rec.ID}); err == nil {
-		t = resp.Process
-	} else if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+	t, err := r.taskOf(ctx, rec.ID)
+	if err != nil {
 		return nil, fmt.Errorf("pod sandbox %q: task: %w", podSandboxID, err)
 	}
 	st := &runtimeapi.PodSandboxStatus{

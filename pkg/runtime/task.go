@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
 	"golang.org/x/sys/unix"
@@ -36,6 +37,23 @@ func (r *Runtime) waitTask(ctx context.Context, id string) <-chan taskExit {
 		ch <- taskExit{code: resp.ExitStatus, at: exitTime(resp.ExitedAt)}
 	}()
 	return ch
+}
+
+// taskOf returns the task of a sandbox or container, nil when it has none. A task whose main process this
+// runtime holds a pidfd on (procTable) and which still exists is running: that answer needs no round trip
+// through containerd to the pod's shim.
+func (r *Runtime) taskOf(ctx context.Context, id string) (*task.Process, error) {
+	if pid, ok := r.procs.alivePID(id); ok {
+		return &task.Process{ID: id, ContainerID: id, Pid: uint32(pid), Status: task.Status_RUNNING}, nil
+	}
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	if err != nil {
+		if err := errdefs.FromGRPC(err); !errdefs.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return resp.GetProcess(), nil
 }
 
 // killTask sends sig to a container's task, to all its processes when all is set. A task that does not exist
