@@ -79,8 +79,8 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	specOpts := r.sandboxSpecOpts(id, meta, config, facts.config.Config)
 	if pauseMountsOnly(config) {
 		sharedRoot, err := r.sharedPauseRoot(ctx, facts)
-		if err != nil {
-			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+		if err != nil { // the snapshot of its own below reports what is wrong with the image, if anything
+			logger(ctx).V(2).Info("Pause container runs from a snapshot of its own", "pod", podRef, "err", err)
 		}
 		if sharedRoot != "" {
 			rootfs = withImageName(image)
