@@ -56,7 +56,7 @@ func (r *Runtime) persistExit(ctx context.Context, id string, exitCode uint32, e
 	}
 	// Both the event watch and a StopContainer may get here; the later one finds the task gone.
 	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
-		if err := errdefs.FromGRPC(err); !errdefs.IsNotFound(err) && !r.taskGone(ctx, id) {
+		if err := errdefs.FromGRPC(err); !r.exitedMeanwhile(ctx, id, err) {
 			return fmt.Errorf("delete task of %s: %w", id, err)
 		}
 	}

@@ -74,11 +74,11 @@ func (r *Runtime) deleteTask(ctx context.Context, id string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	case !errdefs.IsNotFound(err):
+	case !r.exitedMeanwhile(ctx, id, err):
 		return fmt.Errorf("kill: %w", err)
 	}
 	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
-		if err := errdefs.FromGRPC(err); !errdefs.IsNotFound(err) {
+		if err := errdefs.FromGRPC(err); !r.exitedMeanwhile(ctx, id, err) {
 			return fmt.Errorf("delete task: %w", err)
 		}
 	}
