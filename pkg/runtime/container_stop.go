@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/moby/sys/signal"
 	"golang.org/x/sys/unix"
@@ -36,7 +35,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 			}
 		}
 		// NotFound: the process has exited, or never started; the wait answers at once.
-		if err := r.signalTask(ctx, rec.ID, sig); err != nil && !r.exitedMeanwhile(ctx, rec.ID, err) {
+		if err := r.signalTask(ctx, rec.ID, sig); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("stop container %q: signal %v: %w", containerID, sig, err)
 		}
 		timer := time.NewTimer(time.Duration(timeout) * time.Second)
@@ -51,7 +50,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	}
 	// The main process only, as containerd's CRI plugin does: the shim kills whatever else runs in the
 	// container's cgroup when the main process of a container without a PID namespace of its own ends.
-	if err := r.signalTask(ctx, rec.ID, unix.SIGKILL); err != nil && !r.exitedMeanwhile(ctx, rec.ID, err) {
+	if err := r.signalTask(ctx, rec.ID, unix.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("stop container %q: kill: %w", containerID, err)
 	}
 	select {
@@ -65,24 +64,13 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 // recordStop records the exit a StopContainer waited for. A wait that found the task deleted means the exit
 // was recorded meanwhile (by the event watch).
 func (r *Runtime) recordStop(ctx context.Context, id string, st taskExit) error {
+	if errdefs.IsNotFound(st.err) {
+		return nil
+	}
 	if st.err != nil {
-		if r.exitedMeanwhile(ctx, id, st.err) {
-			return nil
-		}
 		return fmt.Errorf("stop container %q: wait: %w", id, st.err)
 	}
 	return r.persistExit(ctx, id, st.code, st.at)
-}
-
-// exitedMeanwhile reports whether err, from a signal or a wait, means the container's task is gone: its exit
-// was recorded meanwhile by the event watch, whose deletion of the task also closes containerd's connection to
-// the shim for that task (a wait on it then fails with "ttrpc: closed" rather than NotFound).
-func (r *Runtime) exitedMeanwhile(ctx context.Context, id string, err error) bool {
-	if errdefs.IsNotFound(err) {
-		return true
-	}
-	_, gerr := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
-	return errdefs.IsNotFound(errdefs.FromGRPC(gerr))
 }
 
 // RemoveContainer kills the container if it still runs and removes it with its snapshot. Removing a container

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -55,10 +54,8 @@ func (r *Runtime) persistExit(ctx context.Context, id string, exitCode uint32, e
 		r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
 	}
 	// Both the event watch and a StopContainer may get here; the later one finds the task gone.
-	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
-		if err := errdefs.FromGRPC(err); !r.exitedMeanwhile(ctx, id, err) {
-			return fmt.Errorf("delete task of %s: %w", id, err)
-		}
+	if err := r.removeTask(ctx, id); err != nil {
+		return fmt.Errorf("delete task of %s: %w", id, err)
 	}
 	if c := r.io.take(id); c != nil {
 		c.finishWithin(ioDrainTimeout)

@@ -2,13 +2,11 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"syscall"
 
-	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/errdefs"
 )
@@ -19,12 +17,12 @@ import (
 // signal that waits that long also starts its grace period late. The shim still reaps the process and reports
 // its exit, as it does for a process that ends by itself.
 //
-// The process is signalled only when it is proven to be the container's: containerd reports the task running
-// with that PID, and once a pidfd holds the process, its cgroup is the container's (every container's cgroup
-// path ends in its ID). A pidfd refers to the process it was opened for, so a PID reused after the check is
-// never signalled. Anything else (a task created but not started, paused or stopped; a kernel without
-// pidfds; a containerd in another PID namespace) goes through containerd. The pidfds are kept (procTable), so
-// a second signal, such as the SIGKILL after a grace period, asks containerd nothing.
+// The process is signalled only when it is proven to be the container's: this runtime started the task with
+// that PID (or containerd reports it running with it), and once a pidfd holds the process, its cgroup is the
+// container's (every container's cgroup path ends in its ID). A pidfd refers to the process it was opened for,
+// so a PID reused after the check is never signalled. The pidfds are kept (procTable), so no signal asks
+// containerd anything once the runtime holds the process. Anything else (a task created but not started,
+// paused or stopped; a kernel without pidfds; a containerd in another PID namespace) goes through containerd.
 
 // signalTask sends sig to a container's main process. A container whose task does not exist, or whose
 // process has exited, answers NotFound.
@@ -32,34 +30,18 @@ func (r *Runtime) signalTask(ctx context.Context, id string, sig syscall.Signal)
 	if known, err := r.procs.signal(id, sig); known {
 		return err
 	}
-	err := r.signalDirect(ctx, id, sig)
-	if !errors.Is(err, errNotDirect) {
-		return err
+	// A process the table does not hold (started before this runtime was): from containerd, if it runs.
+	t, err := r.taskOf(ctx, id)
+	if err == nil && t == nil {
+		return fmt.Errorf("signal container %s: no task: %w", id, errdefs.ErrNotFound)
 	}
-	return r.killTask(ctx, id, sig, false)
-}
-
-// errNotDirect means the signal must go through containerd.
-var errNotDirect = errors.New("not signalled directly")
-
-// signalDirect signals the container's main process through a pidfd, or answers errNotDirect.
-func (r *Runtime) signalDirect(ctx context.Context, id string, sig syscall.Signal) error {
-	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
-	if err != nil {
-		if err := errdefs.FromGRPC(err); errdefs.IsNotFound(err) {
+	if err == nil && t.GetStatus() == task.Status_RUNNING {
+		r.procs.remember(id, int(t.GetPid()))
+		if known, err := r.procs.signal(id, sig); known {
 			return err
 		}
-		return errNotDirect
 	}
-	p := resp.GetProcess()
-	if p.GetStatus() != task.Status_RUNNING || p.GetPid() == 0 {
-		return errNotDirect
-	}
-	r.procs.remember(id, int(p.GetPid()))
-	if known, err := r.procs.signal(id, sig); known {
-		return err
-	}
-	return errNotDirect
+	return r.killTask(ctx, id, sig, false)
 }
 
 // inContainerCgroup reports whether the process pid is in a cgroup of the container id.

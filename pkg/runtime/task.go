@@ -17,6 +17,22 @@ import (
 // client's containerd.Container and containerd.Task objects would read the container record and the task's
 // state again before each of these calls: five or six calls to stop a pod's pause task where three do.
 
+// The calls below that go through containerd to the pod's shim answer NotFound for a task that is gone. A task
+// deleted while a call is under way (its exit recorded meanwhile by the event watch) can instead fail with
+// "ttrpc: closed": deleting a task closes containerd's connection to the shim for it. goneAsNotFound tells the
+// two apart, so that callers need only look for NotFound.
+
+// goneAsNotFound returns err as NotFound when the task id no longer exists, else unchanged.
+func (r *Runtime) goneAsNotFound(ctx context.Context, id string, err error) error {
+	if err == nil || errdefs.IsNotFound(err) {
+		return err
+	}
+	if _, gerr := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id}); errdefs.IsNotFound(errdefs.FromGRPC(gerr)) {
+		return fmt.Errorf("%v: task is gone: %w", err, errdefs.ErrNotFound)
+	}
+	return err
+}
+
 // taskExit is how a task ended, or why waiting for it failed (err; NotFound once the task is deleted).
 type taskExit struct {
 	code uint32
@@ -31,7 +47,7 @@ func (r *Runtime) waitTask(ctx context.Context, id string) <-chan taskExit {
 	go func() {
 		resp, err := r.client.TaskService().Wait(ctx, &tasks.WaitRequest{ContainerID: id})
 		if err != nil {
-			ch <- taskExit{err: errdefs.FromGRPC(err)}
+			ch <- taskExit{err: r.goneAsNotFound(ctx, id, errdefs.FromGRPC(err))}
 			return
 		}
 		ch <- taskExit{code: resp.ExitStatus, at: exitTime(resp.ExitedAt)}
@@ -60,7 +76,17 @@ func (r *Runtime) taskOf(ctx context.Context, id string) (*task.Process, error) 
 // or has exited answers NotFound.
 func (r *Runtime) killTask(ctx context.Context, id string, sig syscall.Signal, all bool) error {
 	_, err := r.client.TaskService().Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(sig), All: all})
-	return errdefs.FromGRPC(err)
+	return r.goneAsNotFound(ctx, id, errdefs.FromGRPC(err))
+}
+
+// removeTask deletes a container's exited task. A task already gone is not an error.
+func (r *Runtime) removeTask(ctx context.Context, id string) error {
+	_, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
+	if err := r.goneAsNotFound(ctx, id, errdefs.FromGRPC(err)); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	r.procs.forget(id)
+	return nil
 }
 
 // deleteTask kills a container's task if it still runs, waits up to 10 s for it to exit, and deletes it. A
@@ -74,15 +100,12 @@ func (r *Runtime) deleteTask(ctx context.Context, id string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	case !r.exitedMeanwhile(ctx, id, err):
+	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("kill: %w", err)
 	}
-	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
-		if err := errdefs.FromGRPC(err); !r.exitedMeanwhile(ctx, id, err) {
-			return fmt.Errorf("delete task: %w", err)
-		}
+	if err := r.removeTask(ctx, id); err != nil {
+		return fmt.Errorf("delete task: %w", err)
 	}
-	r.procs.forget(id)
 	return nil
 }
 
