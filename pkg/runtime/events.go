@@ -223,12 +223,12 @@ func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 				r.recordPauseExit(ctx, rec.ID, rec.Labels)
 			}
 		case kindContainer:
-			if rec.Labels[labelFinishedAt] != "" || rec.Labels[labelStartedAt] == "" {
+			if !exitUnrecorded(rec.Labels) {
 				continue
 			}
 			switch {
 			case t == nil:
-				r.recordLostExit(ctx, rec.ID, rec.Labels)
+				r.recordLostExit(ctx, rec.ID)
 			case t.Status == task.Status_STOPPED:
 				if err := r.persistExit(ctx, rec.ID, t.ExitStatus, exitTime(t.ExitedAt)); err != nil {
 					return err
@@ -240,19 +240,40 @@ func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 }
 
 // recordLostExit marks a started container whose task is gone without a recorded exit (its shim died, or
-// the host rebooted) as exited with an unknown status.
-func (r *Runtime) recordLostExit(ctx context.Context, id string, labels map[string]string) {
-	err := r.setLabels(ctx, id, map[string]string{
+// the host rebooted) as exited with an unknown status. The listing that found it may be stale: its exit may
+// have been recorded (and its task deleted) since, or the container removed, so the record is read again
+// under the container's exit lock, which persistExit holds while it records an exit.
+func (r *Runtime) recordLostExit(ctx context.Context, id string) {
+	unlock := r.exitLocks.lock(id)
+	defer unlock()
+	rec, err := r.recordOf(ctx, id)
+	if err != nil {
+		if !errdefs.IsNotFound(err) {
+			logger(ctx).Error(err, "Recording a lost container failed", "id", id)
+		}
+		return
+	}
+	if !exitUnrecorded(rec.Labels) {
+		return
+	}
+	err = r.setLabels(ctx, id, map[string]string{
 		labelFinishedAt: unixNanoLabel(r.clock.Now()),
 		labelExitCode:   "255",
 		labelReason:     reasonUnknown,
 		labelMessage:    "container process is gone and its exit was not recorded",
 	})
 	if err != nil {
-		logger(ctx).Error(err, "Recording a lost container failed", "id", id)
+		if !errdefs.IsNotFound(err) {
+			logger(ctx).Error(err, "Recording a lost container failed", "id", id)
+		}
 		return
 	}
-	r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
+	r.events.publishContainer(id, rec.Labels[labelSandboxID], rec.Labels[labelPodUID], eventStopped)
+}
+
+// exitUnrecorded reports whether a container's labels say it was started and its exit is not recorded.
+func exitUnrecorded(labels map[string]string) bool {
+	return labels[labelStartedAt] != "" && labels[labelFinishedAt] == ""
 }
 
 // recover runs at start: it re-attaches the log copies of running containers and records exits that happened

@@ -224,3 +224,20 @@ func TestListMatch(t *testing.T) {
 		t.Errorf("podUIDLabel falls back to the metadata: got %s", got)
 	}
 }
+
+func TestExitUnrecorded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{"created, never started", map[string]string{}, false},
+		{"running", map[string]string{labelStartedAt: "1"}, true},
+		{"exit recorded", map[string]string{labelStartedAt: "1", labelFinishedAt: "2"}, false},
+		{"exit recorded without a start (failed start)", map[string]string{labelFinishedAt: "2"}, false},
+	} {
+		if got := exitUnrecorded(tc.labels); got != tc.want {
+			t.Errorf("%s: exitUnrecorded = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
