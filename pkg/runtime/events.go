@@ -115,7 +115,9 @@ func (r *Runtime) watchEvents(ctx context.Context) {
 func (r *Runtime) followEvents(ctx context.Context) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	evCh, errCh := r.client.Subscribe(sctx, `namespace==`+r.cfg.Namespace+`,topic~="^/(tasks|containers)/"`)
+	evCh, errCh := r.client.Subscribe(sctx, `namespace==`+r.cfg.Namespace+`,topic~="^/(tasks|containers|images)/"`)
+	r.names.follow(true)
+	defer r.names.follow(false)
 	for {
 		select {
 		case env := <-evCh:
@@ -133,7 +135,7 @@ func (r *Runtime) followEvents(ctx context.Context) {
 }
 
 func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any) {
-	if !strings.HasPrefix(topic, "/tasks/") && !strings.HasPrefix(topic, "/containers/") {
+	if !strings.HasPrefix(topic, "/tasks/") && !strings.HasPrefix(topic, "/containers/") && !strings.HasPrefix(topic, "/images/") {
 		return
 	}
 	v, err := typeurl.UnmarshalAny(ev)
@@ -147,6 +149,12 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 		r.refreshRecord(ctx, e.ID, e.Labels)
 	case *eventtypes.ContainerDelete:
 		r.records.forget(e.ID)
+	case *eventtypes.ImageCreate:
+		r.names.drop(e.Name)
+	case *eventtypes.ImageUpdate:
+		r.names.drop(e.Name)
+	case *eventtypes.ImageDelete:
+		r.names.drop(e.Name)
 	case *eventtypes.TaskOOM:
 		r.oomSeen.Store(e.ContainerID, struct{}{})
 	case *eventtypes.TaskExit:

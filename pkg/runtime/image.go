@@ -34,34 +34,50 @@ func (r *Runtime) findImages(ctx context.Context, ref string) ([]images.Image, e
 	if ref == "" {
 		return nil, fmt.Errorf("empty image reference: %w", errdefs.ErrInvalidArgument)
 	}
-	if name, err := normalizeRef(ref); err == nil {
-		if img, err := r.client.ImageService().Get(ctx, name); err == nil {
+	// A full image ID ("sha256:<hex>", what the kubelet gives CreateContainer) is looked up as one directly:
+	// it also parses as a name ("docker.io/library/sha256:<hex>"), which containerd never has.
+	_, isID := digest.Parse(ref)
+	if name, err := normalizeRef(ref); err == nil && isID != nil {
+		imgs, err := r.names.lookup(name, func() ([]images.Image, error) {
+			img, err := r.client.ImageService().Get(ctx, name)
+			if err != nil {
+				return nil, err
+			}
 			return []images.Image{img}, nil
+		})
+		if err == nil {
+			return imgs, nil
 		}
 	}
-	// An image ID: "sha256:<hex>" or a hex prefix of it.
+	// An image ID: "sha256:<hex>" or a hex prefix of it. Only a full ID is cached.
 	id := strings.TrimPrefix(ref, "sha256:")
 	if len(id) < 3 || strings.Trim(id, "0123456789abcdef") != "" {
 		return nil, errdefs.ErrNotFound
 	}
-	all, err := r.client.ImageService().List(ctx)
-	if err != nil {
-		return nil, err
+	key := ""
+	if len(id) == 64 {
+		key = "sha256:" + id
 	}
-	var out []images.Image
-	for _, img := range all {
-		cfg, err := r.imageID(ctx, img)
+	return r.names.lookup(key, func() ([]images.Image, error) {
+		all, err := r.client.ImageService().List(ctx)
 		if err != nil {
-			continue
+			return nil, err
 		}
-		if strings.HasPrefix(cfg.Encoded(), id) {
-			out = append(out, img)
+		var out []images.Image
+		for _, img := range all {
+			cfg, err := r.imageID(ctx, img)
+			if err != nil {
+				continue
+			}
+			if strings.HasPrefix(cfg.Encoded(), id) {
+				out = append(out, img)
+			}
 		}
-	}
-	if len(out) == 0 {
-		return nil, errdefs.ErrNotFound
-	}
-	return out, nil
+		if len(out) == 0 {
+			return nil, errdefs.ErrNotFound
+		}
+		return out, nil
+	})
 }
 
 // resolveImage returns the image a container asks for, which must be present (the kubelet pulls first).
@@ -198,6 +214,7 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, au
 		Credentials: func(host string) (string, string, error) { return credentials(auth, host) },
 	})
 	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
+	defer r.names.drop(ref) // the name may point at another image now
 	img, err := r.client.Pull(ctx, ref,
 		containerd.WithResolver(resolver),
 		containerd.WithPullUnpack,
@@ -259,7 +276,9 @@ func (r *Runtime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) 
 	}
 	for _, img := range all {
 		if other, err := r.imageID(ctx, img); err == nil && other == id {
-			if err := r.client.ImageService().Delete(ctx, img.Name); err != nil && !errdefs.IsNotFound(err) {
+			err := r.client.ImageService().Delete(ctx, img.Name)
+			r.names.drop(img.Name)
+			if err != nil && !errdefs.IsNotFound(err) {
 				return fmt.Errorf("remove image %s: %w", img.Name, err)
 			}
 			r.images.forget(img.Target.Digest)

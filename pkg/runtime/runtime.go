@@ -67,6 +67,7 @@ type Runtime struct {
 	clock  clock.PassiveClock
 	oom    *oomScoreClamp
 	images *imageCache
+	names  *nameCache
 	io     *ioRegistry
 	events *eventHub
 
@@ -129,6 +130,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		clock:   cfg.Clock,
 		oom:     newOOMScoreClamp(),
 		images:  newImageCache(),
+		names:   newNameCache(cfg.Clock.Now),
 		io:      newIORegistry(),
 		events:  newEventHub(),
 	}
