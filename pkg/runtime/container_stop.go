@@ -61,8 +61,9 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	}
 }
 
-// recordStop records the exit a StopContainer waited for. A wait that found the task deleted means the exit
-// was recorded meanwhile (by the event watch).
+// recordStop records the exit a StopContainer waited for; the task's deletion and the log's last lines
+// follow off the caller's path. A wait that found the task deleted means the exit was recorded meanwhile
+// (by the event watch).
 func (r *Runtime) recordStop(ctx context.Context, id string, st taskExit) error {
 	if errdefs.IsNotFound(st.err) {
 		return nil
@@ -70,7 +71,11 @@ func (r *Runtime) recordStop(ctx context.Context, id string, st taskExit) error 
 	if st.err != nil {
 		return fmt.Errorf("stop container %q: wait: %w", id, st.err)
 	}
-	return r.persistExit(ctx, id, st.code, st.at)
+	if err := r.recordExit(ctx, id, st.code, st.at); err != nil {
+		return err
+	}
+	r.finishExitLater(ctx, id)
+	return nil
 }
 
 // RemoveContainer kills the container if it still runs and removes it with its snapshot. Removing a container

@@ -85,9 +85,13 @@ type Runtime struct {
 	// pauseRoots are the shared read-only views pause containers run from (sandbox_rootfs.go).
 	pauseRoots sharedRoots
 	// procs holds pidfds on the main processes of running sandboxes and containers (proc_table.go).
-	procs  procTable
-	stop   chan struct{} // closed by Close
-	stream urlServer
+	procs procTable
+	stop  chan struct{} // closed by Close
+	// background counts the task deletions run off their callers' paths (finishExitLater); Close waits.
+	// deletes holds a slot per such deletion under way.
+	background sync.WaitGroup
+	deletes    chan struct{}
+	stream     urlServer
 }
 
 // New connects to containerd, makes sure the pause image is present, re-attaches log copies of running
@@ -131,6 +135,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		oom:     newOOMScoreClamp(),
 		images:  newImageCache(),
 		names:   newNameCache(cfg.Clock.Now),
+		deletes: make(chan struct{}, backgroundDeletes),
 		io:      newIORegistry(),
 		events:  newEventHub(),
 	}
@@ -153,6 +158,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 func (r *Runtime) Close() error {
 	close(r.stop)
 	r.events.close()
+	r.background.Wait()
 	r.procs.closeAll()
 	return r.client.Close()
 }

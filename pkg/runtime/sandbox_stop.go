@@ -59,8 +59,10 @@ func (r *Runtime) stopSandbox(ctx context.Context, rec containers.Container, met
 		return cni.DeleteNetns(meta.NetnsName)
 	})
 	var taskErr error
-	if err := r.deleteTask(ctx, id); err != nil {
+	if err := r.stopTask(ctx, id); err != nil {
 		taskErr = fmt.Errorf("stop pause: %w", err)
+	} else {
+		r.finishExitLater(ctx, id) // RemovePodSandbox deletes it too, if this has not yet
 	}
 	if err := errors.Join(taskErr, network()); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
@@ -98,6 +100,9 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 		if err := r.RemoveContainer(ctx, c.ID); err != nil {
 			return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 		}
+	}
+	if err := r.deleteTask(ctx, podSandboxID); err != nil {
+		return fmt.Errorf("remove pod sandbox %s: pause: %w", podSandboxID, err)
 	}
 	if err := r.deleteRecord(ctx, rec); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: delete pause container: %w", podSandboxID, err)

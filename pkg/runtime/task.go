@@ -92,19 +92,29 @@ func (r *Runtime) removeTask(ctx context.Context, id string) error {
 // deleteTask kills a container's task if it still runs, waits up to 10 s for it to exit, and deletes it. A
 // container without a task is not an error.
 func (r *Runtime) deleteTask(ctx context.Context, id string) error {
+	if err := r.stopTask(ctx, id); err != nil {
+		return err
+	}
+	if err := r.removeTask(ctx, id); err != nil {
+		return fmt.Errorf("delete task: %w", err)
+	}
+	return nil
+}
+
+// stopTask kills a container's task if it still runs and waits up to 10 s for it to exit. A container
+// without a task is not an error; a process still there after 10 s is.
+func (r *Runtime) stopTask(ctx context.Context, id string) error {
 	switch err := r.signalTask(ctx, id, unix.SIGKILL); {
 	case err == nil:
 		select {
 		case <-r.waitTask(ctx, id):
 		case <-time.After(10 * time.Second):
+			return fmt.Errorf("kill: %s did not exit within 10 s", id)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("kill: %w", err)
-	}
-	if err := r.removeTask(ctx, id); err != nil {
-		return fmt.Errorf("delete task: %w", err)
 	}
 	return nil
 }

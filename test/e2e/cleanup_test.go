@@ -9,10 +9,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/vishvananda/netlink"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // hostNetState is what a pod may leave on the host: network namespaces, veths on the bridge, IP reservations.
@@ -141,5 +143,64 @@ func TestNothingLeftAfterRemove(t *testing.T) {
 			t.Errorf("nat chains left: %v", d)
 		}
 		assertContainerdClean(t, b, p.id, c1, c2)
+	})
+}
+
+// A stopped pod is stopped when the stop calls return (its containers report their exit at once), and
+// containerd holds no task of it, nor its shim, shortly after, even before the pod is removed: the tasks are
+// deleted in the background. The container's last output reaches its log.
+func TestStopLeavesNoTask(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := ctxT(t)
+		p := runPod(t, b, "stopped", nil)
+		c := p.start(t, containerConfig("talker", "sh", "-c", "echo last words; exec sleep 3600"))
+		logPath := filepath.Join(p.cfg.LogDirectory, "talker/0.log")
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "last words") || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err := b.rt.StopContainer(ctx, c, 0); err != nil {
+			t.Fatalf("stop container: %v", err)
+		}
+		st, err := b.rt.ContainerStatus(ctx, c, false)
+		if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+			t.Fatalf("right after StopContainer: status %v, %v; want exited", st.GetStatus().GetState(), err)
+		}
+		if err := b.rt.StopPodSandbox(ctx, p.id); err != nil {
+			t.Fatalf("stop sandbox: %v", err)
+		}
+		sb, err := b.rt.PodSandboxStatus(ctx, p.id, false)
+		if err != nil || sb.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			t.Fatalf("right after StopPodSandbox: state %v, %v; want not ready", sb.GetStatus().GetState(), err)
+		}
+		cd := containerdClient(t)
+		nsctx := namespaces.WithNamespace(context.Background(), b.ns)
+		tasksOf := func() []string {
+			resp, err := cd.TaskService().List(nsctx, nil)
+			if err != nil {
+				t.Fatalf("list tasks: %v", err)
+			}
+			var out []string
+			for _, task := range resp.Tasks {
+				if task.ID == p.id || task.ID == c {
+					out = append(out, task.ID)
+				}
+			}
+			return out
+		}
+		for deadline := time.Now().Add(10 * time.Second); len(tasksOf()) > 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s after the stop, containerd still has tasks %v", tasksOf())
+			}
+		}
+		for deadline := time.Now().Add(10 * time.Second); shimsOf(t, b.ns, p.id) > 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s after the stop, the pod's shim still runs")
+			}
+		}
+		if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "last words") {
+			t.Errorf("log %s lacks the container's output: %q", logPath, b)
+		}
 	})
 }
