@@ -7,6 +7,8 @@ import (
 	"net"
 	"path"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
@@ -32,13 +34,21 @@ type nodeDeps struct {
 	streaming server.StreamingRuntime // nil with a remote runtime
 }
 
+// eventHoldMax bounds how long an event's write waits while pods are being started.
+const eventHoldMax = 5 * time.Second
+
 // runNode runs the node's loops (cgroups, node registration and status, pod sync, the endpoint) until ctx is
 // done or one of them fails.
 func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	logger := klog.FromContext(ctx)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(kubeclient.EventSink(d.clients.events))
+	// Event writes wait while pods are being started (at most eventHoldMax): see kubeclient.HeldEventSink.
+	var starter atomic.Pointer[podsync.Kubelet]
+	broadcaster.StartRecordingToSink(kubeclient.HeldEventSink(kubeclient.EventSink(d.clients.events), func() bool {
+		kl := starter.Load()
+		return kl != nil && kl.StartingPods()
+	}, eventHoldMax))
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: d.name})
 
@@ -99,6 +109,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err != nil {
 		return err
 	}
+	starter.Store(kl)
 
 	srv, err := server.New(server.Config{
 		Addr:        net.JoinHostPort(o.address, strconv.Itoa(o.port)),

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -110,6 +111,8 @@ type Kubelet struct {
 	backoff  *Backoff
 	reasons  *reasonCache
 	hkBusy   sync.Mutex
+	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
+	starting atomic.Int32
 
 	loopMu   sync.Mutex
 	loopSeen time.Time
@@ -215,6 +218,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
+
+// StartingPods reports whether a pod's sandbox or containers are being started. The node's event writes wait
+// while it does (kubeclient.HeldEventSink).
+func (k *Kubelet) StartingPods() bool { return k.starting.Load() > 0 }
 
 // Healthy returns an error when the PLEG has not relisted for three minutes or the sync loop has stalled.
 func (k *Kubelet) Healthy() error {

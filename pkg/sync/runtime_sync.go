@@ -38,6 +38,10 @@ func (r *runtimeResult) requeueIn(d time.Duration) {
 func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, volumes map[string]string) runtimeResult {
 	var r runtimeResult
 	a := computePodActions(pod, state)
+	if a.CreateSandbox || len(a.InitToStart) > 0 || len(a.ContainersToStart) > 0 {
+		k.starting.Add(1)
+		defer k.starting.Add(-1)
+	}
 	if a.KillPod {
 		if a.SandboxChanged && a.CreateSandbox {
 			k.recorder.Event(podRef(pod, ""), v1.EventTypeNormal, eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")

@@ -44,6 +44,26 @@ func TestKubeletPodRunsAndBecomesReady(t *testing.T) {
 	if !strings.HasPrefix(cs.ContainerID, "containerd://") || cs.ImageID == "" || cs.State.Running == nil {
 		t.Errorf("container status %+v", cs)
 	}
+	// The start's events reach the API (their writes wait while pods start, 5 s at most).
+	eventually(t, 10*time.Second, "Pulled, Created and Started events", func() error {
+		evs, err := n.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=ready,involvedObject.kind=Pod"})
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Source.Component == "kubelet" && e.InvolvedObject.UID == pod.UID {
+				seen[e.Reason] = true
+			}
+		}
+		for _, r := range []string{"Pulled", "Created", "Started"} {
+			if !seen[r] {
+				return fmt.Errorf("no %s event among %v", r, seen)
+			}
+		}
+		return nil
+	})
 	eventually(t, 20*time.Second, "logs through the API", func() error {
 		b, err := n.client.CoreV1().Pods("default").GetLogs("ready", &v1.PodLogOptions{}).DoRaw(context.Background())
 		if err != nil {
