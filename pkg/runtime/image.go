@@ -36,17 +36,18 @@ func (r *Runtime) findImages(ctx context.Context, ref string) ([]images.Image, e
 	}
 	// A full image ID ("sha256:<hex>", what the kubelet gives CreateContainer) is looked up as one directly:
 	// it also parses as a name ("docker.io/library/sha256:<hex>"), which containerd never has.
-	_, isID := digest.Parse(ref)
-	if name, err := normalizeRef(ref); err == nil && isID != nil {
-		imgs, err := r.names.lookup(name, func() ([]images.Image, error) {
-			img, err := r.client.ImageService().Get(ctx, name)
-			if err != nil {
-				return nil, err
+	if _, err := digest.Parse(ref); err != nil {
+		if name, err := normalizeRef(ref); err == nil {
+			imgs, err := r.names.lookup(name, func() ([]images.Image, error) {
+				img, err := r.client.ImageService().Get(ctx, name)
+				if err != nil {
+					return nil, err
+				}
+				return []images.Image{img}, nil
+			})
+			if err == nil {
+				return imgs, nil
 			}
-			return []images.Image{img}, nil
-		})
-		if err == nil {
-			return imgs, nil
 		}
 	}
 	// An image ID: "sha256:<hex>" or a hex prefix of it. Only a full ID is cached.
