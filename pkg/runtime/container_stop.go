@@ -62,8 +62,8 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 }
 
 // recordStop records the exit a StopContainer waited for; the task's deletion and the log's last lines
-// follow off the caller's path. A wait that found the task deleted means the exit was recorded meanwhile
-// (by the event watch).
+// follow off the caller's path (the event watch, recording the same exit, usually gets there first). A wait
+// that found the task deleted means the exit was recorded meanwhile (by the event watch).
 func (r *Runtime) recordStop(ctx context.Context, id string, st taskExit) error {
 	if errdefs.IsNotFound(st.err) {
 		return nil

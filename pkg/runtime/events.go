@@ -162,7 +162,7 @@ func (r *Runtime) handleEvent(ctx context.Context, topic string, ev typeurl.Any)
 			return
 		}
 		r.procs.forget(e.ContainerID)
-		// Recorded off this loop: recording a container's exit deletes its task (a runc start in the shim) and
+		// Recorded off this loop: recording a container's exit deletes its task (a runc delete in the shim) and
 		// drains its log, which would hold back every exit and record update queued behind it.
 		go r.recordExitEvent(ctx, e)
 	}
@@ -250,7 +250,7 @@ func (r *Runtime) reconcileExits(ctx context.Context, atStart bool) error {
 // recordLostExit marks a started container whose task is gone without a recorded exit (its shim died, or
 // the host rebooted) as exited with an unknown status. The listing that found it may be stale: its exit may
 // have been recorded (and its task deleted) since, or the container removed, so the record is read again
-// under the container's exit lock, which persistExit holds while it records an exit.
+// under the container's exit lock, which recordExit holds while it records an exit.
 func (r *Runtime) recordLostExit(ctx context.Context, id string) {
 	unlock := r.exitLocks.lock(id)
 	defer unlock()

@@ -118,7 +118,7 @@ func (r *Runtime) recordPauseExit(ctx context.Context, id string, labels map[str
 	r.events.publishContainer(id, id, labels[labelPodUID], eventStopped)
 }
 
-// exitTime is containerd's exit timestamp as a time; zero when it has none (persistExit then takes now).
+// exitTime is containerd's exit timestamp as a time; zero when it has none (recordExit then takes now).
 func exitTime(ts *timestamppb.Timestamp) time.Time {
 	if ts == nil {
 		return time.Time{}
