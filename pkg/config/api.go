@@ -40,7 +40,7 @@ func (a *apiSource) run(ctx context.Context) {
 		},
 	}
 	informer := cache.NewSharedIndexInformer(listThenWatch{lw}, &v1.Pod{}, 0, cache.Indexers{})
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { a.upsert(ctx, obj) },
 		UpdateFunc: func(_, obj interface{}) { a.upsert(ctx, obj) },
 		DeleteFunc: func(obj interface{}) {
@@ -56,9 +56,11 @@ func (a *apiSource) run(ctx context.Context) {
 		klog.FromContext(ctx).Error(err, "Failed to watch pods")
 		return
 	}
+	// The handler's own HasSynced, not the informer's: it turns true only once the handler has returned for
+	// every pod of the initial list, so that each of them is in the update stream ahead of SourceSynced.
 	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-			a.out.markSynced(SourceAPI)
+		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			a.out.markSynced(ctx, SourceAPI)
 		}
 	}()
 	informer.RunWithContext(ctx)

@@ -60,7 +60,7 @@ func (f *fileSource) list(ctx context.Context, logger klog.Logger) {
 			logger.Info("Cannot read the static pod manifest directory", "err", err)
 			f.bad[""] = err.Error()
 		}
-		f.out.markSynced(SourceFile)
+		f.out.markSynced(ctx, SourceFile)
 		return
 	}
 	delete(f.bad, "")
@@ -97,7 +97,7 @@ func (f *fileSource) list(ctx context.Context, logger klog.Logger) {
 		}
 	}
 	f.out.replace(ctx, SourceFile, pods)
-	f.out.markSynced(SourceFile)
+	f.out.markSynced(ctx, SourceFile)
 }
 
 // report logs and records an event for a bad manifest, once per distinct error.

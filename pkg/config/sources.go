@@ -71,7 +71,9 @@ func NewSources(opts Options) (*Sources, error) {
 // Updates returns the merged stream.
 func (s *Sources) Updates() <-chan PodUpdate { return s.updates }
 
-// Synced reports whether every source has delivered its initial list.
+// Synced reports whether every source has delivered its initial list. A receiver of Updates that must know
+// it has applied those lists waits for the SourceSynced updates instead: Synced turns true before they are
+// received.
 func (s *Sources) Synced() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,10 +105,16 @@ func (s *Sources) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-func (s *Sources) markSynced(source string) {
+// markSynced records that source delivered its initial list and, the first time, sends SourceSynced behind
+// the updates of that list. The caller must have sent them (replace, upsert) before it calls markSynced.
+func (s *Sources) markSynced(ctx context.Context, source string) {
 	s.mu.Lock()
+	first := !s.synced[source]
 	s.synced[source] = true
 	s.mu.Unlock()
+	if first {
+		s.send(ctx, PodUpdate{Op: SourceSynced, Source: source})
+	}
 }
 
 // upsert records one pod of a source and sends what changed.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -86,12 +88,8 @@ func TestAPISource(t *testing.T) {
 	if u := next(t, s); u.Op != Add || u.Pods[0].Name != "mine" || u.Pods[0].Annotations[AnnotationSource] != SourceAPI {
 		t.Fatalf("first update %s %v", u.Op, u.Pods[0].ObjectMeta)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !s.Synced() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if !s.Synced() {
-		t.Fatal("not synced")
+	if u := next(t, s); u.Op != SourceSynced || u.Source != SourceAPI || !s.Synced() {
+		t.Fatalf("second update %s from %q, synced %v; want the API source's SourceSynced", u.Op, u.Source, s.Synced())
 	}
 	none(t, s)
 
@@ -117,6 +115,44 @@ func TestAPISource(t *testing.T) {
 	}
 	if u := next(t, s); u.Op != Remove || u.Pods[0].Name != "mine" {
 		t.Fatalf("delete gave %s", u.Op)
+	}
+}
+
+// SourceSynced comes behind every pod of the initial list, however many there are, and only once: a receiver
+// that has seen it has applied the whole list (and may treat what it runs beyond that list as orphans).
+func TestAPISourceSyncedComesBehindTheInitialList(t *testing.T) {
+	var objs []runtime.Object
+	for i := 0; i < 200; i++ {
+		objs = append(objs, apiPod(fmt.Sprintf("p%03d", i), "node1"))
+	}
+	client := fake.NewClientset(objs...)
+	s, err := NewSources(Options{NodeName: "node1", Client: kubeclienttest.Wrap(client)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	adds := 0
+	for {
+		u := next(t, s)
+		if u.Op == SourceSynced {
+			break
+		}
+		if u.Op != Add {
+			t.Fatalf("update %s before SourceSynced", u.Op)
+		}
+		adds++
+	}
+	if adds != 200 {
+		t.Fatalf("SourceSynced after %d of 200 pods", adds)
+	}
+	pods := client.CoreV1().Pods("ns")
+	if _, err := pods.Create(ctx, apiPod("late", "node1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := next(t, s); u.Op != Add || u.Pods[0].Name != "late" {
+		t.Fatalf("got %s, want the new pod and no second SourceSynced", u.Op)
 	}
 }
 
@@ -156,11 +192,9 @@ func TestFileSource(t *testing.T) {
 	if u.Op != Add || u.Pods[0].Name != "web-node1" {
 		t.Fatalf("first update %s %s", u.Op, u.Pods[0].Name)
 	}
-	// The source counts as synced once its first listing is delivered, just after the update is sent.
-	for deadline := time.Now().Add(5 * time.Second); !s.Synced(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("file source not synced after its first listing")
-		}
+	// The source counts as synced once its first listing is delivered, and says so behind it.
+	if u := next(t, s); u.Op != SourceSynced || u.Source != SourceFile || !s.Synced() {
+		t.Fatalf("second update %s from %q, synced %v; want the file source's SourceSynced", u.Op, u.Source, s.Synced())
 	}
 	select {
 	case e := <-rec.Events:

@@ -19,6 +19,9 @@ const (
 	Remove
 	// Reconcile: pods whose status alone changed in the source.
 	Reconcile
+	// SourceSynced: the source named in Source has delivered its initial list, and every update of that
+	// list is ahead of this one in the stream. It carries no pods and is sent once per source.
+	SourceSynced
 )
 
 func (o Op) String() string {
@@ -33,6 +36,8 @@ func (o Op) String() string {
 		return "REMOVE"
 	case Reconcile:
 		return "RECONCILE"
+	case SourceSynced:
+		return "SOURCE_SYNCED"
 	}
 	return "UNKNOWN"
 }

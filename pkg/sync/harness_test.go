@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,12 +27,25 @@ import (
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// fakeSource is a PodSource fed by the test.
-type fakeSource struct{ ch chan config.PodUpdate }
+// fakeSource is a PodSource fed by the test. It is synced from the start (its Run says so first) unless
+// the test sets unsynced before Run, and then calls markSynced.
+type fakeSource struct {
+	ch       chan config.PodUpdate
+	unsynced atomic.Bool
+}
 
-func (s *fakeSource) Run(ctx context.Context)          { <-ctx.Done() }
+func (s *fakeSource) Run(ctx context.Context) {
+	if !s.unsynced.Load() {
+		s.ch <- config.PodUpdate{Op: config.SourceSynced, Source: config.SourceAPI}
+	}
+	<-ctx.Done()
+}
 func (s *fakeSource) Updates() <-chan config.PodUpdate { return s.ch }
-func (s *fakeSource) Synced() bool                     { return true }
+func (s *fakeSource) Synced() bool                     { return !s.unsynced.Load() }
+func (s *fakeSource) markSynced() {
+	s.unsynced.Store(false)
+	s.ch <- config.PodUpdate{Op: config.SourceSynced, Source: config.SourceAPI}
+}
 func (s *fakeSource) send(op config.Op, pods ...*v1.Pod) {
 	s.ch <- config.PodUpdate{Op: op, Pods: pods}
 }

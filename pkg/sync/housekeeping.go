@@ -15,7 +15,9 @@ import (
 )
 
 // housekeeping removes what no pod owns any more: finished workers, orphaned runtime pods, pod cgroups,
-// pod and log directories, mirror pods without a static pod, old back-off entries.
+// pod and log directories, mirror pods without a static pod, old back-off entries. Nothing is removed as an
+// orphan until the sync loop has applied the initial list of every pod source and the PLEG has relisted
+// once: a kubelet restarted while its API server is away keeps every pod running.
 func (k *Kubelet) housekeeping(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	desired := map[types.UID]*v1.Pod{}
@@ -28,11 +30,16 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 			k.workers.forget(uid)
 		}
 	}
-	synced := k.source.Synced()
+	// Before every source's initial list is applied and the runtime has been listed once, a running pod the
+	// kubelet has not been told about yet is indistinguishable from an orphan.
+	if relisted, _ := k.pleg.LastRelist(); !k.sourcesReady.Load() || relisted.IsZero() {
+		k.gcBackoffs()
+		return
+	}
 	inRuntime := map[types.UID]bool{}
 	for _, uid := range k.pleg.Cache().UIDs() {
 		inRuntime[uid] = true
-		if _, ok := known[uid]; ok || !synced {
+		if _, ok := known[uid]; ok {
 			continue
 		}
 		if _, ok := desired[uid]; ok {
@@ -46,25 +53,34 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 		k.workers.UpdatePod(podUpdate{typ: updateKill, runningPod: state, deleted: true})
 	}
 
+	// A pod cgroup stays while a worker syncs or terminates its pod, and while the runtime still holds
+	// anything of the pod: an orphan's worker stops its containers first, then removes its cgroup.
 	active := map[types.UID]bool{}
 	for uid, info := range k.workers.known() {
 		if info.state == stateSyncing || info.state == stateTerminating {
 			active[uid] = true
 		}
 	}
+	for uid := range inRuntime {
+		if state, err := k.pleg.Cache().Get(uid); err != nil || state == nil || len(state.Containers)+len(state.Sandboxes) > 0 {
+			active[uid] = true
+		}
+	}
 	if err := k.cgroups.CleanupOrphans(ctx, active); err != nil {
 		logger.Error(err, "Failed to clean up orphaned pod cgroups")
 	}
-	if synced {
-		owned := func(uid types.UID) bool {
-			_, d := desired[uid]
-			_, w := known[uid]
-			return d || w || inRuntime[uid]
-		}
-		k.cleanupPodDirs(ctx, owned)
-		k.cleanupLogDirs(ctx, owned)
-		k.cleanupMirrors(ctx)
+	owned := func(uid types.UID) bool {
+		_, d := desired[uid]
+		_, w := known[uid]
+		return d || w || inRuntime[uid]
 	}
+	k.cleanupPodDirs(ctx, owned)
+	k.cleanupLogDirs(ctx, owned)
+	k.cleanupMirrors(ctx)
+	k.gcBackoffs()
+}
+
+func (k *Kubelet) gcBackoffs() {
 	now := k.clock.Now()
 	k.backoff.GC(now)
 	k.puller.backoff.GC(now)

@@ -44,8 +44,9 @@ type PodSource interface {
 	Run(ctx context.Context)
 	// Updates carries the changes of the desired pods.
 	Updates() <-chan config.PodUpdate
-	// Synced reports whether every source has delivered its initial list (until then, pods the kubelet finds
-	// running are not treated as orphans).
+	// Synced reports whether every source has delivered its initial list. Each source also sends a
+	// config.SourceSynced update behind its initial list; the kubelet treats what it finds running as orphans
+	// only once it has applied every source's initial list (the last SourceSynced, with Synced true).
 	Synced() bool
 }
 
@@ -113,6 +114,9 @@ type Kubelet struct {
 	hkBusy   sync.Mutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32
+	// sourcesReady is set by the sync loop once it has applied the initial list of every pod source. Until
+	// then nothing is removed as an orphan: not a pod, a cgroup, a directory nor a mirror pod.
+	sourcesReady atomic.Bool
 
 	loopMu   sync.Mutex
 	loopSeen time.Time
@@ -218,6 +222,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
+
+// SourcesReady reports whether the kubelet has applied the initial list of every pod source, and so may
+// treat what it finds running beyond them as orphans. Safe for concurrent use.
+func (k *Kubelet) SourcesReady() bool { return k.sourcesReady.Load() }
 
 // StartingPods reports whether a pod's sandbox or containers are being started. The node's event writes wait
 // while it does (kubeclient.HeldEventSink).

@@ -58,6 +58,13 @@ func (k *Kubelet) syncLoop(ctx context.Context) {
 func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Pod update", "op", u.Op.String(), "source", u.Source, "pods", len(u.Pods))
+	if u.Op == config.SourceSynced {
+		// Every update of this source's initial list is applied (it came ahead of this one in the stream).
+		if k.source.Synced() && !k.sourcesReady.Swap(true) {
+			logger.Info("All pod sources synced; pods running beyond them are now orphans", "source", u.Source)
+		}
+		return
+	}
 	pods := append([]*v1.Pod(nil), u.Pods...)
 	sortByCreation(pods)
 	for _, pod := range pods {
