@@ -117,11 +117,16 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		RootDir:     o.rootDir,
 		Hostnames:   append([]string{d.name}, ipStrings(agent.NodeIPs())...),
 		ClientCA:    d.clientCA,
-		LogsDir:     o.podLogsDir,
-		Pods:        kl.Pod,
-		Resolver:    server.CRIResolver{Runtime: d.runtime},
-		Streaming:   d.streaming,
-		Checks:      []server.Check{{Name: "syncloop", Func: kl.Healthy}},
+		NodeName:    d.name,
+		// Bearer tokens and every request's authorization are reviewed by the API server, as upstream's
+		// kubelet does with --authentication-token-webhook and --authorization-mode=Webhook.
+		TokenReviews:  d.clients.reviews.AuthenticationV1().TokenReviews(),
+		AccessReviews: d.clients.reviews.AuthorizationV1().SubjectAccessReviews(),
+		LogsDir:       o.podLogsDir,
+		Pods:          kl.Pod,
+		Resolver:      server.CRIResolver{Runtime: d.runtime},
+		Streaming:     d.streaming,
+		Checks:        []server.Check{{Name: "syncloop", Func: kl.Healthy}},
 	})
 	if err != nil {
 		return err

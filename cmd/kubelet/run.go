@@ -191,12 +191,13 @@ func localAddress(addr string) string {
 	return addr
 }
 
-// apiClients are the kubelet's three API clients, split as upstream splits them so that a burst of one kind of
-// request never delays another: pods and their status (--kube-api-qps/--kube-api-burst), events
-// (--event-qps/--event-burst), and the node's heartbeat (its status and Lease; never rate-limited, so that a
-// busy node is not declared dead).
+// apiClients are the kubelet's API clients, split so that a burst of one kind of request never delays
+// another: pods and their status (--kube-api-qps/--kube-api-burst), events (--event-qps/--event-burst), the
+// node's heartbeat (its status and Lease; never rate-limited, so that a busy node is not declared dead), as
+// upstream splits them, and the endpoint's token and access reviews (--kube-api-qps/--kube-api-burst of
+// their own, so that callers of the endpoint cannot slow the pods' requests).
 type apiClients struct {
-	pods, events, heartbeat kubeclient.Interface
+	pods, events, heartbeat, reviews kubeclient.Interface
 }
 
 // newClients builds the three clients from cfg. A cfg with a negative QPS (a standalone node's own API
@@ -220,6 +221,9 @@ func newClients(cfg *rest.Config, o *options) (apiClients, error) {
 		return cs, err
 	}
 	if cs.events, err = build("events", o.eventQPS, o.eventBurst); err != nil {
+		return cs, err
+	}
+	if cs.reviews, err = build("reviews", o.kubeAPIQPS, o.kubeAPIBurst); err != nil {
 		return cs, err
 	}
 	cs.heartbeat, err = build("the node heartbeat", -1, 0)

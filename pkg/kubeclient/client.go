@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +25,8 @@ import (
 type Interface interface {
 	CoreV1() CoreV1Interface
 	CoordinationV1() CoordinationV1Interface
+	AuthenticationV1() AuthenticationV1Interface
+	AuthorizationV1() AuthorizationV1Interface
 }
 
 // CoreV1Interface is the kubelet's part of core/v1.
@@ -38,6 +42,30 @@ type CoreV1Interface interface {
 type CoordinationV1Interface interface {
 	Leases(namespace string) LeaseInterface
 }
+
+// AuthenticationV1Interface is the kubelet's part of authentication.k8s.io/v1: it asks the API server who
+// a bearer token belongs to (the kubelet endpoint's token authentication).
+type AuthenticationV1Interface interface {
+	TokenReviews() TokenReviewInterface
+}
+
+// AuthorizationV1Interface is the kubelet's part of authorization.k8s.io/v1: it asks the API server whether
+// a user may do what a request to the kubelet endpoint does.
+type AuthorizationV1Interface interface {
+	SubjectAccessReviews() SubjectAccessReviewInterface
+}
+
+// Creator is the one call on a resource that is only ever created (a review answered in its status).
+type Creator[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+}
+
+type (
+	// TokenReviewInterface creates TokenReviews.
+	TokenReviewInterface = Creator[*authenticationv1.TokenReview]
+	// SubjectAccessReviewInterface creates SubjectAccessReviews.
+	SubjectAccessReviewInterface = Creator[*authorizationv1.SubjectAccessReview]
+)
 
 // Resource is the calls on one resource, with the signatures of client-go's typed clients.
 type Resource[T, L any] interface {
@@ -65,7 +93,8 @@ type (
 	LeaseInterface = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 )
 
-// Scheme holds the types this client knows: core/v1, coordination/v1, and the options types of meta/v1.
+// Scheme holds the types this client knows: core/v1, coordination/v1, authentication/v1, authorization/v1,
+// and the options types of meta/v1.
 var Scheme = runtime.NewScheme()
 
 var (
@@ -76,6 +105,8 @@ var (
 func init() {
 	utilruntime.Must(corev1.AddToScheme(Scheme))
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
+	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
+	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 }
 
@@ -104,7 +135,16 @@ func New(cfg *rest.Config) (Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{core: coreV1{core}, coordination: coordinationV1{coord}}, nil
+	authn, err := restClient(c, httpClient, authenticationv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	authz, err := restClient(c, httpClient, authorizationv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &client{core: coreV1{core}, coordination: coordinationV1{coord},
+		authentication: authenticationV1{authn}, authorization: authorizationV1{authz}}, nil
 }
 
 // restClient is a REST client for one group version, set up as client-go's generated clients set theirs up.
@@ -117,12 +157,16 @@ func restClient(cfg *rest.Config, h *http.Client, gv schema.GroupVersion, apiPat
 }
 
 type client struct {
-	core         coreV1
-	coordination coordinationV1
+	core           coreV1
+	coordination   coordinationV1
+	authentication authenticationV1
+	authorization  authorizationV1
 }
 
-func (c *client) CoreV1() CoreV1Interface                 { return c.core }
-func (c *client) CoordinationV1() CoordinationV1Interface { return c.coordination }
+func (c *client) CoreV1() CoreV1Interface                     { return c.core }
+func (c *client) CoordinationV1() CoordinationV1Interface     { return c.coordination }
+func (c *client) AuthenticationV1() AuthenticationV1Interface { return c.authentication }
+func (c *client) AuthorizationV1() AuthorizationV1Interface   { return c.authorization }
 
 type coreV1 struct{ rc rest.Interface }
 
@@ -150,6 +194,22 @@ type coordinationV1 struct{ rc rest.Interface }
 
 func (c coordinationV1) Leases(namespace string) LeaseInterface {
 	return resource(c.rc, "leases", namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
+}
+
+type authenticationV1 struct{ rc rest.Interface }
+
+func (c authenticationV1) TokenReviews() TokenReviewInterface {
+	return gentype.NewClient("tokenreviews", c.rc, parameterCodec, "",
+		func() *authenticationv1.TokenReview { return &authenticationv1.TokenReview{} },
+		gentype.PrefersProtobuf[*authenticationv1.TokenReview]())
+}
+
+type authorizationV1 struct{ rc rest.Interface }
+
+func (c authorizationV1) SubjectAccessReviews() SubjectAccessReviewInterface {
+	return gentype.NewClient("subjectaccessreviews", c.rc, parameterCodec, "",
+		func() *authorizationv1.SubjectAccessReview { return &authorizationv1.SubjectAccessReview{} },
+		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
 }
 
 // object is what gentype needs of a resource's type.

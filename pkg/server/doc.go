@@ -4,9 +4,13 @@
 // /var/log/pods, and /exec, /attach and /portForward (SPDY and WebSocket, as upstream's kubelet routes them),
 // which the API server's pods/log, pods/exec, pods/attach and pods/portforward reach.
 //
-// HTTPS callers are authenticated by a client certificate the cluster CA signed; anonymous or unverifiable
-// callers get 401, and nodes (group system:nodes) 403. There is no further authorization yet. The serving
-// certificate is given, or self-signed into <root dir>/pki.
+// Every HTTPS path but /healthz is authenticated and authorized as upstream's kubelet does it with webhook
+// authentication and authorization: callers present a client certificate of the client CA, or a bearer token
+// that the API server vouches for (TokenReview); then a SubjectAccessReview asks the API server whether the
+// caller may <verb> nodes/<subresource> of this node (requestAttributes: nodes/proxy for logs, exec, attach,
+// port-forward and pprof). Answers are cached as upstream caches them, in bounded caches. Unauthenticated
+// callers get 401, unauthorized ones 403. The serving certificate is given, or self-signed into
+// <root dir>/pki.
 //
 // The package reads logs and serves; it finds pods, containers and sandboxes through callbacks, and must not
 // change pods, containers or their logs.

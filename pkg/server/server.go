@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -20,9 +19,6 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// groupNodes is the group of node identities; nodes may not use another node's endpoint.
-const groupNodes = "system:nodes"
-
 // Check is one input of /healthz: Func returns nil when healthy. It must be fast and safe for concurrent use.
 type Check struct {
 	Name string
@@ -33,7 +29,7 @@ type Check struct {
 // modified. For a static pod it returns the pod as the kubelet runs it (whose UID names its log directory).
 type PodLookup func(namespace, name string) (*v1.Pod, bool)
 
-// Config configures a Server. Addr, ClientCA and Pods are required.
+// Config configures a Server. Addr, NodeName, ClientCA, AccessReviews and Pods are required.
 type Config struct {
 	// Addr is the HTTPS address, host:port (port 0 picks a free one); upstream's port is 10250.
 	Addr string
@@ -46,6 +42,12 @@ type Config struct {
 	Hostnames               []string
 	// ClientCA is the PEM bundle of the CAs whose client certificates authenticate callers.
 	ClientCA []byte
+	// TokenReviews authenticates bearer tokens through the API server; nil refuses them.
+	TokenReviews TokenReviewer
+	// AccessReviews authorizes every request but /healthz through the API server.
+	AccessReviews AccessReviewer
+	// NodeName is the name of the node this endpoint serves: authorization asks about nodes/<NodeName>.
+	NodeName string
 	// LogsDir holds the pods' logs (/var/log/pods).
 	LogsDir string
 	// Pods finds pods by namespace and name.
@@ -61,11 +63,13 @@ type Config struct {
 	StreamIdleTimeout, StreamCreationTimeout time.Duration
 }
 
-// Server is the kubelet's endpoint: /healthz on plain HTTP, and on HTTPS (callers authenticated by client
-// certificate) /healthz, /containerLogs, /exec, /attach, /portForward and /debug/pprof. It is safe for concurrent use.
+// Server is the kubelet's endpoint: /healthz on plain HTTP, and on HTTPS /healthz, /containerLogs, /exec,
+// /attach, /portForward and /debug/pprof, every path but /healthz for callers that are authenticated (client
+// certificate or bearer token) and authorized by the API server. It is safe for concurrent use.
 type Server struct {
 	cfg       Config
-	roots     *x509.CertPool
+	authn     *authenticator
+	authz     *authorizer
 	cert      tls.Certificate
 	mux       *http.ServeMux
 	secure    *http.Server
@@ -84,6 +88,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: the HTTPS address is required")
 	case len(cfg.ClientCA) == 0:
 		return nil, errors.New("server: a client CA bundle is required to authenticate callers")
+	case cfg.AccessReviews == nil:
+		return nil, errors.New("server: an access reviewer is required to authorize callers")
+	case cfg.NodeName == "":
+		return nil, errors.New("server: the node name is required to authorize callers")
 	case cfg.Pods == nil:
 		return nil, errors.New("server: a pod lookup is required")
 	}
@@ -117,7 +125,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{cfg: cfg, roots: roots, cert: cert, mux: http.NewServeMux(), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, cert: cert, mux: http.NewServeMux(), stopped: make(chan struct{}),
+		authn: newAuthenticator(roots, cfg.TokenReviews, cfg.Clock),
+		authz: newAuthorizer(cfg.AccessReviews, cfg.NodeName, cfg.Clock)}
 	s.routes()
 	return s, nil
 }
@@ -236,22 +246,38 @@ func (s *Server) CertPEM() []byte {
 	return pemCert(s.cert.Certificate[0])
 }
 
-// serveSecure authenticates the caller and dispatches. Anonymous and unverifiable callers get 401; nodes
-// (group system:nodes) get 403, since a node has no business on another node's endpoint.
+// serveSecure authenticates and authorizes the caller, then dispatches; /healthz alone is open to anyone.
+// Unauthenticated callers get 401, unauthorized ones 403, and a review the API server could not answer 500,
+// worded as upstream's kubelet words them.
 func (s *Server) serveSecure(w http.ResponseWriter, r *http.Request) {
-	u, err := authenticate(r, s.roots, s.cfg.Clock.Now())
+	if r.URL.Path == healthzPath {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	logger := klog.FromContext(r.Context())
+	u, err := s.authn.authenticate(r)
 	if err != nil {
-		klog.FromContext(r.Context()).V(2).Info("Refused unauthenticated request", "path", r.URL.Path,
-			"remote", r.RemoteAddr, "err", err.Error())
+		logger.V(2).Info("Refused unauthenticated request", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err.Error())
 		http.Error(w, "Unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if u.inGroup(groupNodes) {
-		http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, path=%s)", u.name, strings.ToLower(r.Method), r.URL.Path),
-			http.StatusForbidden)
-		return
+	verb, subresources := requestAttributes(r.Method, r.URL.Path)
+	for _, sub := range subresources {
+		allowed, _, err := s.authz.authorize(r.Context(), u, verb, sub)
+		if err != nil {
+			logger.Error(err, "Authorization error", "user", u.name, "verb", verb, "resource", "nodes", "subresource", sub)
+			http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", u.name, verb, sub),
+				http.StatusInternalServerError)
+			return
+		}
+		if allowed {
+			s.mux.ServeHTTP(w, r)
+			return
+		}
 	}
-	s.mux.ServeHTTP(w, r)
+	logger.V(2).Info("Forbidden", "user", u.name, "verb", verb, "resource", "nodes", "subresources", subresources)
+	http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource(s)=%v)", u.name, verb, subresources),
+		http.StatusForbidden)
 }
 
 // serveHealthz answers "ok" when every check passes, else 500 naming the failed checks; ?verbose lists all.

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -105,43 +104,4 @@ func caPool(bundle []byte) (*x509.CertPool, error) {
 		return nil, errors.New("client CA bundle holds no PEM certificate")
 	}
 	return pool, nil
-}
-
-// user is an authenticated caller.
-type user struct {
-	name   string
-	groups []string
-}
-
-func (u user) inGroup(g string) bool {
-	for _, x := range u.groups {
-		if x == g {
-			return true
-		}
-	}
-	return false
-}
-
-// errNoCredentials is the failure of a caller that presented no client certificate.
-var errNoCredentials = errors.New("no client certificate")
-
-// authenticate verifies the caller's client certificate against the client CAs at now: the user is its
-// common name, the groups its organizations, as the API server reads them.
-func authenticate(r *http.Request, roots *x509.CertPool, now time.Time) (user, error) {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		return user{}, errNoCredentials
-	}
-	leaf := r.TLS.PeerCertificates[0]
-	inter := x509.NewCertPool()
-	for _, c := range r.TLS.PeerCertificates[1:] {
-		inter.AddCert(c)
-	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		return user{}, fmt.Errorf("verify client certificate %q: %w", leaf.Subject.CommonName, err)
-	}
-	if leaf.Subject.CommonName == "" {
-		return user{}, errors.New("client certificate has no common name")
-	}
-	return user{name: leaf.Subject.CommonName, groups: leaf.Subject.Organization}, nil
 }

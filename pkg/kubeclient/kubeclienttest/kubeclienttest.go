@@ -4,6 +4,8 @@ package kubeclienttest
 
 import (
 	"k8s.io/client-go/kubernetes"
+	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
@@ -19,6 +21,12 @@ func (w wrapped) CoreV1() kubeclient.CoreV1Interface { return core{w.cs.CoreV1()
 func (w wrapped) CoordinationV1() kubeclient.CoordinationV1Interface {
 	return coordination{w.cs.CoordinationV1()}
 }
+func (w wrapped) AuthenticationV1() kubeclient.AuthenticationV1Interface {
+	return authentication{w.cs.AuthenticationV1()}
+}
+func (w wrapped) AuthorizationV1() kubeclient.AuthorizationV1Interface {
+	return authorization{w.cs.AuthorizationV1()}
+}
 
 type core struct{ c corev1.CoreV1Interface }
 
@@ -33,3 +41,17 @@ type coordination struct {
 }
 
 func (c coordination) Leases(ns string) kubeclient.LeaseInterface { return c.c.Leases(ns) }
+
+type authentication struct {
+	c authenticationv1.AuthenticationV1Interface
+}
+
+func (c authentication) TokenReviews() kubeclient.TokenReviewInterface { return c.c.TokenReviews() }
+
+type authorization struct {
+	c authorizationv1.AuthorizationV1Interface
+}
+
+func (c authorization) SubjectAccessReviews() kubeclient.SubjectAccessReviewInterface {
+	return c.c.SubjectAccessReviews()
+}
