@@ -176,7 +176,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := request.Parse(r)
-	if err := s.authz.Authorize(u, &info, r.URL.Query()); err != nil {
+	if err := s.authz.Authorize(u, &info); err != nil {
 		gr := schema.GroupResource{Group: info.Group, Resource: info.Resource}
 		rest.WriteError(w, apierrors.NewForbidden(gr, info.Name, err))
 		return

@@ -27,7 +27,38 @@ import (
 const (
 	authzNode      = "authz-node"
 	authzOtherNode = "authz-other"
+	// authzPrefixNode is another node whose name starts with authzNode's.
+	authzPrefixNode = "authz-node-b"
 )
+
+var authzNodes = []string{authzNode, authzOtherNode, authzPrefixNode}
+
+// authzPods are the fixture pods: authzNode runs default/authz-own (a secret in its env) and the mirror pod
+// kube-system/authz-mirror; the other nodes run pods whose names start with those (and one with the same
+// name in another namespace).
+func authzPods() []*v1.Pod {
+	withSecret := func(p *v1.Pod, secret string) *v1.Pod {
+		p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "S", ValueFrom: &v1.EnvVarSource{
+			SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: secret}, Key: "k"}}}}
+		return p
+	}
+	inNamespace := func(p *v1.Pod, ns string, mirror bool) *v1.Pod {
+		p.Namespace = ns
+		if mirror {
+			p.Annotations = map[string]string{"kubernetes.io/config.mirror": "hash"}
+		}
+		return p
+	}
+	return []*v1.Pod{
+		withSecret(authzPod("authz-own", authzNode), "authz-sec"),
+		authzPod("authz-other", authzOtherNode),
+		withSecret(authzPod("authz-own-b", authzOtherNode), "authz-sec-b"),
+		authzPod("authz-ownx", authzPrefixNode),
+		inNamespace(authzPod("authz-mirror", authzNode), "kube-system", true),
+		inNamespace(authzPod("authz-mirror-b", authzOtherNode), "kube-system", true),
+		inNamespace(authzPod("authz-own", authzOtherNode), "kube-system", false),
+	}
+}
 
 // authzTarget is one API server seen by its administrator and by the node authzNode.
 type authzTarget struct {
@@ -216,14 +247,34 @@ func TestControlPlaneNodeAuthorizationMatches(t *testing.T) {
 		setUpAuthzFixtures(t, ctx, tg)
 	}
 	// The Node authorizer learns of pods from a watch: wait until it knows the node's pod.
-	eventually(t, 30*time.Second, "kube-apiserver relates the pod to its node", func() error {
-		_, err := kube.node.CoreV1().Pods("default").Get(ctx, "authz-own", metav1.GetOptions{})
+	eventually(t, 30*time.Second, "kube-apiserver relates the pods and the secret to the node", func() error {
+		if _, err := kube.node.CoreV1().Pods("default").Get(ctx, "authz-own", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if _, err := kube.node.CoreV1().Pods("kube-system").Get(ctx, "authz-mirror", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := kube.node.CoreV1().Secrets("default").Get(ctx, "authz-sec", metav1.GetOptions{})
 		return err
 	})
 	for _, c := range authzCases() {
 		kubeErr, oursErr := c.do(ctx, kube), c.do(ctx, ours)
 		if apierrors.IsForbidden(kubeErr) != apierrors.IsForbidden(oursErr) {
 			t.Errorf("%s: kube-apiserver: %v; ours: %v", c.name, errText(kubeErr), errText(oursErr))
+		}
+	}
+	// Reads must also return the same objects, and only those the node may read.
+	for _, c := range authzReadCases() {
+		kubeGot, kubeErr := c.do(ctx, kube.node.CoreV1().RESTClient())
+		oursGot, oursErr := c.do(ctx, ours.node.CoreV1().RESTClient())
+		for _, r := range []struct {
+			server string
+			got    []string
+			err    error
+		}{{"kube-apiserver", kubeGot, kubeErr}, {"ours", oursGot, oursErr}} {
+			if msg := c.check(r.got, r.err); msg != "" {
+				t.Errorf("%s: %s: %s", c.name, r.server, msg)
+			}
 		}
 	}
 }
@@ -278,10 +329,11 @@ func embeddedAuthzTarget(t *testing.T) *authzTarget {
 	return &authzTarget{name: "lightweight", admin: kubernetes.NewForConfigOrDie(adminCfg), node: kubernetes.NewForConfigOrDie(nodeCfg)}
 }
 
-// setUpAuthzFixtures creates both nodes and a pod bound to each, and removes them when the test ends.
+// setUpAuthzFixtures creates the nodes, pods and secrets of authzNodes and authzPods, and removes them when
+// the test ends.
 func setUpAuthzFixtures(t *testing.T, ctx context.Context, tg *authzTarget) {
 	t.Helper()
-	for _, name := range []string{authzNode, authzOtherNode} {
+	for _, name := range authzNodes {
 		n, err := tg.admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			n, err = tg.admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -293,20 +345,37 @@ func setUpAuthzFixtures(t *testing.T, ctx context.Context, tg *authzTarget) {
 			tg.nodeUID = n.UID
 		}
 	}
-	for name, node := range map[string]string{"authz-own": authzNode, "authz-other": authzOtherNode} {
-		_, err := tg.admin.CoreV1().Pods("default").Create(ctx, authzPod(name, node), metav1.CreateOptions{})
+	// kube-apiserver's service account admission needs the namespace's default service account, which
+	// this control plane (without a controller manager) does not create.
+	_, err := tg.admin.CoreV1().ServiceAccounts("kube-system").Create(ctx,
+		&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("%s: service account kube-system/default: %v", tg.name, err)
+	}
+	for _, p := range authzPods() {
+		_, err := tg.admin.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("%s: pod %s: %v", tg.name, name, err)
+			t.Fatalf("%s: pod %s/%s: %v", tg.name, p.Namespace, p.Name, err)
+		}
+	}
+	for _, name := range []string{"authz-sec", "authz-sec-b"} {
+		_, err := tg.admin.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("%s: secret %s: %v", tg.name, name, err)
 		}
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		zero := int64(0)
-		for _, name := range []string{"authz-own", "authz-other"} {
-			_ = tg.admin.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		for _, p := range authzPods() {
+			_ = tg.admin.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		}
-		for _, name := range []string{authzNode, authzOtherNode} {
+		for _, name := range []string{"authz-sec", "authz-sec-b"} {
+			_ = tg.admin.CoreV1().Secrets("default").Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		for _, name := range authzNodes {
 			_ = tg.admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 		}
 	})

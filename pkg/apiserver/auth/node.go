@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/request"
 	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
@@ -51,40 +51,65 @@ func NodeName(u *request.User) (string, bool) {
 }
 
 // Authorize returns nil when u may make the request, else an error wrapping
-// ErrForbidden.
-func (a *Authorizer) Authorize(u *request.User, info *request.Info, query url.Values) error {
+// ErrForbidden. info carries the attributes upstream's authorizers see: the
+// object name and selectors as request.Parse records them.
+func (a *Authorizer) Authorize(u *request.User, info *request.Info) error {
 	if u.InGroup(GroupMasters) {
 		return nil
 	}
 	if !info.IsResource {
 		return nil // discovery, version, health and OpenAPI are open to every authenticated user
 	}
+	if reviewAllowed(u, info) {
+		return nil
+	}
 	node, ok := NodeName(u)
 	if !ok {
 		return fmt.Errorf("%w: user %q cannot %s resource %q", ErrForbidden, u.Name, info.Verb, info.Resource)
 	}
-	if a.nodeMay(node, info, query) {
+	if a.nodeMay(node, info) {
 		return nil
 	}
 	what := info.Resource
 	if info.Subresource != "" {
 		what += "/" + info.Subresource
 	}
-	return fmt.Errorf("%w: node %q cannot %s %s %q in namespace %q", ErrForbidden, node, info.Verb, what, info.Name, info.Namespace)
+	return fmt.Errorf("%w: node %q cannot %s %s %q in namespace %q", ErrForbidden, node, info.Verb, what, info.ObjectName, info.Namespace)
+}
+
+// reviewAllowed reports whether u may create the access review info names: every authenticated user its
+// own (selfsubjectaccessreviews, as upstream's system:basic-user role), nodes TokenReviews and
+// SubjectAccessReviews (as upstream's system:node rules).
+func reviewAllowed(u *request.User, info *request.Info) bool {
+	if info.Verb != "create" || info.Subresource != "" {
+		return false
+	}
+	switch info.Group + "/" + info.Resource {
+	case "authorization.k8s.io/selfsubjectaccessreviews":
+		return true
+	case "authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews",
+		"authorization.k8s.io/localsubjectaccessreviews":
+		_, node := NodeName(u)
+		return node
+	}
+	return false
 }
 
 func isRead(verb string) bool { return verb == "get" || verb == "list" || verb == "watch" }
 
-func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) bool {
+// nodeMay reports whether node may make the request, as upstream's Node authorizer with the system:node
+// rules decides (AuthorizeNodeWithSelectors on, its default since 1.32).
+func (a *Authorizer) nodeMay(node string, info *request.Info) bool {
+	name := info.ObjectName
 	switch info.Group + "/" + info.Resource {
 	case "/nodes":
 		// A node reads only its own Node (by name, or listed with a metadata.name selector) and never deletes it.
 		switch info.Subresource {
 		case "":
-			return info.Verb == "create" || isRead(info.Verb) && requestName(info, query) == node ||
-				info.Name == node && (info.Verb == "update" || info.Verb == "patch")
+			return info.Verb == "create" || isRead(info.Verb) && name == node ||
+				name == node && (info.Verb == "update" || info.Verb == "patch")
 		case "status":
-			return info.Name == node && (info.Verb == "get" || info.Verb == "update" || info.Verb == "patch")
+			return name == node && (info.Verb == "get" || info.Verb == "update" || info.Verb == "patch")
 		}
 	case "/pods":
 		// A node reads only the pods bound to it: by name, or listed with its spec.nodeName selector.
@@ -94,14 +119,11 @@ func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) 
 			case "create", "delete":
 				return true // NodeRestriction limits both to the node's own (mirror) pods
 			case "list", "watch":
-				if sel, err := fields.ParseSelector(query.Get("fieldSelector")); err == nil {
-					if n, ok := sel.RequiresExactMatch("spec.nodeName"); ok && n == node {
-						return true
-					}
+				if selectsNode(info.FieldSelector, node) {
+					return true
 				}
 				fallthrough
 			case "get":
-				name := requestName(info, query)
 				return name != "" && a.boundTo(node, info.Namespace, name)
 			}
 		case "status":
@@ -116,25 +138,14 @@ func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) 
 			return false
 		}
 		return info.Verb == "create" ||
-			info.Name == node && (info.Verb == "get" || info.Verb == "update" || info.Verb == "patch" || info.Verb == "delete")
-	case "/secrets", "/configmaps", "/serviceaccounts":
-		if info.Subresource != "" {
+			name == node && (info.Verb == "get" || info.Verb == "update" || info.Verb == "patch" || info.Verb == "delete")
+	case "/secrets", "/configmaps":
+		if info.Subresource != "" || !isRead(info.Verb) || info.Namespace == "" || name == "" {
 			return false
 		}
-		name := info.Name
-		switch info.Verb {
-		case "get":
-		case "list", "watch":
-			sel, err := fields.ParseSelector(query.Get("fieldSelector"))
-			if err != nil {
-				return false
-			}
-			n, ok := sel.RequiresExactMatch("metadata.name")
-			if !ok || len(sel.Requirements()) != 1 || info.Namespace == "" {
-				return false
-			}
-			name = n
-		default:
+		return a.referenced(node, info.Resource, info.Namespace, name)
+	case "/serviceaccounts":
+		if info.Subresource != "" || info.Verb != "get" || info.Namespace == "" || name == "" {
 			return false
 		}
 		return a.referenced(node, info.Resource, info.Namespace, name)
@@ -142,18 +153,18 @@ func (a *Authorizer) nodeMay(node string, info *request.Info, query url.Values) 
 	return false
 }
 
-// requestName is the object a request names: its name, or for a list or watch the value of a
-// metadata.name=<name> field selector, as upstream's request info has it. Empty when it names none.
-func requestName(info *request.Info, query url.Values) string {
-	if info.Name != "" || (info.Verb != "list" && info.Verb != "watch") {
-		return info.Name
-	}
-	sel, err := fields.ParseSelector(query.Get("fieldSelector"))
+// selectsNode reports whether a field selector has the requirement spec.nodeName=<node>.
+func selectsNode(selector, node string) bool {
+	sel, err := fields.ParseSelector(selector)
 	if err != nil {
-		return ""
+		return false
 	}
-	name, _ := sel.RequiresExactMatch("metadata.name")
-	return name
+	for _, r := range sel.Requirements() {
+		if r.Field == "spec.nodeName" && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) && r.Value == node {
+			return true
+		}
+	}
+	return false
 }
 
 // boundTo reports whether the named pod is bound to node.

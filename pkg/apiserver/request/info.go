@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // Info describes a resource request (IsResource) or a non-resource one such as
@@ -20,6 +23,14 @@ type Info struct {
 	// SubPath is what follows the subresource (nodes/proxy/<SubPath>).
 	SubPath string
 	Path    string
+	// ObjectName is the object the request names, as upstream's request info has it for authorization: the
+	// path's name or, for a list or watch without one (and not by the /watch/ path prefix), the value of a
+	// metadata.name=<name> field selector that is a valid path segment.
+	ObjectName string
+	// FieldSelector and LabelSelector are the raw selectors of a list, watch or deletecollection, recorded
+	// for authorization as upstream records them: not for requests by the deprecated /watch/ path prefix,
+	// whose selectors upstream's authorizers never see.
+	FieldSelector, LabelSelector string
 }
 
 // Parse returns the Info of r.
@@ -60,7 +71,33 @@ func Parse(r *http.Request) Info {
 		fillResource(&info, parts)
 	}
 	info.Verb = verbOf(r, info, watchPath)
+	info.ObjectName = info.Name
+	if watchPath {
+		return info
+	}
+	q := r.URL.Query()
+	switch info.Verb {
+	case "list", "watch", "deletecollection":
+		info.FieldSelector, info.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
+	}
+	if info.Name == "" && (info.Verb == "list" || info.Verb == "watch") {
+		info.ObjectName = selectedName(info.FieldSelector)
+	}
 	return info
+}
+
+// selectedName returns the name a field selector requires (metadata.name=<name>) when it is a valid path
+// segment, else "".
+func selectedName(selector string) string {
+	sel, err := fields.ParseSelector(selector)
+	if err != nil {
+		return ""
+	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	if !ok || len(path.IsValidPathSegmentName(name)) > 0 {
+		return ""
+	}
+	return name
 }
 
 func isNamespaceSub(s string) bool { return s == "status" || s == "finalize" }

@@ -37,9 +37,16 @@ func (q *req) watch() {
 	if table {
 		out, _ = outputFor(mediaJSON, false)
 	}
-	prefix := q.res.Prefix(q.ns())
+	span := storage.Under(q.res.Prefix(q.ns()))
 	if q.info.Name != "" {
-		prefix = q.key()
+		// As upstream: a watch of one named object takes no field selector but one selecting that name.
+		if !sel.fields.Empty() {
+			if n, ok := sel.fields.RequiresExactMatch("metadata.name"); !ok || n != q.info.Name {
+				q.fail(apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name"))
+				return
+			}
+		}
+		span = storage.Only(q.key())
 	}
 	bookmarks := params.Get("allowWatchBookmarks") == "true"
 	rvParam := params.Get("resourceVersion")
@@ -64,11 +71,11 @@ func (q *req) watch() {
 	switch {
 	case tooLarge != nil:
 	case sendInitial:
-		initial, w = q.h.store.Snapshot(prefix)
+		initial, w = q.h.store.SnapshotSpan(span)
 	case rv == 0: // sendInitialEvents=false: from now on
-		w, _ = q.h.store.Watch(prefix, q.h.store.CurrentRV())
+		w, _ = q.h.store.WatchSpan(span, q.h.store.CurrentRV())
 	default:
-		if w, err = q.h.store.Watch(prefix, rv); err != nil {
+		if w, err = q.h.store.WatchSpan(span, rv); err != nil {
 			q.fail(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, q.h.store.CurrentRV())))
 			return
 		}

@@ -121,3 +121,33 @@ func TestNoOpUpdateKeepsVersion(t *testing.T) {
 		t.Fatalf("no-op update changed version %d -> %d (%v)", a.RV, b.RV, err)
 	}
 }
+
+func TestExactSpanIgnoresKeysSharingItsPrefix(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"), cmCodec{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, name := range []string{"a", "ab", "a-b"} {
+		if _, _, err := s.Update(ctx, "configmaps/ns/"+name, put(name, "1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, w := s.SnapshotSpan(Only("configmaps/ns/a"))
+	if len(objs) != 1 || objs[0].Key != "configmaps/ns/a" {
+		t.Fatalf("snapshot of one key: %d objects", len(objs))
+	}
+	for _, name := range []string{"ab", "a-b", "a"} {
+		if _, _, err := s.Update(ctx, "configmaps/ns/"+name, put(name, "2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := w.Next(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Object.Key != "configmaps/ns/a" {
+		t.Fatalf("events of one key: %+v", evs)
+	}
+}

@@ -42,42 +42,87 @@ func (l *eventLog) append(ev Event) {
 
 func (l *eventLog) at(i int) *Event { return &l.buf[(l.head+i)%len(l.buf)] }
 
-// after returns the events with RV > rv whose key starts with prefix.
-func (l *eventLog) after(rv uint64, prefix string) []Event {
+// Span is the set of keys a watch or snapshot covers: every key starting with
+// Prefix or, when Exact is set, the one key equal to it.
+type Span struct {
+	Prefix string
+	Exact  bool
+}
+
+// Under returns the span of the keys starting with prefix.
+func Under(prefix string) Span { return Span{Prefix: prefix} }
+
+// Only returns the span of the one key.
+func Only(key string) Span { return Span{Prefix: key, Exact: true} }
+
+// Has reports whether key is in the span.
+func (sp Span) Has(key string) bool {
+	if sp.Exact {
+		return key == sp.Prefix
+	}
+	return strings.HasPrefix(key, sp.Prefix)
+}
+
+// after returns the events with RV > rv whose key is in span.
+func (l *eventLog) after(rv uint64, span Span) []Event {
 	i := sort.Search(l.n, func(i int) bool { return l.at(i).Object.RV > rv })
 	var out []Event
 	for ; i < l.n; i++ {
 		ev := l.at(i)
-		if strings.HasPrefix(ev.Object.Key, prefix) {
+		if span.Has(ev.Object.Key) {
 			out = append(out, *ev)
 		}
 	}
 	return out
 }
 
-// Watch follows the events under one key prefix. It is used by one goroutine.
+// Watch follows the events of the keys in one span. It is used by one goroutine.
 type Watch struct {
 	s      *Store
-	prefix string
+	span   Span
 	cursor uint64
 }
 
 // Watch returns a Watch delivering the events under prefix with RV > fromRV.
 // It fails with ErrTooOld when those events are no longer all kept.
 func (s *Store) Watch(prefix string, fromRV uint64) (*Watch, error) {
+	return s.WatchSpan(Under(prefix), fromRV)
+}
+
+// WatchSpan returns a Watch delivering the events of the keys in span with
+// RV > fromRV. It fails with ErrTooOld when those events are no longer all
+// kept.
+func (s *Store) WatchSpan(span Span, fromRV uint64) (*Watch, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if fromRV < s.log.start {
 		return nil, ErrTooOld
 	}
-	return &Watch{s: s, prefix: prefix, cursor: fromRV}, nil
+	return &Watch{s: s, span: span, cursor: fromRV}, nil
 }
 
 // Snapshot returns the committed objects under prefix (sorted by key) and a
 // Watch positioned right after them.
 func (s *Store) Snapshot(prefix string) ([]*Object, *Watch) {
-	objs, rv := s.List(prefix) // objects and rv are read under one lock
-	return objs, &Watch{s: s, prefix: prefix, cursor: rv}
+	return s.SnapshotSpan(Under(prefix))
+}
+
+// SnapshotSpan returns the committed objects of the keys in span (sorted by
+// key) and a Watch positioned right after them.
+func (s *Store) SnapshotSpan(span Span) ([]*Object, *Watch) {
+	if !span.Exact {
+		objs, rv := s.List(span.Prefix) // objects and rv are read under one lock
+		return objs, &Watch{s: s, span: span, cursor: rv}
+	}
+	s.mu.RLock()
+	o, ok := s.committed[ResourceOf(span.Prefix)][span.Prefix]
+	rv := s.doneRV
+	s.mu.RUnlock()
+	var objs []*Object
+	if ok {
+		objs = []*Object{o}
+	}
+	return objs, &Watch{s: s, span: span, cursor: rv}
 }
 
 // Cursor returns the resourceVersion the watch has seen up to.
@@ -95,7 +140,7 @@ func (w *Watch) Next(ctx context.Context, wake <-chan struct{}) ([]Event, error)
 		}
 		var evs []Event
 		if w.cursor < w.s.doneRV {
-			evs = w.s.log.after(w.cursor, w.prefix)
+			evs = w.s.log.after(w.cursor, w.span)
 			w.cursor = w.s.doneRV
 		}
 		ch := w.s.notify
