@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,5 +211,112 @@ func TestReadLogFollowsRotation(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writeBigLog writes a log whose stdout line of size bytes comes in records of at most record bytes (0: one
+// record, as a runtime that does not split lines writes it), between two short lines.
+func writeBigLog(t *testing.T, size, record int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "0.log")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	fmt.Fprintf(w, "2025-01-01T00:00:01Z stdout F before\n")
+	if record <= 0 {
+		record = size
+	}
+	chunk := bytes.Repeat([]byte{'x'}, record)
+	for left := size; left > 0; left -= record {
+		tag := "P"
+		if left <= record {
+			tag, chunk = "F", chunk[:left]
+		}
+		fmt.Fprintf(w, "2025-01-01T00:00:02Z stdout %s %s\n", tag, chunk)
+	}
+	fmt.Fprintf(w, "2025-01-01T00:00:03Z stderr F after\n")
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// countingWriter counts what is written and keeps the first and the last 64 bytes of it, allocating nothing
+// as it goes.
+type countingWriter struct {
+	n          int64
+	head, tail []byte
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.head == nil {
+		c.head, c.tail = make([]byte, 0, 64), make([]byte, 0, 128)
+	}
+	c.n += int64(len(p))
+	if len(c.head) < 64 {
+		c.head = append(c.head, p[:min(len(p), 64-len(c.head))]...)
+	}
+	if len(p) >= 64 {
+		c.tail = append(c.tail[:0], p[len(p)-64:]...)
+	} else {
+		c.tail = append(c.tail, p...)
+		if len(c.tail) > 64 {
+			c.tail = append(c.tail[:0], c.tail[len(c.tail)-64:]...)
+		}
+	}
+	return len(p), nil
+}
+
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A 64 MiB line costs a read a small, fixed amount of memory, whether the runtime split it into records or
+// not, with a byte limit, with tailLines, or read whole.
+func TestReadLogMemoryIsBounded(t *testing.T) {
+	const size = 64 << 20
+	all := logOptions{tail: -1, limitBytes: -1}
+	with := func(f func(*logOptions)) logOptions { o := all; f(&o); return o }
+	for _, layout := range []struct {
+		name   string
+		record int
+	}{{"16 KiB records", 16 << 10}, {"one record", 0}} {
+		path := writeBigLog(t, size, layout.record)
+		tests := []struct {
+			name  string
+			opts  logOptions
+			n     int64
+			start string
+			end   string
+		}{
+			{"limitBytes 10", with(func(o *logOptions) { o.limitBytes = 10 }), 10, "before\nxxx", "before\nxxx"},
+			{"all", all, size + 14, "before\nxxxx", "xxxx\nafter\n"},
+			{"tail 2", with(func(o *logOptions) { o.tail = 2 }), size + 7, "xxxx", "xxxx\nafter\n"},
+			{"tail 1 of the big line's stream and the other", with(func(o *logOptions) { o.tail = 1 }), 6, "after\n", "after\n"},
+		}
+		for _, tt := range tests {
+			t.Run(layout.name+"/"+tt.name, func(t *testing.T) {
+				var out countingWriter
+				var err error
+				n := allocated(func() { err = readLog(context.Background(), path, tt.opts, &out, nil) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.n != tt.n || !strings.HasPrefix(string(out.head), tt.start) || !strings.HasSuffix(string(out.tail), tt.end) {
+					t.Errorf("wrote %d bytes %q...%q, want %d %q...%q", out.n, out.head, out.tail, tt.n, tt.start, tt.end)
+				}
+				if n > 2<<20 {
+					t.Errorf("allocated %d MiB reading a %d MiB line", n>>20, size>>20)
+				}
+			})
+		}
 	}
 }
