@@ -242,7 +242,7 @@ func TestSelfSignedCertificateIsKept(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{Addr: "127.0.0.1:0", RootDir: dir, ClientCA: testCA(t).CertPEM, NodeName: "node-a",
 		AccessReviews: newFakeReviews().access(),
-		Pods: func(string, string) (*v1.Pod, bool) { return nil, false }, Hostnames: []string{"node-a", "10.0.0.5"}}
+		Pods:          func(string, string) (*v1.Pod, bool) { return nil, false }, Hostnames: []string{"node-a", "10.0.0.5"}}
 	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
