@@ -264,7 +264,7 @@ func readLog(ctx context.Context, path string, opts logOptions, w io.Writer, f *
 	)
 	if opts.tail >= 0 {
 		count := newAssembler(opts, nil, 0)
-		if err := readPieces(newPieceReader(file), count); err != nil {
+		if err := readPieces(ctx, newPieceReader(file), count); err != nil {
 			return err
 		}
 		if !opts.follow || f == nil {
@@ -287,7 +287,10 @@ func readLog(ctx context.Context, path string, opts logOptions, w io.Writer, f *
 	pr := newPieceReader(src)
 	a := newAssembler(opts, &limitWriter{w: w, remain: opts.limitBytes}, skip)
 	for {
-		if err := readPieces(pr, a); err != nil {
+		if err := readPieces(ctx, pr, a); err != nil {
+			if opts.follow && ctx.Err() != nil {
+				return nil // the caller went away
+			}
 			return ignoreLimit(err)
 		}
 		if f == nil || !opts.follow {
@@ -313,9 +316,12 @@ func readLog(ctx context.Context, path string, opts logOptions, w io.Writer, f *
 	}
 }
 
-// readPieces feeds a the pieces read until the end of what is written so far.
-func readPieces(pr *pieceReader, a *assembler) error {
+// readPieces feeds a the pieces read until the end of what is written so far, or until ctx ends.
+func readPieces(ctx context.Context, pr *pieceReader, a *assembler) error {
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		p, err := pr.next()
 		if errors.Is(err, io.EOF) {
 			return nil

@@ -61,6 +61,8 @@ type Config struct {
 	Clock clock.Clock
 	// StreamIdleTimeout and StreamCreationTimeout bound streaming sessions (4h and 30s when 0).
 	StreamIdleTimeout, StreamCreationTimeout time.Duration
+	// Limits bound requests in flight and their duration.
+	Limits Limits
 }
 
 // Server is the kubelet's endpoint: /healthz on plain HTTP, and on HTTPS /healthz, /containerLogs, /exec,
@@ -71,6 +73,7 @@ type Server struct {
 	authn     *authenticator
 	authz     *authorizer
 	cert      tls.Certificate
+	limiter   *limiter
 	mux       *http.ServeMux
 	secure    *http.Server
 	plain     *http.Server
@@ -127,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, cert: cert, mux: http.NewServeMux(), stopped: make(chan struct{}),
 		authn: newAuthenticator(roots, cfg.TokenReviews, cfg.Clock),
-		authz: newAuthorizer(cfg.AccessReviews, cfg.NodeName, cfg.Clock)}
+		authz: newAuthorizer(cfg.AccessReviews, cfg.NodeName, cfg.Clock), limiter: newLimiter(cfg.Limits)}
 	s.routes()
 	return s, nil
 }
@@ -168,14 +171,17 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	logger := klog.FromContext(ctx)
 	base := func(net.Listener) context.Context { return klog.NewContext(context.Background(), logger) }
-	s.secure = &http.Server{Handler: http.HandlerFunc(s.serveSecure), ReadHeaderTimeout: 30 * time.Second,
+	// The limiter comes first: callers beyond the in-flight bounds are refused before they cost a review.
+	s.secure = &http.Server{Handler: s.limiter.wrap(http.HandlerFunc(s.serveSecure)),
+		ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
 		BaseContext: base, TLSConfig: &tls.Config{Certificates: []tls.Certificate{s.cert},
 			ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}}
 	s.serve(ctx, "HTTPS", func() error { return s.secure.ServeTLS(ln, "", "") })
 	if s.plainLn != nil {
 		plain := http.NewServeMux()
 		plain.HandleFunc("GET /healthz", s.serveHealthz)
-		s.plain = &http.Server{Handler: plain, ReadHeaderTimeout: 30 * time.Second, BaseContext: base}
+		s.plain = &http.Server{Handler: s.limiter.wrap(plain), ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, BaseContext: base}
 		s.serve(ctx, "healthz", func() error { return s.plain.Serve(s.plainLn) })
 	}
 	go func() {
