@@ -213,7 +213,7 @@ func (c *controller) nodes() map[string]*corev1.Node {
 func (c *controller) namespacedStorage() []string {
 	var out []string
 	for _, r := range c.s.reg.All() {
-		if r.Namespaced && r.Converter == nil {
+		if r.Namespaced && r.Stored() {
 			out = append(out, r.Storage)
 		}
 	}

@@ -70,11 +70,13 @@ func New(cfg Config) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens := map[string]*request.User{}
+	var tokens auth.Tokens
 	if cfg.TokenFile != "" {
-		if tokens, err = auth.LoadTokenFile(cfg.TokenFile); err != nil {
+		static, err := auth.LoadTokenFile(cfg.TokenFile)
+		if err != nil {
 			return nil, err
 		}
+		tokens = append(tokens, static)
 	}
 	reg := registry.New()
 	store, err := storage.Open(filepath.Join(cfg.DataDir, "state.db"), reg.Codec(), storage.Options{Window: cfg.EventWindow})
@@ -94,7 +96,7 @@ func New(cfg Config) (s *Server, retErr error) {
 		return nil, err
 	}
 	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{},
-		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes})
+		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes, Reviewer: auth.Reviewer{Tokens: tokens, Authorizer: s.authz}})
 	if err := s.bootstrap(context.Background()); err != nil {
 		return nil, err
 	}

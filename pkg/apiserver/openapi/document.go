@@ -62,10 +62,14 @@ func buildGV(reg *registry.Registry, gv schema.GroupVersion, version string) *gv
 		}
 		gvk := r.GVK()
 		kind := defs.add(reflect.TypeOf(r.New()))
-		list := defs.add(reflect.TypeOf(r.NewList()))
 		defs[kind].AddExtension(extGVK, []map[string]string{gvkMap(gvk)})
-		defs[list].AddExtension(extGVK, []map[string]string{gvkMap(gv.WithKind(gvk.Kind + "List"))})
-		b := &builder{res: r, gvk: gvk, kind: kind, list: list, status: statusName, deleteOpts: deleteName}
+		b := &builder{res: r, gvk: gvk, kind: kind, status: statusName, deleteOpts: deleteName}
+		if r.CreateOnly {
+			b.addCreatePath(doc.Paths)
+			continue
+		}
+		b.list = defs.add(reflect.TypeOf(r.NewList()))
+		defs[b.list].AddExtension(extGVK, []map[string]string{gvkMap(gv.WithKind(gvk.Kind + "List"))})
 		b.addPaths(doc.Paths, defs)
 	}
 	doc.Components = map[string]any{"schemas": map[string]*spec.Schema(defs)}
@@ -154,6 +158,22 @@ func (b *builder) addPaths(paths map[string]map[string]any, defs definitions) {
 		}
 		paths[coll+"/{name}/"+sub] = p
 	}
+}
+
+// addCreatePath writes the one path of a create-only resource: a POST of the
+// kind answered with the kind, as kube-apiserver describes the reviews.
+func (b *builder) addCreatePath(paths map[string]map[string]any) {
+	r := b.res
+	base := "/" + Path(r.GroupVersion())
+	coll, nsParam := base+"/"+r.Name, []any{}
+	if r.Namespaced {
+		coll = base + "/namespaces/{namespace}/" + r.Name
+		nsParam = []any{pathParam("namespace")}
+	}
+	post := b.op("create", "", "post", b.kind, &b.kind, bodyTypes, writeParams)
+	responses := post["responses"].(map[string]any)
+	responses["201"] = map[string]any{"description": "Created", "content": responses["200"].(map[string]any)["content"]}
+	paths[coll] = map[string]any{"parameters": nsParam, "post": post}
 }
 
 // op returns one operation. resp names the schema of a 200 answer (none when

@@ -63,6 +63,10 @@ type Resource struct {
 	// AllowCreateOnUpdate lets a PUT create a missing object.
 	AllowCreateOnUpdate bool
 	Converter           Converter // nil when served in its stored form
+	// CreateOnly marks a resource that is not stored: a create is answered in
+	// its response (the token and access reviews). It has no Storage, NewList
+	// or Strategy.
+	CreateOnly bool
 }
 
 // GroupVersion returns the resource's group and version.
@@ -96,8 +100,16 @@ func (r *Resource) HasSubresource(sub string) bool {
 	return false
 }
 
+// Stored reports whether the resource's objects are kept in the store under
+// their own Storage prefix (false for create-only resources and for versions
+// served through a Converter).
+func (r *Resource) Stored() bool { return !r.CreateOnly && r.Converter == nil }
+
 // Verbs returns the discovery verbs of the main resource.
 func (r *Resource) Verbs() []string {
+	if r.CreateOnly {
+		return []string{"create"}
+	}
 	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
 
@@ -125,10 +137,10 @@ type Registry struct {
 // New returns the registry of every resource the apiserver serves.
 func New() *Registry {
 	reg := &Registry{byPath: map[schema.GroupVersionResource]*Resource{}, storage: map[string]*Resource{}}
-	for _, r := range resources() {
+	for _, r := range append(resources(), reviews()...) {
 		reg.list = append(reg.list, r)
 		reg.byPath[schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Name}] = r
-		if r.Converter == nil {
+		if r.Stored() {
 			reg.storage[r.Storage] = r
 		}
 	}

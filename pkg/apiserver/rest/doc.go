@@ -10,5 +10,8 @@
 // It does not authenticate or authorize (the caller wraps it) and runs no
 // background loops; admission beyond the kinds' own rules is delegated to an
 // Admitter. Proxied subresources (log, exec, attach, portforward, proxy) are
-// passed to a Proxy supplied by the caller.
+// passed to a Proxy supplied by the caller; the create-only reviews
+// (TokenReview, SubjectAccessReview and its local and self forms,
+// SelfSubjectReview) are validated here and answered by a Reviewer, never
+// stored.
 package rest

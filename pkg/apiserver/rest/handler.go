@@ -45,6 +45,7 @@ type Options struct {
 	Clock            clock.PassiveClock
 	Admit            Admitter
 	Proxy            Proxy
+	Reviewer         Reviewer      // answers the create-only reviews; they are refused without it
 	BookmarkInterval time.Duration // 1 minute if 0
 	// MinWatchTimeout is the base of a watch's randomized duration when the
 	// client gives no timeoutSeconds; 30 minutes if 0.
@@ -116,6 +117,10 @@ func (q *req) serve() {
 		return
 	}
 	q.dryRun = dryRun
+	if q.res.CreateOnly {
+		q.onlyVerb("create", q.review)
+		return
+	}
 	switch q.info.Subresource {
 	case "log", "exec", "attach", "portforward", "proxy":
 		if q.h.opts.Proxy == nil {
