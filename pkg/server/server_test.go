@@ -261,6 +261,19 @@ func TestSelfSignedCertificateIsKept(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "pki", "kubelet.key")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("key file: %v %v", st, err)
 	}
+	if leaf.IsCA || leaf.KeyUsage&x509.KeyUsageCertSign != 0 {
+		t.Errorf("the serving certificate is a CA (IsCA %v, key usage %v)", leaf.IsCA, leaf.KeyUsage)
+	}
+	// A key left with a wider mode (by an earlier version) is restricted at the next start.
+	if err := os.Chmod(filepath.Join(dir, "pki", "kubelet.key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "pki", "kubelet.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("key file after a restart: %v %v", st, err)
+	}
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {

@@ -35,7 +35,10 @@ func servingCertificate(certFile, keyFile, dir string, hosts []string, now time.
 		return c, nil
 	}
 	certFile, keyFile = filepath.Join(dir, selfSignedCertFile), filepath.Join(dir, selfSignedKeyFile)
-	if c, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil && c.Leaf != nil && now.Before(c.Leaf.NotAfter) {
+	if c, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil && c.Leaf != nil && now.Before(c.Leaf.NotAfter) && !c.Leaf.IsCA {
+		if err := os.Chmod(keyFile, 0o600); err != nil { // a key written by an earlier version may be wider
+			return tls.Certificate{}, fmt.Errorf("restrict serving key: %w", err)
+		}
 		return c, nil
 	}
 	certPEM, keyPEM, err := selfSigned(hosts, now)
@@ -45,10 +48,10 @@ func servingCertificate(certFile, keyFile, dir string, hosts []string, now time.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return tls.Certificate{}, fmt.Errorf("create pki dir: %w", err)
 	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, fmt.Errorf("write serving key: %w", err)
 	}
-	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+	if err := writeFileAtomic(certFile, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, fmt.Errorf("write serving certificate: %w", err)
 	}
 	return tls.X509KeyPair(certPEM, keyPEM)
@@ -73,10 +76,10 @@ func selfSigned(hosts []string, now time.Time) (certPEM, keyPEM []byte, err erro
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", cn, now.Unix())},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(selfSignedValidity),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageCertSign,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-		IsCA:                  true,
+		IsCA:                  false, // a serving certificate signs nothing: pinning it must not make it a CA
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -104,4 +107,32 @@ func caPool(bundle []byte) (*x509.CertPool, error) {
 		return nil, errors.New("client CA bundle holds no PEM certificate")
 	}
 	return pool, nil
+}
+
+// writeFileAtomic writes data to path with mode: into a new file beside it, synced, then renamed over path,
+// so that path always holds either the old content or all of the new, never a part or a wider mode.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) (retErr error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(mode); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

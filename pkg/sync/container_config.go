@@ -34,6 +34,10 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	secCtx, err := containerSecurityContext(pod, c, filepath.Join(k.cfg.RootDir, "seccomp"))
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(k.podLogDir(pod), c.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory: %w", err)
 	}
@@ -53,7 +57,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       k.containerResources(pod, c),
-			SecurityContext: containerSecurityContext(pod, c),
+			SecurityContext: secCtx,
 		},
 	}, nil
 }

@@ -1,6 +1,10 @@
 package podsync
 
 import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -95,7 +99,9 @@ func (k *Kubelet) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.L
 }
 
 // containerSecurityContext builds the CRI security context: the container's settings over the pod's.
-func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+// Localhost seccomp profiles are files under seccompRoot (<root dir>/seccomp), as upstream resolves them; a
+// profile path that would leave it is an error.
+func containerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.RunAsUser != nil {
@@ -109,7 +115,11 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxCon
 			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
 		}
 		if psc.SeccompProfile != nil {
-			sc.Seccomp = securityProfile(psc.SeccompProfile)
+			p, err := securityProfile(psc.SeccompProfile, seccompRoot)
+			if err != nil {
+				return nil, fmt.Errorf("%w: pod securityContext.seccompProfile: %v", errConfigRef, err)
+			}
+			sc.Seccomp = p
 		}
 	}
 	csc := c.SecurityContext
@@ -133,7 +143,11 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxCon
 			}
 		}
 		if csc.SeccompProfile != nil {
-			sc.Seccomp = securityProfile(csc.SeccompProfile)
+			p, err := securityProfile(csc.SeccompProfile, seccompRoot)
+			if err != nil {
+				return nil, fmt.Errorf("%w: container %q securityContext.seccompProfile: %v", errConfigRef, c.Name, err)
+			}
+			sc.Seccomp = p
 		}
 	}
 	unmasked := csc != nil && csc.ProcMount != nil && *csc.ProcMount == v1.UnmaskedProcMount
@@ -141,17 +155,27 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxCon
 		sc.MaskedPaths = defaultMaskedPaths
 		sc.ReadonlyPaths = defaultReadonlyPaths
 	}
-	return sc
+	return sc, nil
 }
 
-func securityProfile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
+// securityProfile maps a seccomp profile to CRI's. A Localhost profile names a file relative to root, as
+// upstream's API validation and kubelet have it: an absolute path or one that climbs out with ".." is
+// refused, never passed to the runtime to read.
+func securityProfile(p *v1.SeccompProfile, root string) (*runtimeapi.SecurityProfile, error) {
 	switch p.Type {
 	case v1.SeccompProfileTypeRuntimeDefault:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
 	case v1.SeccompProfileTypeLocalhost:
-		if p.LocalhostProfile != nil {
-			return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile}
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			return nil, errors.New("localhostProfile must be set for type Localhost")
 		}
+		rel := *p.LocalhostProfile
+		if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("localhostProfile %q must be a path relative to %s that stays inside it", rel, root)
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: filepath.Join(root, rel)}, nil
+	case v1.SeccompProfileTypeUnconfined, "":
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
 	}
-	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	return nil, fmt.Errorf("unknown seccomp profile type %q", p.Type)
 }

@@ -106,29 +106,57 @@ func (s *Server) Serve(ctx context.Context, socketPath string) error {
 
 func (s *Server) stopEvents() { s.quitOnce.Do(func() { close(s.quit) }) }
 
-// listenUnix listens on path after removing a stale socket there, and restricts the socket to its owner.
+// listenUnix listens on path after removing a stale socket there. The socket is only ever reachable at path
+// as its owner's alone (0600, root's): it is bound in a private directory, restricted there, and then
+// renamed into place, so there is no moment where it has the mode the process's umask would give it.
 func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
 	}
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	private, err := os.MkdirTemp(dir, ".socket-") // mode 0700
+	if err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	defer os.RemoveAll(private)
+	bound := filepath.Join(private, "sock")
+	ln, err := net.Listen("unix", bound)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	fail := func(err error) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("restrict %s: %w", path, err)
 	}
+	if err := os.Chmod(bound, 0o600); err != nil {
+		return fail(err)
+	}
 	if os.Geteuid() == 0 {
-		if err := os.Chown(path, 0, 0); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("restrict %s: %w", path, err)
+		if err := os.Chown(bound, 0, 0); err != nil {
+			return fail(err)
 		}
 	}
-	return ln, nil
+	if err := os.Rename(bound, path); err != nil {
+		return fail(err)
+	}
+	return &unlinkOnClose{Listener: ln, path: path}, nil
+}
+
+// unlinkOnClose removes the socket's path when the listener closes.
+type unlinkOnClose struct {
+	net.Listener
+	path string
+	once sync.Once
+}
+
+func (l *unlinkOnClose) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(func() { _ = os.Remove(l.path) })
+	return err
 }
 
 // removeStaleSocket removes a socket nobody answers on; it refuses to touch anything else.

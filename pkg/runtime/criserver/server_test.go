@@ -378,6 +378,40 @@ func TestSocketMode(t *testing.T) {
 	}
 }
 
+// The socket never shows at its path with a wider mode than 0600, not even for a moment after it is bound
+// (the process's umask would give it 0755 there).
+func TestSocketNeverWiderThanOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cri.sock")
+	stop := make(chan struct{})
+	wide := make(chan os.FileMode, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				close(wide)
+				return
+			default:
+			}
+			if fi, err := os.Lstat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+				wide <- fi.Mode()
+				close(wide)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		ln, err := listenUnix(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+	}
+	close(stop)
+	if m, ok := <-wide; ok {
+		t.Fatalf("the socket showed with mode %v", m)
+	}
+}
+
 func TestSocketPath(t *testing.T) {
 	staleSocket := func(t *testing.T, path string) {
 		ln, err := net.Listen("unix", path)
