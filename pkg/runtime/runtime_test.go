@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,11 +70,23 @@ func TestStreamWriterCRIFormat(t *testing.T) {
 	var file, attached bytes.Buffer
 	l := &logFile{w: nopCloser{&file}, clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))}
 	w := &streamWriter{log: l, stream: "stdout", fanout: &fanout{}}
-	defer w.fanout.add(&attached)()
+	var mu sync.Mutex
+	_, remove := w.fanout.add(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return attached.Write(p)
+	}))
+	defer remove()
 
 	_, _ = w.Write([]byte("one\ntw"))
 	_, _ = w.Write([]byte("o\n" + strings.Repeat("x", maxLogLine+5)))
 	_ = w.Close()
+	attachedLen := func() int { mu.Lock(); defer mu.Unlock(); return attached.Len() }
+	for deadline := time.Now().Add(5 * time.Second); attachedLen() < 8+maxLogLine+5 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
 
 	want := []string{
 		"2026-01-02T03:04:05.000000006Z stdout F one",
@@ -239,5 +253,57 @@ func TestExitUnrecorded(t *testing.T) {
 		if got := exitUnrecorded(tc.labels); got != tc.want {
 			t.Errorf("%s: exitUnrecorded = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// An attach session that stops reading never holds up the container's output: it is dropped once it falls
+// too far behind, while a session that keeps up gets everything.
+func TestStalledAttachIsDropped(t *testing.T) {
+	var file bytes.Buffer
+	l := &logFile{w: nopCloser{&file}, clock: clocktesting.NewFakePassiveClock(time.Now())}
+	w := &streamWriter{log: l, stream: "stdout", fanout: &fanout{}}
+	stall := make(chan struct{})
+	defer close(stall)
+	stalledDropped, removeStalled := w.fanout.add(writerFunc(func(p []byte) (int, error) { <-stall; return len(p), nil }))
+	defer removeStalled()
+	var got atomic.Int64
+	keptDropped, removeKept := w.fanout.add(writerFunc(func(p []byte) (int, error) { got.Add(int64(len(p))); return len(p), nil }))
+	defer removeKept()
+
+	line := []byte(strings.Repeat("y", 4095) + "\n")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 1024; i++ { // 4 MiB of output
+			_, _ = w.Write(line)
+			if i%64 == 0 {
+				time.Sleep(time.Millisecond) // a container writes at a pace the other session keeps up with
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the container's output stalled behind an attach session that does not read")
+	}
+	select {
+	case <-stalledDropped:
+	default:
+		t.Fatal("the stalled session was not dropped")
+	}
+	select {
+	case <-keptDropped:
+		t.Fatal("the session that keeps up was dropped")
+	default:
+	}
+	for deadline := time.Now().Add(5 * time.Second); got.Load() < 4<<20 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got.Load() != 4<<20 {
+		t.Fatalf("the session that keeps up got %d of %d bytes", got.Load(), 4<<20)
 	}
 }

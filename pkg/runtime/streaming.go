@@ -54,11 +54,17 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	if c == nil {
 		return fmt.Errorf("attach to %q: container is not running: %w", containerID, errdefs.ErrFailedPrecondition)
 	}
+	// A session that cannot keep up with the container's output is dropped, and the attach ends.
+	var outDropped, errDropped <-chan struct{}
 	if out != nil {
-		defer c.stdout.fanout.add(out)()
+		d, remove := c.stdout.fanout.add(out)
+		defer remove()
+		outDropped = d
 	}
 	if errw != nil && !c.tty {
-		defer c.stderr.fanout.add(errw)()
+		d, remove := c.stderr.fanout.add(errw)
+		defer remove()
+		errDropped = d
 	}
 	if resize != nil {
 		if cont, err := s.r.client.LoadContainer(ctx, rec.ID); err == nil {
@@ -96,6 +102,10 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	select {
 	case <-waitCh:
 	case <-ctx.Done():
+	case <-outDropped:
+		return fmt.Errorf("attach to %q: the client fell too far behind the container's output", containerID)
+	case <-errDropped:
+		return fmt.Errorf("attach to %q: the client fell too far behind the container's output", containerID)
 	case <-stdinDone:
 		if c.stdinOnce {
 			<-waitCh
