@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"strconv"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // startEnv is what starting the containers of one sync shares.
@@ -30,7 +30,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
-	mounts, messagePath, err := k.makeMounts(ctx, pod, c, restartCount, env.volumes)
+	mounts, messagePath, err := k.makeMounts(ctx, pod, c, restartCount, env.volumes, envs)
 	if err != nil {
 		return nil, err
 	}
@@ -63,26 +63,26 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 }
 
 // makeMounts maps the container's volume mounts to host paths, and adds the termination message file. It
-// returns the host path of that file ("" when none).
-func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int32, volumes map[string]string) ([]*runtimeapi.Mount, string, error) {
+// returns the host path of that file ("" when none). A subPath (or subPathExpr, expanded with the
+// container's env) is bound race-free onto a path of the kubelet's own, which the runtime mounts instead.
+func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int32, volumes map[string]string, envs []*runtimeapi.KeyValue) ([]*runtimeapi.Mount, string, error) {
 	var mounts []*runtimeapi.Mount
-	for _, m := range c.VolumeMounts {
+	for i, m := range c.VolumeMounts {
 		host, ok := volumes[m.Name]
 		if !ok {
 			klog.FromContext(ctx).V(2).Info("Volume not available, mount skipped", "pod", klog.KObj(pod), "container", c.Name, "volume", m.Name)
 			continue
 		}
-		if m.SubPath != "" {
-			p, err := securejoin.SecureJoin(host, m.SubPath)
-			if err != nil {
-				return nil, "", fmt.Errorf("%w: subPath %q of volume %q: %v", errConfigRef, m.SubPath, m.Name, err)
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = expandAll([]string{m.SubPathExpr}, envs)[0]
+		}
+		if sub != "" {
+			target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", m.Name, c.Name, strconv.Itoa(i))
+			if err := volume.BindSubPath(host, sub, target); err != nil {
+				return nil, "", fmt.Errorf("%w: subPath %q of volume %q: %v", errConfigRef, sub, m.Name, err)
 			}
-			if _, err := os.Stat(p); os.IsNotExist(err) {
-				if err := os.MkdirAll(p, 0o750); err != nil {
-					return nil, "", fmt.Errorf("create subPath %q: %w", m.SubPath, err)
-				}
-			}
-			host = p
+			host = target
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly, Propagation: propagation(m.MountPropagation),

@@ -1,7 +1,6 @@
 package podsync
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // housekeeping removes what no pod owns any more: finished workers, orphaned runtime pods, pod cgroups,
@@ -96,6 +96,10 @@ func (k *Kubelet) cleanupPodDirs(ctx context.Context, owned func(types.UID) bool
 		if !e.IsDir() || owned(uid) {
 			continue
 		}
+		if err := volume.CleanSubPaths(filepath.Join(k.podDir(uid), "volume-subpaths")); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to unmount the subPaths of an orphaned pod", "podUID", uid)
+			continue
+		}
 		k.removeDir(ctx, k.podDir(uid))
 	}
 }
@@ -117,39 +121,13 @@ func (k *Kubelet) cleanupLogDirs(ctx context.Context, owned func(types.UID) bool
 // removeDir removes a directory tree, unless something is mounted inside it (a volume still set up): the
 // removal must never reach into a mount.
 func (k *Kubelet) removeDir(ctx context.Context, dir string) {
-	if mounted(dir) {
+	if volume.HasMounts(dir) {
 		klog.FromContext(ctx).Info("Not removing directory with mounts inside", "path", dir)
 		return
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		klog.FromContext(ctx).Error(err, "Failed to remove orphaned directory", "path", dir)
 	}
-}
-
-// mounted reports whether anything is mounted at or below dir (read from /proc/self/mountinfo).
-func mounted(dir string) bool {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	prefix := filepath.Clean(dir)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountPath(fields[4])
-		if mp == prefix || strings.HasPrefix(mp, prefix+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-func unescapeMountPath(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
 // cleanupMirrors deletes mirror pods whose static pod is gone.

@@ -16,6 +16,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 var _ podSyncer = (*Kubelet)(nil)
@@ -141,6 +142,9 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *ple
 		}
 		return fmt.Errorf("%d containers and %d sandboxes were still running", len(running), len(sandboxes))
 	}
+	if err := volume.CleanSubPaths(filepath.Join(k.podDir(pod.UID), "volume-subpaths")); err != nil {
+		return fmt.Errorf("unmount subPaths: %w", err)
+	}
 	if err := k.volumes.UnmountPod(ctx, pod.UID); err != nil {
 		return fmt.Errorf("unmount volumes: %w", err)
 	}
@@ -187,7 +191,7 @@ func (k *Kubelet) removePodContent(ctx context.Context, pod *v1.Pod, state *pleg
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if mounted(k.podDir(pod.UID)) {
+	if volume.HasMounts(k.podDir(pod.UID)) {
 		return fmt.Errorf("pod directory %s still has mounts", k.podDir(pod.UID))
 	}
 	if err := os.RemoveAll(k.podDir(pod.UID)); err != nil {
