@@ -10,21 +10,24 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // apiSource watches the pods bound to the node. The informer's reflector resumes a broken watch from the
 // last resourceVersion it saw (relisting only when that is too old), and Sources drops the repeats a relist
-// produces, so a disconnect neither loses nor repeats work.
+// produces, so a disconnect neither loses nor repeats work. An API server that cannot be reached is tried
+// again every second (retryUnreachable).
 type apiSource struct {
 	client   kubeclient.Interface
 	nodeName string
 	out      *Sources
+	clock    clock.Clock
 }
 
-func newAPISource(client kubeclient.Interface, nodeName string, out *Sources) *apiSource {
-	return &apiSource{client: client, nodeName: nodeName, out: out}
+func newAPISource(client kubeclient.Interface, nodeName string, out *Sources, clk clock.Clock) *apiSource {
+	return &apiSource{client: client, nodeName: nodeName, out: out, clock: clk}
 }
 
 func (a *apiSource) run(ctx context.Context) {
@@ -32,11 +35,15 @@ func (a *apiSource) run(ctx context.Context) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
-			return a.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			return retryUnreachable(ctx, a.clock, func(ctx context.Context) (runtime.Object, error) {
+				return a.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			})
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
-			return a.client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+			return retryUnreachable(ctx, a.clock, func(ctx context.Context) (watch.Interface, error) {
+				return a.client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+			})
 		},
 	}
 	informer := cache.NewSharedIndexInformer(listThenWatch{lw}, &v1.Pod{}, 0, cache.Indexers{})

@@ -92,7 +92,7 @@ func (s *Sources) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			newAPISource(s.opts.Client, s.opts.NodeName, s).run(ctx)
+			newAPISource(s.opts.Client, s.opts.NodeName, s, s.opts.Clock).run(ctx)
 		}()
 	}
 	if s.opts.ManifestDir != "" {

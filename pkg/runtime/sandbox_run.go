@@ -19,6 +19,7 @@ import (
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/cni"
 )
 
@@ -234,6 +235,7 @@ func (r *Runtime) setupNetwork(ctx context.Context, id string, meta *sandboxMeta
 	pod := cniPod(meta)
 	return inBackground(func() networkResult {
 		ips, err := r.cfg.Network.Setup(ctx, id, meta.NetnsPath, pod)
+		failpoint.Hit(failpoint.AfterCNIAdd)
 		res := networkResult{err: err}
 		for _, ip := range ips {
 			res.ips = append(res.ips, ip.String())

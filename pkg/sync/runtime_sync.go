@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
@@ -86,6 +87,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 			r.fail(fmt.Errorf("create sandbox: %w", err))
 			return r
 		}
+		failpoint.Hit(failpoint.AfterSandbox)
 		env.sandboxID = id
 		resp, err := k.runtime.PodSandboxStatus(ctx, id, false)
 		if err != nil {
@@ -196,6 +198,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.fail(fmt.Errorf("create container %q: %w", c.Name, err))
 		return wait(status.ReasonCreateContainerError, err.Error())
 	}
+	failpoint.Hit(failpoint.AfterContainerCreate)
 	r.changed = true
 	k.recorder.Eventf(ref, v1.EventTypeNormal, eventCreated, "Created container: %s", c.Name)
 	if err := k.runtime.StartContainer(ctx, id); err != nil {

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/status"
@@ -71,6 +72,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedCreatePodCgroups, "unable to ensure pod container exists: %v", err)
 		return syncOutcome{}, fmt.Errorf("ensure pod cgroup: %w", err)
 	}
+	failpoint.Hit(failpoint.AfterPodCgroup)
 	volumes, err := k.volumes.MountPod(ctx, pod)
 	if err != nil {
 		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedMountVolume, "Unable to attach or mount volumes: %v", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -62,7 +63,8 @@ type node struct {
 	done   chan error
 	client kubernetes.Interface
 	log    *os.File
-	cp     *controlPlane // the real control plane it joins; nil for the standalone API server
+	cp     *controlPlane  // the real control plane it joins; nil for the standalone API server
+	ext    *apiserverProc // the lightweight API server it joins, run on its own; nil for the standalone one
 }
 
 // startNode starts a standalone kubelet whose state lives in a fresh directory, and waits until its API
@@ -100,22 +102,8 @@ func startNode(t *testing.T, extraArgs ...string) *node {
 func (n *node) start() {
 	t := n.t
 	t.Helper()
-	_ = os.Remove(filepath.Join(n.dir, "admin.kubeconfig"))
-	log, err := os.OpenFile(filepath.Join(n.dir, "kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.log = log
-	n.cmd = exec.Command(kubeletBinary(t), n.args...)
-	n.cmd.Stdout, n.cmd.Stderr = log, log
-	exited, err := startChild(n.cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	n.done = done
-	go func() { done <- <-exited }()
-	if n.cp != nil {
+	n.launch()
+	if n.cp != nil || n.ext != nil {
 		n.waitRegistered()
 		return
 	}
@@ -139,6 +127,71 @@ func (n *node) start() {
 		_, err := n.client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
 		return err
 	})
+}
+
+// launch starts the kubelet process with env added to its environment, and returns at once.
+func (n *node) launch(env ...string) {
+	t := n.t
+	t.Helper()
+	_ = os.Remove(filepath.Join(n.dir, "admin.kubeconfig"))
+	log, err := os.OpenFile(filepath.Join(n.dir, "kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.log = log
+	n.cmd = exec.Command(kubeletBinary(t), n.args...)
+	n.cmd.Stdout, n.cmd.Stderr = log, log
+	n.cmd.Env = append(os.Environ(), env...)
+	exited, err := startChild(n.cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	n.done = done
+	go func() { done <- <-exited }()
+}
+
+// startNodeJoining starts a kubelet that joins api, the lightweight API server run on its own, as a node of
+// a cluster does (--kubeconfig of its node identity), and waits until it has registered its Node.
+func startNodeJoining(t *testing.T, api *apiserverProc, nodeKubeconfig string, extraArgs ...string) *node {
+	t.Helper()
+	dir := t.TempDir()
+	n := &node{t: t, name: "e2e-node", dir: dir, ext: api, client: api.client}
+	n.args = append([]string{
+		"--hostname-override", n.name,
+		"--kubeconfig", nodeKubeconfig,
+		"--root-dir", filepath.Join(dir, "root"),
+		"--cri-socket", filepath.Join(dir, "cri.sock"),
+		"--port", strconv.Itoa(freePort(t)),
+		"--healthz-port", strconv.Itoa(freePort(t)),
+		"-v", "2",
+	}, extraArgs...)
+	n.start()
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+// kill sends SIGKILL and waits for the kubelet to exit; its containers keep running.
+func (n *node) kill() {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return
+	}
+	_ = n.cmd.Process.Kill()
+	<-n.done
+	n.cmd = nil
+	_ = n.log.Close()
+}
+
+// exited waits up to timeout for the kubelet to exit on its own, and reports whether it did.
+func (n *node) exited(timeout time.Duration) bool {
+	select {
+	case <-n.done:
+		n.cmd = nil
+		_ = n.log.Close()
+		return true
+	case <-time.After(timeout):
+		return false
+	}
 }
 
 // stop sends SIGTERM and waits for the kubelet to exit; its containers keep running.

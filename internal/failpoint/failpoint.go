@@ -1,0 +1,52 @@
+// Package failpoint lets the fault suite kill the process at named points of its work, to check what a
+// crash there leaves behind and what the next start does with it.
+//
+// The environment variable NODEAGENT_FAILPOINTS lists point names, comma-separated. A process that reaches a
+// listed point kills itself with SIGKILL, as an OOM kill or a power cut would end it: no deferred cleanup
+// runs. Unset (always, outside the fault suite), a point costs one boolean check.
+package failpoint
+
+import (
+	"os"
+	"strings"
+	"syscall"
+)
+
+// EnvVar names the points the process dies at.
+const EnvVar = "NODEAGENT_FAILPOINTS"
+
+// Points of the pod start the fault suite kills the kubelet at.
+const (
+	AfterPodCgroup       = "after-pod-cgroup"       // the pod cgroup exists, nothing of the sandbox yet
+	AfterCNIAdd          = "after-cni-add"          // the pod network is set up, the pause container maybe not
+	AfterSandbox         = "after-sandbox"          // RunPodSandbox returned, no container created yet
+	AfterContainerCreate = "after-container-create" // a container is created, not started
+)
+
+var (
+	enabled bool
+	points  map[string]bool
+)
+
+func init() {
+	v := os.Getenv(EnvVar)
+	if v == "" {
+		return
+	}
+	points = map[string]bool{}
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			points[p] = true
+		}
+	}
+	enabled = len(points) > 0
+}
+
+// Hit kills the process with SIGKILL when name is listed in NODEAGENT_FAILPOINTS.
+func Hit(name string) {
+	if !enabled || !points[name] {
+		return
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal is on its way
+}

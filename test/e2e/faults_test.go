@@ -1,0 +1,173 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
+)
+
+// faultAPIDownFor is how long the API server stays away while the kubelet restarts.
+var faultAPIDownFor = envDuration("E2E_FAULT_API_DOWN", 2*time.Minute)
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+// runtimeView is what the node's runtime runs, read through its CRI socket: the running containers of each
+// pod (by pod name) and the ready sandboxes.
+type runtimeView struct {
+	containers map[string][]string // pod name -> IDs of its running containers
+	sandboxes  map[string][]string // pod name -> IDs of its ready sandboxes
+}
+
+func (n *node) runtimeView(t *testing.T) runtimeView {
+	t.Helper()
+	rt, _, err := remote.Connect(filepath.Join(n.dir, "cri.sock"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v := runtimeView{containers: map[string][]string{}, sandboxes: map[string][]string{}}
+	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sbs {
+		v.sandboxes[sb.Metadata.Name] = append(v.sandboxes[sb.Metadata.Name], sb.Id)
+	}
+	ctrs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ctrs {
+		name := c.Labels["io.kubernetes.pod.name"]
+		v.containers[name] = append(v.containers[name], c.Id)
+	}
+	for _, m := range []map[string][]string{v.containers, v.sandboxes} {
+		for k := range m {
+			sort.Strings(m[k])
+		}
+	}
+	return v
+}
+
+// podStates reads the named pods' phase, IP and container IDs and restart counts from the API.
+func (n *node) podStates(t *testing.T, names []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range names {
+		p, err := n.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			out[name] = "error: " + err.Error()
+			continue
+		}
+		s := fmt.Sprintf("%s ip=%s", p.Status.Phase, p.Status.PodIP)
+		for _, cs := range p.Status.ContainerStatuses {
+			s += fmt.Sprintf(" %s=%s restarts=%d ready=%v", cs.Name, cs.ContainerID, cs.RestartCount, cs.Ready)
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// A kubelet restarted while its API server is down keeps every pod running, with its cgroup, network and
+// IP, for as long as the API stays away; once it returns, the node converges within seconds: the pod deleted
+// meanwhile is stopped, the others are adopted with the same containers and restart counts.
+func TestFaultKubeletRestartWhileAPIServerDown(t *testing.T) {
+	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
+	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC)
+	eventually(t, 30*time.Second, "the node kubeconfig", func() error { _, err := os.Stat(nodeKC); return err })
+	n := startNodeJoining(t, api, nodeKC)
+
+	const pods = 10
+	var names []string
+	for i := 0; i < pods; i++ {
+		p := busyboxPod(podName("steady", i), "sleep", "3600")
+		p.Spec.NodeName = n.name
+		n.createPod(p)
+		names = append(names, p.Name)
+	}
+	for _, name := range names {
+		n.waitPod(name, 90*time.Second, "pod ready", ready)
+	}
+	before := n.podStates(t, names)
+	view := n.runtimeView(t)
+	deleted := names[pods-1]
+
+	// The kubelet stops; meanwhile one pod is deleted for good; then the API server goes away and the
+	// kubelet starts again without it.
+	n.stop()
+	if err := n.client.CoreV1().Pods("default").Delete(context.Background(), deleted, metav1.DeleteOptions{GracePeriodSeconds: ptrInt64(0)}); err != nil {
+		t.Fatal(err)
+	}
+	api.kill()
+	n.launch()
+	start := time.Now()
+	checks := 0
+	for time.Since(start) < faultAPIDownFor {
+		time.Sleep(5 * time.Second)
+		if n.exited(0) {
+			t.Fatalf("the kubelet exited while the API server was away; log:\n%s", n.logTail())
+		}
+		now := n.runtimeView(t)
+		for name, ids := range view.containers {
+			if strings.Join(now.containers[name], ",") != strings.Join(ids, ",") {
+				t.Fatalf("after %v without the API server, pod %s runs containers %v, want %v (killed or restarted)",
+					time.Since(start).Round(time.Second), name, now.containers[name], ids)
+			}
+		}
+		for name, ids := range view.sandboxes {
+			if strings.Join(now.sandboxes[name], ",") != strings.Join(ids, ",") {
+				t.Fatalf("after %v without the API server, pod %s has sandboxes %v, want %v",
+					time.Since(start).Round(time.Second), name, now.sandboxes[name], ids)
+			}
+		}
+		checks++
+	}
+	t.Logf("census after %v without the API server (%d checks): %d pods, %d containers running, 0 killed or restarted",
+		faultAPIDownFor, checks, len(view.sandboxes), len(view.containers))
+
+	// The API server returns: the deleted pod stops within 10 s; the others keep their containers.
+	api.start()
+	returned := time.Now()
+	eventually(t, 10*time.Second, "the pod deleted meanwhile stopped", func() error {
+		if now := n.runtimeView(t); len(now.containers[deleted])+len(now.sandboxes[deleted]) > 0 {
+			return fmt.Errorf("pod %s still runs %v", deleted, now.containers[deleted])
+		}
+		return nil
+	})
+	t.Logf("the deleted pod stopped %v after the API server returned", time.Since(returned).Round(100*time.Millisecond))
+	now := n.runtimeView(t)
+	for _, name := range names[:pods-1] {
+		if strings.Join(now.containers[name], ",") != strings.Join(view.containers[name], ",") {
+			t.Errorf("pod %s runs %v after the API returned, want %v", name, now.containers[name], view.containers[name])
+		}
+	}
+	eventually(t, 10*time.Second, "the API shows every pod as before", func() error {
+		after := n.podStates(t, names[:pods-1])
+		for _, name := range names[:pods-1] {
+			if after[name] != before[name] {
+				return fmt.Errorf("pod %s: %s, was %s", name, after[name], before[name])
+			}
+		}
+		return nil
+	})
+}
