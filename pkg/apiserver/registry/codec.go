@@ -3,12 +3,14 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeagent/kubelet/pkg/apiserver/limits"
 	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
 )
 
@@ -36,6 +38,9 @@ func (c Codec) Decode(key string, raw []byte) (runtime.Object, error) {
 		return nil, err
 	}
 	obj := r.New()
+	if err := limits.CheckJSONBody(reflect.TypeOf(obj), raw); err != nil {
+		return nil, err
+	}
 	if err := json.Unmarshal(raw, obj); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package rest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeagent/kubelet/pkg/apiserver/limits"
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
 )
 
@@ -100,6 +102,9 @@ func (q *req) parseApply(data []byte) (*applyRequest, error) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid force %q", f))
 	}
 	if err := yaml.Unmarshal(data, &a.obj.Object); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if err := limits.CheckJSON(reflect.TypeOf(q.res.New()), a.obj.Object, nil); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
 	if v := params.Get("fieldValidation"); v == "" || v == metav1.FieldValidationStrict {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -17,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 
+	"github.com/nodeagent/kubelet/pkg/apiserver/limits"
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
 )
 
@@ -192,6 +195,10 @@ func decodeWith(info runtime.SerializerInfo, validation string, gvk schema.Group
 	default:
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Strict, Warn, Ignore, not %q", validation))
 	}
+	if err := checkQuantities(info.MediaType, into, data); err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v",
+			gvk.Kind, gvk.GroupVersion().String(), gvk.Kind, err))
+	}
 	obj, _, err := dec.Decode(data, &gvk, into)
 	var warnings []string
 	if err != nil {
@@ -219,6 +226,29 @@ func decodeWith(info runtime.SerializerInfo, validation string, gvk schema.Group
 			gvk.Kind, got.String()))
 	}
 	return obj, warnings, nil
+}
+
+// checkQuantities refuses a body of the given media type, to be decoded into
+// into, that holds a quantity whose parse or arithmetic would be unbounded
+// (see package limits), before the decoder parses it.
+func checkQuantities(mediaType string, into runtime.Object, data []byte) error {
+	t := reflect.TypeOf(into)
+	switch mediaType {
+	case mediaJSON:
+		return limits.CheckJSONBody(t, data)
+	case mediaYAML:
+		if !limits.HasQuantity(t) || !limits.MayHoldBadQuantity(data) {
+			return nil
+		}
+		js, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil // the decoder refuses it
+		}
+		return limits.CheckJSONBody(t, js)
+	case mediaProtobuf:
+		return limits.CheckProto(t, data)
+	}
+	return nil
 }
 
 func addWarnings(w http.ResponseWriter, warnings []string) {

@@ -1,12 +1,9 @@
 package rest
 
 import (
-	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
@@ -208,57 +204,4 @@ func finalized(acc metav1.Object) bool {
 	}
 	g := acc.GetDeletionGracePeriodSeconds()
 	return g == nil || *g == 0
-}
-
-func parsePatchType(ct string) (types.PatchType, error) {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return "", unsupportedMediaType(ct)
-	}
-	switch pt := types.PatchType(mt); pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
-		return pt, nil
-	}
-	return "", unsupportedMediaType(ct)
-}
-
-// applyPatch applies a patch to the served form of cur and returns the stored
-// form of the result.
-func (q *req) applyPatch(cur runtime.Object, pt types.PatchType, patch []byte) (runtime.Object, []string, error) {
-	served, err := q.served(cur)
-	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
-	}
-	served.GetObjectKind().SetGroupVersionKind(q.res.GVK())
-	original, err := json.Marshal(served)
-	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
-	}
-	var patched []byte
-	switch pt {
-	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(patch)
-		if err != nil {
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
-		}
-		if patched, err = p.Apply(original); err != nil {
-			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", q.res.GroupResource(),
-				q.info.Name, fmt.Sprintf("the JSON patch could not be applied: %v", err), 0, false)
-		}
-	case types.MergePatchType:
-		if patched, err = jsonpatch.MergePatch(original, patch); err != nil {
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid merge patch: %v", err))
-		}
-	case types.StrategicMergePatchType:
-		if patched, err = strategicpatch.StrategicMergePatch(original, patch, q.res.New()); err != nil {
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
-		}
-	}
-	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaJSON)
-	obj, warnings, err := decodeWith(info, q.r.URL.Query().Get("fieldValidation"), q.res.GVK(), q.res.New(), patched)
-	if err != nil {
-		return nil, nil, err
-	}
-	stored, err := q.toStorage(obj)
-	return stored, warnings, err
 }
