@@ -207,14 +207,17 @@ func (k *Kubelet) removePodContent(ctx context.Context, pod *v1.Pod, state *pleg
 	return nil
 }
 
-// runningContainers returns the containers of state that may still run (running, created or unknown).
+// runningContainers returns the containers of state that may be running (running or unknown). A created
+// container that was never started (a kubelet killed between create and start leaves one) runs nothing:
+// the kubelet never starts it (a sync creates a new instance instead, as upstream does), stopping it is a
+// no-op in CRI, and it goes with its sandbox's removal.
 func runningContainers(state *pleg.PodState) []*runtimeapi.ContainerStatus {
 	if state == nil {
 		return nil
 	}
 	var out []*runtimeapi.ContainerStatus
 	for _, c := range state.Containers {
-		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING || c.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 			out = append(out, c)
 		}
 	}

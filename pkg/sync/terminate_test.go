@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 )
 
@@ -114,5 +115,51 @@ func TestGracePeriodOf(t *testing.T) {
 	}
 	if g := gracePeriodOf(pod, i(1), nil); g != 1 {
 		t.Errorf("override %d", g)
+	}
+}
+
+// criStopRuntime stops containers as CRI runtimes do: a container that was created and never started is
+// left as it is.
+type criStopRuntime struct{ *critest.FakeRuntimeService }
+
+func (r criStopRuntime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	r.Lock()
+	c, ok := r.Containers[id]
+	created := ok && c.State == runtimeapi.ContainerState_CONTAINER_CREATED
+	r.Unlock()
+	if created {
+		return nil
+	}
+	return r.FakeRuntimeService.StopContainer(ctx, id, timeout)
+}
+
+// A container created and never started (a kubelet killed between create and start leaves one) does not
+// keep its pod from terminating: it runs nothing, and it goes with the sandbox.
+func TestTerminationWithNeverStartedContainer(t *testing.T) {
+	h := newHarness(t)
+	h.k.runtime = criStopRuntime{h.rt}
+	pod := newPod("u1", "web", "app")
+	if _, err := h.sync(pod); err != nil {
+		t.Fatal(err)
+	}
+	st := h.state(pod.UID)
+	running := st.Containers[0]
+	h.rt.Lock()
+	labels := h.rt.Containers[running.Id].Labels
+	h.rt.Unlock()
+	sb := st.Sandboxes[0]
+	_, err := h.rt.CreateContainer(h.ctx, sb.Id, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: 1}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.35"},
+		Labels: labels,
+	}, &runtimeapi.PodSandboxConfig{Metadata: sb.Metadata})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grace := int64(2)
+	if err := h.k.syncTerminatingPod(h.ctx, pod, h.state(pod.UID), &grace); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.k.syncTerminatedPod(h.ctx, pod, h.state(pod.UID), true); err != nil {
+		t.Fatalf("terminated sync with a never-started container: %v", err)
 	}
 }

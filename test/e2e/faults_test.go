@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
@@ -170,4 +171,54 @@ func TestFaultKubeletRestartWhileAPIServerDown(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A kubelet killed (SIGKILL) at each step of a pod start, then started again, runs the pod once: one
+// sandbox, one running container, as many IPs and cgroups as one pod has; and once the pod is deleted,
+// nothing of it is left.
+func TestFaultKubeletKilledDuringPodStart(t *testing.T) {
+	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
+	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC)
+	eventually(t, 30*time.Second, "the node kubeconfig", func() error { _, err := os.Stat(nodeKC); return err })
+	n := startNodeJoining(t, api, nodeKC)
+	root := filepath.Join(n.dir, "root")
+	eventually(t, 30*time.Second, "the node ready", func() error {
+		node, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return nodeReady(node)
+	})
+	before := takeCensus(t, root)
+	for _, step := range []string{failpoint.AfterPodCgroup, failpoint.AfterCNIAdd, failpoint.AfterSandbox, failpoint.AfterContainerCreate} {
+		t.Run(step, func(t *testing.T) {
+			n.stop()
+			n.launch(failpoint.EnvVar + "=" + step)
+			name := "killed-" + step
+			p := busyboxPod(name, "sleep", "3600")
+			p.Spec.NodeName = n.name
+			n.createPod(p)
+			if !n.exited(60 * time.Second) {
+				t.Fatalf("the kubelet did not die at %s; log:\n%s", step, n.logTail())
+			}
+			n.start()
+			n.waitPod(name, 90*time.Second, "pod ready after the restart", ready)
+			view := n.runtimeView(t)
+			if len(view.sandboxes[name]) != 1 || len(view.containers[name]) != 1 {
+				t.Errorf("after a kill at %s the pod runs %d sandboxes and %d containers, want 1 and 1",
+					step, len(view.sandboxes[name]), len(view.containers[name]))
+			}
+			if err := n.client.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var left census
+			eventually(t, 60*time.Second, "nothing of the pod left", func() error {
+				if left = takeCensus(t, root).leftSince(before); !left.empty() {
+					return fmt.Errorf("left: %v", left)
+				}
+				return nil
+			})
+			t.Logf("census after a kill at %s and the pod's deletion: %v", step, left)
+		})
+	}
 }
