@@ -6,9 +6,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,5 +223,140 @@ func TestFaultKubeletKilledDuringPodStart(t *testing.T) {
 			})
 			t.Logf("census after a kill at %s and the pod's deletion: %v", step, left)
 		})
+	}
+}
+
+// faultChurnCycles is how many cycles of 30 pods TestFaultPodChurnLeavesNothing runs (300 pods by default;
+// `make soak` runs more).
+var faultChurnCycles = envInt("E2E_FAULT_CHURN_CYCLES", 10)
+
+func envInt(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}
+
+// Pods created and deleted in cycles of 30 leave nothing behind: no cgroup, network namespace, veth, IP
+// reservation, mount, pod directory, containerd container, snapshot or task.
+func TestFaultPodChurnLeavesNothing(t *testing.T) {
+	n := startNode(t)
+	root := filepath.Join(n.dir, "root")
+	before := takeCensus(t, root)
+	const perCycle = 30
+	start := time.Now()
+	for cycle := 0; cycle < faultChurnCycles; cycle++ {
+		var names []string
+		for i := 0; i < perCycle; i++ {
+			name := fmt.Sprintf("churn-%d-%d", cycle, i)
+			n.createPod(busyboxPod(name, "sleep", "3600"))
+			names = append(names, name)
+		}
+		for _, name := range names {
+			n.waitPod(name, 120*time.Second, "pod ready", ready)
+		}
+		if err := n.client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 120*time.Second, "the cycle's pods gone from the API", func() error {
+			pods, err := n.client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+			if err == nil && len(pods.Items) > 0 {
+				err = fmt.Errorf("%d pods left", len(pods.Items))
+			}
+			return err
+		})
+	}
+	var left census
+	eventually(t, 60*time.Second, "nothing of the pods left on the host", func() error {
+		if left = takeCensus(t, root).leftSince(before); !left.empty() {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
+	t.Logf("census after %d pods in %d cycles of %d (%v): %v", faultChurnCycles*perCycle, faultChurnCycles, perCycle,
+		time.Since(start).Round(time.Second), left)
+}
+
+// faultContainerdRounds is how many times TestFaultContainerdKilled kills containerd (`make soak` more).
+var faultContainerdRounds = envInt("E2E_FAULT_CONTAINERD_ROUNDS", 3)
+
+// containerdPID reads the PID of the node agent's containerd from the pid file hack/setup.sh writes.
+func containerdPID(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/run/nodeagent/containerd/containerd.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// restartContainerd starts containerd again as `make setup` does (its set-up is idempotent).
+func restartContainerd(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("../../hack/setup.sh")
+	cmd.Env = append(os.Environ(), "NODEAGENT_SKIP_APT=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("restart containerd: %v\n%s", err, out)
+	}
+}
+
+// containerd killed with SIGKILL and started again, three times, while 20 pods run and 10 more start: no
+// container is lost, every pod runs again within 30 s of each restart, and no pod gets a second sandbox.
+func TestFaultContainerdKilled(t *testing.T) {
+	n := startNode(t)
+	var names []string
+	add := func(count int) []string {
+		var added []string
+		for i := 0; i < count; i++ {
+			name := podName("ctrd", len(names))
+			n.createPod(busyboxPod(name, "sleep", "3600"))
+			names = append(names, name)
+			added = append(added, name)
+		}
+		return added
+	}
+	for _, name := range add(20) {
+		n.waitPod(name, 120*time.Second, "pod ready", ready)
+	}
+	running := n.runtimeView(t)
+	for round := 1; round <= faultContainerdRounds; round++ {
+		starting := add(10)
+		time.Sleep(time.Duration(round%3*250) * time.Millisecond) // the new pods are part way through their start
+		pid := containerdPID(t)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		for syscall.Kill(pid, 0) == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		restartContainerd(t)
+		restarted := time.Now()
+		for _, name := range names {
+			n.waitPod(name, 30*time.Second, "pod ready after containerd's restart", ready)
+		}
+		took := time.Since(restarted)
+		view := n.runtimeView(t)
+		for name, ids := range running.containers {
+			if strings.Join(view.containers[name], ",") != strings.Join(ids, ",") {
+				t.Errorf("round %d: pod %s runs %v, ran %v before containerd's restart", round, name, view.containers[name], ids)
+			}
+		}
+		for _, name := range names {
+			if len(view.sandboxes[name]) != 1 || len(view.containers[name]) != 1 {
+				t.Errorf("round %d: pod %s has %d ready sandboxes and %d running containers, want 1 and 1",
+					round, name, len(view.sandboxes[name]), len(view.containers[name]))
+			}
+		}
+		log, _ := os.ReadFile(filepath.Join(n.dir, "kubelet.log"))
+		t.Logf("containerd killed, round %d: %d pods (%d were starting) all ready %v after its restart; %d containers kept; %d failed syncs so far",
+			round, len(names), len(starting), took.Round(100*time.Millisecond), len(running.containers), strings.Count(string(log), "Pod sync failed"))
+		running = view
 	}
 }
