@@ -280,6 +280,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("DeletedPodLeavesNothing", TestKubeletDeletedPodLeavesNothing)
 	t.Run("RestartRestartsNoContainer", TestKubeletRestartRestartsNoContainer)
 	t.Run("StaticPod", TestKubeletStaticPod)
+	t.Run("EndpointAuthorization", TestKubeletEndpointAuthorization)
 }
 
 func nodeReady(n *v1.Node) error {
