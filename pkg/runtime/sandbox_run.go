@@ -294,7 +294,11 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		opts = append(opts, oci.WithHostNamespace(runtimespec.IPCNamespace))
 	}
 	if sc.GetRunAsUser() != nil {
-		opts = append(opts, oci.WithUserID(uint32(sc.GetRunAsUser().GetValue())))
+		gid := uint32(0)
+		if sc.GetRunAsGroup() != nil {
+			gid = uint32(sc.GetRunAsGroup().GetValue())
+		}
+		opts = append(opts, withNumericUser(uint32(sc.GetRunAsUser().GetValue()), gid))
 	}
 	if sc.GetPrivileged() {
 		opts = append(opts, oci.WithPrivileged)
@@ -346,6 +350,19 @@ func podMounts(dir string, hostIPC, shm bool) []runtimespec.Mount {
 }
 
 // withoutMounts keeps only the /proc and /dev mounts runc itself needs.
+// withNumericUser runs the process as uid:gid as given. containerd's WithUserID would look the user up in
+// the image's /etc/passwd, which needs the root filesystem's path when the spec is made: the pause image has
+// no passwd, and its shared read-only root is set after the process's options.
+func withNumericUser(uid, gid uint32) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *runtimespec.Spec) error {
+		if s.Process == nil {
+			s.Process = &runtimespec.Process{}
+		}
+		s.Process.User.UID, s.Process.User.GID = uid, gid
+		return nil
+	}
+}
+
 func withoutMounts(_ context.Context, _ oci.Client, _ *containers.Container, s *runtimespec.Spec) error {
 	var keep []runtimespec.Mount
 	for _, m := range s.Mounts {

@@ -43,7 +43,7 @@ type runtimeView struct {
 
 func (n *node) runtimeView(t *testing.T) runtimeView {
 	t.Helper()
-	rt, _, err := remote.Connect(filepath.Join(n.dir, "cri.sock"), 10*time.Second)
+	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -65,6 +66,35 @@ type node struct {
 	log    *os.File
 	cp     *controlPlane  // the real control plane it joins; nil for the standalone API server
 	ext    *apiserverProc // the lightweight API server it joins, run on its own; nil for the standalone one
+	remote bool           // the kubelet runs containerd's CRI plugin instead of the built-in runtime
+}
+
+// criSocket is where the node's runtime answers CRI: the built-in runtime's socket, or containerd's.
+func (n *node) criSocket() string {
+	if n.remote {
+		return containerdSock
+	}
+	return filepath.Join(n.dir, "cri.sock")
+}
+
+// runtimes are the two runtime backends a kubelet test runs on: the built-in runtime, and containerd's CRI
+// plugin through --container-runtime-endpoint.
+var runtimes = []struct {
+	name string
+	args []string
+}{
+	{"builtin", nil},
+	{"cri-plugin", []string{"--container-runtime-endpoint", "unix://" + containerdSock}},
+}
+
+// forEachRuntime runs fn as a subtest per runtime backend, with a standalone node started on it.
+func forEachRuntime(t *testing.T, fn func(t *testing.T, n *node)) {
+	for _, rt := range runtimes {
+		t.Run(rt.name, func(t *testing.T) {
+			n := startNode(t, rt.args...)
+			fn(t, n)
+		})
+	}
 }
 
 // startNode starts a standalone kubelet whose state lives in a fresh directory, and waits until its API
@@ -74,7 +104,7 @@ type node struct {
 func startNode(t *testing.T, extraArgs ...string) *node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{t: t, name: "e2e-node", dir: dir}
+	n := &node{t: t, name: "e2e-node", dir: dir, remote: slices.Contains(extraArgs, "--container-runtime-endpoint")}
 	if onRealControlPlane(t) {
 		n.joinRealControlPlane(extraArgs)
 		n.start()
@@ -243,7 +273,7 @@ func (n *node) cleanup() {
 // waitRuntimeEmpty waits until the node's runtime (through its CRI socket) holds no sandbox and no container
 // with the given labels (nil: none at all).
 func (n *node) waitRuntimeEmpty(timeout time.Duration, labels map[string]string) error {
-	rt, _, err := remote.Connect(filepath.Join(n.dir, "cri.sock"), 10*time.Second)
+	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
 	if err != nil {
 		return err
 	}

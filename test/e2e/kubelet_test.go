@@ -195,7 +195,7 @@ func TestKubeletDeletedPodLeavesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	rt, _, err := remote.Connect(filepath.Join(n.dir, "cri.sock"), 10*time.Second)
+	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
