@@ -34,6 +34,14 @@ func main() {
 	flag.StringVar(&addrTypes, "kubelet-preferred-address-types", joinTypes(apiserver.DefaultKubeletAddressTypes),
 		"node address types to reach kubelets by, in order of preference")
 	flag.DurationVar(&cfg.EventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long events are kept after their last write")
+	flag.IntVar(&cfg.MaxRequestsInFlight, "max-requests-inflight", apiserver.DefaultMaxRequestsInFlight,
+		"non-mutating requests served at once; beyond, 429 with Retry-After")
+	flag.IntVar(&cfg.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight,
+		"mutating requests served at once; beyond, 429 with Retry-After")
+	flag.IntVar(&cfg.MaxLongRunningRequestsInFlight, "max-long-running-requests-inflight", apiserver.DefaultMaxLongRunningRequestsInFlight,
+		"watches and streams (logs, exec, attach, port-forward, node proxy) open at once; beyond, 429 with Retry-After")
+	flag.DurationVar(&cfg.RequestTimeout, "request-timeout", apiserver.DefaultRequestTimeout,
+		"how long a request other than a watch or stream may take; beyond, 504")
 	flag.StringVar(&kubeconfig, "admin-kubeconfig", "", "write an admin kubeconfig here (default <data-dir>/admin.kubeconfig)")
 	cfg.KubeletHosts = map[string]string{}
 	flag.Func("kubelet-host", "`NODE=HOST`: reach node NODE's kubelet at HOST, ahead of its addresses (repeatable)", pairFlag(cfg.KubeletHosts))
@@ -49,6 +57,10 @@ func main() {
 	cfg.KubeletPreferredAddressTypes = types
 	if cfg.EventTTL <= 0 {
 		fmt.Fprintln(os.Stderr, "apiserver: --event-ttl must be positive")
+		os.Exit(2)
+	}
+	if cfg.MaxRequestsInFlight <= 0 || cfg.MaxMutatingRequestsInFlight <= 0 || cfg.MaxLongRunningRequestsInFlight <= 0 || cfg.RequestTimeout <= 0 {
+		fmt.Fprintln(os.Stderr, "apiserver: in-flight limits and --request-timeout must be positive")
 		os.Exit(2)
 	}
 	if err := run(cfg, kubeconfig, nodeKubeconfigs); err != nil {

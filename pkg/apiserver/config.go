@@ -55,7 +55,47 @@ type Config struct {
 	EventTTL time.Duration
 	// Clock is the time source; the real clock if nil.
 	Clock clock.WithTicker
+
+	// MaxRequestsInFlight bounds the non-mutating requests served at once
+	// (DefaultMaxRequestsInFlight if 0); beyond it a request gets 429 with
+	// Retry-After. Members of system:masters are not counted, as upstream.
+	MaxRequestsInFlight int
+	// MaxMutatingRequestsInFlight bounds the mutating requests served at once
+	// (DefaultMaxMutatingRequestsInFlight if 0).
+	MaxMutatingRequestsInFlight int
+	// MaxLongRunningRequestsInFlight bounds the watches and streams (logs,
+	// exec, attach, port-forward, node proxy) open at once
+	// (DefaultMaxLongRunningRequestsInFlight if 0).
+	MaxLongRunningRequestsInFlight int
+	// RequestTimeout bounds a request that is not a watch or stream
+	// (DefaultRequestTimeout if 0): beyond it, a 504 Status.
+	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds the TLS handshake and the reading of a
+	// request's headers (DefaultReadHeaderTimeout if 0).
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle that long
+	// (DefaultIdleTimeout if 0).
+	IdleTimeout time.Duration
+	// ReadTimeout and WriteTimeout bound the reading of a request's body and
+	// the writing of its response, for requests that are not watches or
+	// streams (RequestTimeout, and RequestTimeout plus 30 s, if 0).
+	ReadTimeout, WriteTimeout time.Duration
+
+	// commitHook, when set, runs before each store commit and fails it with
+	// its error (fault tests).
+	commitHook func() error
 }
+
+// Upstream's limits and timeouts, the defaults of Config.
+const (
+	DefaultMaxRequestsInFlight            = 400 // kube-apiserver's --max-requests-inflight
+	DefaultMaxMutatingRequestsInFlight    = 200 // kube-apiserver's --max-mutating-requests-inflight
+	DefaultMaxLongRunningRequestsInFlight = 1000
+	DefaultRequestTimeout                 = time.Minute      // kube-apiserver's --request-timeout
+	DefaultReadHeaderTimeout              = 32 * time.Second // kube-apiserver's, just shy of its request timeout bound
+	DefaultIdleTimeout                    = 90 * time.Second // kube-apiserver's, net/http's keep-alive
+	writeTimeoutMargin                    = 30 * time.Second
+)
 
 func (c *Config) setDefaults() error {
 	if c.DataDir == "" {
@@ -85,6 +125,34 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	for _, d := range []struct {
+		v   *int
+		def int
+	}{{&c.MaxRequestsInFlight, DefaultMaxRequestsInFlight}, {&c.MaxMutatingRequestsInFlight, DefaultMaxMutatingRequestsInFlight},
+		{&c.MaxLongRunningRequestsInFlight, DefaultMaxLongRunningRequestsInFlight}} {
+		if *d.v < 0 {
+			return fmt.Errorf("apiserver: in-flight limits must not be negative")
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&c.RequestTimeout, DefaultRequestTimeout}, {&c.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+		{&c.IdleTimeout, DefaultIdleTimeout}, {&c.ReadTimeout, c.RequestTimeout},
+		{&c.WriteTimeout, c.RequestTimeout + writeTimeoutMargin}} {
+		if *d.v < 0 {
+			return fmt.Errorf("apiserver: timeouts must not be negative")
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ type Server struct {
 	listener  net.Listener
 	http      *http.Server
 	url       string
+	inFlight  *inFlight
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -79,7 +80,8 @@ func New(cfg Config) (s *Server, retErr error) {
 		tokens = append(tokens, static)
 	}
 	reg := registry.New()
-	store, err := storage.Open(filepath.Join(cfg.DataDir, "state.db"), reg.Codec(), storage.Options{Window: cfg.EventWindow})
+	store, err := storage.Open(filepath.Join(cfg.DataDir, "state.db"), reg.Codec(),
+		storage.Options{Window: cfg.EventWindow, FailCommit: cfg.commitHook})
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +91,8 @@ func New(cfg Config) (s *Server, retErr error) {
 		}
 	}()
 	s = &Server{cfg: cfg, reg: reg, store: store, ca: ca, authn: auth.NewAuthenticator(tokens),
-		discovery: discovery.New(reg), openapi: openapi.New(reg, discovery.GitVersion), done: make(chan struct{})}
+		discovery: discovery.New(reg), openapi: openapi.New(reg, discovery.GitVersion), done: make(chan struct{}),
+		inFlight: newInFlight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.MaxLongRunningRequestsInFlight)}
 	s.authz = auth.NewAuthorizer(podIndex{store: store, codec: reg.Codec()})
 	nodes, err := newNodeProxy(store, ca, &cfg)
 	if err != nil {
@@ -115,8 +118,9 @@ func New(cfg Config) (s *Server, retErr error) {
 		NextProtos:   []string{"h2", "http/1.1"},
 	})
 	s.url = "https://" + ln.Addr().String()
-	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: nil, BaseContext: func(net.Listener) context.Context { return context.Background() }}
+	// Read and write timeouts are set per request (see ServeHTTP): watches and streams have none.
+	s.http = &http.Server{Handler: s, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+		MaxHeaderBytes: 1 << 20, BaseContext: func(net.Listener) context.Context { return context.Background() }}
 	return s, nil
 }
 
@@ -170,7 +174,10 @@ func (s *Server) Stop() error {
 	return err
 }
 
-// ServeHTTP authenticates, authorizes and dispatches a request.
+// ServeHTTP authenticates, limits, authorizes and dispatches a request. A
+// request that is not a watch or stream gets read and write deadlines and
+// the request timeout; every request but the health checks' and admins'
+// counts against the in-flight limit of its class.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u, err := s.authn.Authenticate(r)
 	if err != nil {
@@ -178,17 +185,42 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := request.Parse(r)
+	class := classify(&info)
+	if !u.InGroup(auth.GroupMasters) && !isHealthPath(r.URL.Path) {
+		release, ok := s.inFlight.acquire(class)
+		if !ok {
+			rest.WriteError(w, tooManyRequests())
+			return
+		}
+		defer release()
+	}
 	if err := s.authz.Authorize(u, &info); err != nil {
 		gr := schema.GroupResource{Group: info.Group, Resource: info.Resource}
-		rest.WriteError(w, apierrors.NewForbidden(gr, info.Name, err))
+		rest.WriteError(w, apierrors.NewForbidden(gr, info.ObjectName, err))
 		return
 	}
-	ctx := request.WithInfo(request.WithUser(r.Context(), u), &info)
-	r = r.WithContext(ctx)
+	r = r.WithContext(request.WithInfo(request.WithUser(r.Context(), u), &info))
+	if class == longRunning {
+		s.dispatch(w, r, &info)
+		return
+	}
+	timeout, err := requestTimeout(r, s.cfg.RequestTimeout)
+	if err != nil {
+		rest.WriteError(w, err)
+		return
+	}
+	now := time.Now()
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(now.Add(s.cfg.ReadTimeout))
+	_ = rc.SetWriteDeadline(now.Add(s.cfg.WriteTimeout))
+	serveWithTimeout(w, r, timeout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.dispatch(w, r, &info) }))
+}
+
+// dispatch serves an authorized request.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, info *request.Info) {
 	switch p := r.URL.Path; {
-	case p == "/healthz" || p == "/livez" || p == "/readyz":
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte("ok"))
+	case isHealthPath(p):
+		serveHealth(w, r, s.healthChecks())
 	case s.discovery.Serves(p) && !info.IsResource:
 		s.discovery.ServeHTTP(w, r)
 	case s.openapi.Serves(p):

@@ -11,10 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
 )
 
 var (
@@ -30,13 +32,30 @@ var ErrTooOld = errors.New("too old resource version")
 // ErrClosed is returned by writes after Close.
 var ErrClosed = errors.New("store closed")
 
+// ErrCommit is wrapped by the error of every write whose commit to disk
+// failed; nothing of the write is stored.
+var ErrCommit = errors.New("store commit failed")
+
 // DefaultWindow is the number of events kept for watch resumption.
 const DefaultWindow = 10000
+
+// DefaultProbeInterval is how often a store whose last commit failed tries a
+// commit of its own, to learn that writing works again.
+const DefaultProbeInterval = 5 * time.Second
 
 // Options tunes a Store. The zero value is usable.
 type Options struct {
 	// Window is how many recent events are kept for watches; DefaultWindow if 0.
 	Window int
+	// Logger reports stored objects skipped at load and failed commits;
+	// klog's default logger if zero.
+	Logger logr.Logger
+	// ProbeInterval is how often a store whose last commit failed retries on
+	// its own; DefaultProbeInterval if 0.
+	ProbeInterval time.Duration
+	// FailCommit, when set, is called before each commit; an error it returns
+	// fails the commit as a failed disk write would (fault tests).
+	FailCommit func() error
 }
 
 // Store is the object store. It is safe for concurrent use.
@@ -50,8 +69,9 @@ type Store struct {
 	rv        uint64                        // last assigned resourceVersion
 	doneRV    uint64                        // last committed resourceVersion
 	queue     []*pendingWrite
-	broken    error
+	health    error // the last commit's failure; nil once a commit succeeds
 	closed    bool
+	opts      Options
 	log       eventLog
 	notify    chan struct{} // closed and replaced after each commit
 
@@ -70,6 +90,12 @@ func Open(path string, codec Codec, opts Options) (*Store, error) {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = klog.Background()
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -82,6 +108,7 @@ func Open(path string, codec Codec, opts Options) (*Store, error) {
 		notify:    make(chan struct{}),
 		kick:      make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
+		opts:      opts,
 	}
 	if err := s.load(); err != nil {
 		_ = db.Close()
@@ -114,13 +141,16 @@ func (s *Store) load() error {
 			key := string(k)
 			raw := bytes.Clone(v)
 			obj, err := s.codec.Decode(key, raw)
-			if err != nil {
-				return fmt.Errorf("decode stored %s: %w", key, err)
+			if err == nil {
+				_, err = objectRV(obj)
 			}
-			rv, err := objectRV(obj)
 			if err != nil {
-				return fmt.Errorf("stored %s: %w", key, err)
+				// One damaged object must not keep the server down nor break the lists of its kind: it is
+				// left on disk, out of every read, until a write of its key replaces it.
+				s.opts.Logger.Error(err, "Skipping a stored object that cannot be decoded", "key", key, "bytes", len(raw))
+				return nil
 			}
+			rv, _ := objectRV(obj)
 			lbls, flds := s.codec.Index(key, obj)
 			o := &Object{Key: key, RV: rv, Raw: raw, Labels: lbls, Fields: flds}
 			s.latest[key] = o
@@ -310,9 +340,6 @@ func (s *Store) writable() error {
 	if s.closed {
 		return ErrClosed
 	}
-	if s.broken != nil {
-		return fmt.Errorf("store failed: %w", s.broken)
-	}
 	return nil
 }
 
@@ -325,7 +352,17 @@ func (s *Store) wake() {
 
 func (s *Store) commitLoop() {
 	defer close(s.stopped)
-	for range s.kick {
+	probe := time.NewTicker(s.opts.ProbeInterval)
+	defer probe.Stop()
+	for {
+		select {
+		case <-s.kick:
+		case <-probe.C:
+			if s.Health() != nil {
+				s.probe()
+			}
+			continue
+		}
 		s.mu.Lock()
 		batch := s.queue
 		s.queue = nil
@@ -349,7 +386,7 @@ func (s *Store) commitLoop() {
 
 func (s *Store) commit(batch []*pendingWrite) {
 	last := batch[len(batch)-1].ev.Object.RV
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketObjects)
 		for _, p := range batch {
 			k := []byte(p.ev.Object.Key)
@@ -367,8 +404,24 @@ func (s *Store) commit(batch []*pendingWrite) {
 	})
 	s.mu.Lock()
 	if err != nil {
-		s.broken = err
+		// Nothing of the batch is on disk, and the writes queued since were computed on top of it: all of
+		// them fail, and the writers' view goes back to what is committed, resourceVersions included (no
+		// reader ever saw the failed ones).
+		batch = append(batch, s.queue...)
+		s.queue = nil
+		s.latest = make(map[string]*Object, len(s.latest))
+		for _, m := range s.committed {
+			for k, o := range m {
+				s.latest[k] = o
+			}
+		}
+		s.rv = s.doneRV
+		if s.health == nil {
+			s.opts.Logger.Error(err, "Store commit failed; writes fail until a commit succeeds", "writes", len(batch))
+		}
+		s.health = err
 	} else {
+		s.health = nil
 		for _, p := range batch {
 			o := p.ev.Object
 			if p.ev.Type == watch.Deleted {
@@ -384,7 +437,7 @@ func (s *Store) commit(batch []*pendingWrite) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		err = fmt.Errorf("commit: %w", err)
+		err = fmt.Errorf("%w: %w", ErrCommit, err)
 	}
 	for _, p := range batch {
 		p.done <- err
