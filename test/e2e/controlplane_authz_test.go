@@ -124,6 +124,32 @@ func authzCases() []authzCase {
 			_, err := tg.node.CoreV1().Nodes().Patch(ctx, authzNode, types.MergePatchType, patch, metav1.PatchOptions{DryRun: dryRun})
 			return err
 		}},
+		{"add a taint to own node", func(ctx context.Context, tg *authzTarget) error {
+			_, err := tg.node.CoreV1().Nodes().Patch(ctx, authzNode, types.MergePatchType,
+				[]byte(`{"spec":{"taints":[{"key":"example.com/t","effect":"NoSchedule"}]}}`), metav1.PatchOptions{DryRun: dryRun})
+			return err
+		}},
+		{"add a node-role label to own node", func(ctx context.Context, tg *authzTarget) error {
+			_, err := tg.node.CoreV1().Nodes().Patch(ctx, authzNode, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"node-role.kubernetes.io/worker":""}}}`), metav1.PatchOptions{DryRun: dryRun})
+			return err
+		}},
+		{"add a node-restriction label to own node", func(ctx context.Context, tg *authzTarget) error {
+			_, err := tg.node.CoreV1().Nodes().Patch(ctx, authzNode, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"a.node-restriction.kubernetes.io/x":"y"}}}`), metav1.PatchOptions{DryRun: dryRun})
+			return err
+		}},
+		{"add kubelet labels to own node", func(ctx context.Context, tg *authzTarget) error {
+			_, err := tg.node.CoreV1().Nodes().Patch(ctx, authzNode, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"kubelet.kubernetes.io/x":"y","a.node.kubernetes.io/x":"y","topology.kubernetes.io/zone":"z"}}}`),
+				metav1.PatchOptions{DryRun: dryRun})
+			return err
+		}},
+		{"add a label of another domain to own node", func(ctx context.Context, tg *authzTarget) error {
+			_, err := tg.node.CoreV1().Nodes().Patch(ctx, authzNode, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"example.com/x":"y"}}}`), metav1.PatchOptions{DryRun: dryRun})
+			return err
+		}},
 		{"delete own node", func(ctx context.Context, tg *authzTarget) error {
 			return tg.node.CoreV1().Nodes().Delete(ctx, authzNode, metav1.DeleteOptions{DryRun: dryRun})
 		}},

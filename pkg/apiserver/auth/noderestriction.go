@@ -59,6 +59,11 @@ func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 		if nameOf(a.Object, a.Old) != node {
 			return deny("can only modify its own node object")
 		}
+		obj, _ := a.Object.(*corev1.Node)
+		old, _ := a.Old.(*corev1.Node)
+		if err := AdmitOwnNode(node, obj, old); err != nil {
+			return apierrors.NewForbidden(a.Resource.GroupResource(), node, err)
+		}
 	case "coordination.k8s.io/leases":
 		if nameOf(a.Object, a.Old) != node {
 			return deny("can only modify its own lease")
