@@ -7,6 +7,7 @@ import (
 	"net"
 	"path"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -105,6 +106,8 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		MaxPods:               o.maxPods,
 		MaxParallelImagePulls: o.imagePullParallel,
 		ManifestDir:           o.podManifestPath,
+		ClusterDNS:            o.clusterDNSIPs(),
+		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),
 	})
 	if err != nil {
 		return err

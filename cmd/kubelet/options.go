@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // options are the kubelet's flags. Defaults are upstream's unless the flag is ours.
@@ -40,6 +41,9 @@ type options struct {
 	cniBinDir         string
 	pauseImage        string
 	pauseImageArchive string
+
+	clusterDNS    []string
+	clusterDomain string
 
 	healthzPort       int
 	port              int
@@ -113,6 +117,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cniBinDir, "cni-bin-dir", o.cniBinDir, "Built-in runtime: directories of CNI plugins, comma-separated.")
 	fs.StringVar(&o.pauseImage, "pod-infra-container-image", o.pauseImage, "Built-in runtime: the pause image.")
 	fs.StringVar(&o.pauseImageArchive, "pod-infra-container-image-archive", o.pauseImageArchive, "Built-in runtime: OCI archive imported when the pause image is missing.")
+	fs.StringSliceVar(&o.clusterDNS, "cluster-dns", o.clusterDNS, "Comma-separated DNS server IPs written into the /etc/resolv.conf of pods with dnsPolicy ClusterFirst; empty: those pods get the host's resolver configuration, as upstream.")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", o.clusterDomain, "The cluster's DNS domain (for example cluster.local): pods' search domains and their FQDNs in /etc/hosts.")
 	fs.IntVar(&o.healthzPort, "healthz-port", o.healthzPort, "Plain-HTTP /healthz port on 127.0.0.1; 0 disables.")
 	fs.IntVar(&o.port, "port", o.port, "HTTPS port of the kubelet's endpoint.")
 	fs.StringVar(&o.address, "address", o.address, "Address the kubelet's endpoint listens on.")
@@ -155,6 +161,16 @@ func (o *options) validate() error {
 	case o.rootDir == "":
 		return fmt.Errorf("--root-dir must not be empty")
 	}
+	for _, ip := range o.clusterDNS {
+		if net.ParseIP(strings.TrimSpace(ip)) == nil {
+			return fmt.Errorf("--cluster-dns %q is not an IP address", ip)
+		}
+	}
+	if o.clusterDomain != "" {
+		if msgs := validation.IsDNS1123Subdomain(strings.TrimSuffix(o.clusterDomain, ".")); len(msgs) > 0 {
+			return fmt.Errorf("--cluster-domain %q is not a DNS domain: %s", o.clusterDomain, strings.Join(msgs, "; "))
+		}
+	}
 	if o.kubeconfig != "" {
 		if _, err := os.Stat(o.kubeconfig); err != nil {
 			return fmt.Errorf("--kubeconfig %q: %v", o.kubeconfig, err)
@@ -180,6 +196,17 @@ func (o *options) cniBinDirs() []string {
 	for _, d := range strings.Split(o.cniBinDir, ",") {
 		if d = strings.TrimSpace(d); d != "" {
 			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// clusterDNSIPs parses --cluster-dns (validated).
+func (o *options) clusterDNSIPs() []net.IP {
+	var out []net.IP
+	for _, s := range o.clusterDNS {
+		if ip := net.ParseIP(strings.TrimSpace(s)); ip != nil {
+			out = append(out, ip)
 		}
 	}
 	return out

@@ -21,6 +21,10 @@ func TestValidate(t *testing.T) {
 		{"node ip ok", func(o *options) { o.nodeIP = "192.0.2.10" }, ""},
 		{"port out of range", func(o *options) { o.port = 70000 }, "--port"},
 		{"pids zero", func(o *options) { o.podMaxPIDs = 0 }, "--pod-max-pids"},
+		{"cluster dns garbage", func(o *options) { o.clusterDNS = []string{"10.96.0.10", "dns"} }, "--cluster-dns"},
+		{"cluster dns ok", func(o *options) { o.clusterDNS = []string{"10.96.0.10", "fd00::a"} }, ""},
+		{"cluster domain bad", func(o *options) { o.clusterDomain = "Cluster_Local" }, "--cluster-domain"},
+		{"cluster domain ok", func(o *options) { o.clusterDomain = "cluster.local." }, ""},
 		{"sync too fast", func(o *options) { o.syncFrequency = time.Millisecond }, "--sync-frequency"},
 		{"missing kubeconfig", func(o *options) { o.kubeconfig = "/no/such/file" }, "--kubeconfig"},
 	}

@@ -148,6 +148,9 @@ func TestCompute(t *testing.T) {
 				if term == nil || term.ExitCode != 2 || term.Reason != "Error" {
 					t.Errorf("init state %+v", s.InitContainerStatuses[0].State)
 				}
+				if s.InitContainerStatuses[0].Ready {
+					t.Error("a failed init container is ready")
+				}
 			},
 		},
 		{
@@ -164,6 +167,9 @@ func TestCompute(t *testing.T) {
 				expectCond(t, s, v1.PodInitialized, v1.ConditionTrue, "")
 				if term := s.InitContainerStatuses[0].State.Terminated; term == nil || term.Reason != "Completed" {
 					t.Errorf("init state %+v", s.InitContainerStatuses[0].State)
+				}
+				if !s.InitContainerStatuses[0].Ready { // as upstream
+					t.Error("a completed init container is not ready")
 				}
 			},
 		},

@@ -88,6 +88,9 @@ func containerStatuses(in containerInput, specs []v1.Container, old []v1.Contain
 		}
 
 		applyWaiting(in, spec, &st, isInit)
+		if isInit && !IsRestartableInit(spec) && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
+			st.Ready = true // as upstream: an init container that completed is ready
+		}
 		out = append(out, st)
 	}
 	return out

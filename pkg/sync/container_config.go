@@ -38,6 +38,17 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	hostIPs := env.podIPs
+	if pod.Spec.HostNetwork {
+		hostIPs = nil // the node's /etc/hosts, with the pod's hostAliases
+	}
+	hosts, err := k.hostsMount(pod, c, hostIPs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfigRef, err)
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
+	}
 	if err := os.MkdirAll(filepath.Join(k.podLogDir(pod), c.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory: %w", err)
 	}

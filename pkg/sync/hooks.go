@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -64,7 +65,7 @@ func (k *Kubelet) httpHook(ctx context.Context, pod *v1.Pod, g *v1.HTTPGetAction
 	for _, h := range g.HTTPHeaders {
 		req.Header.Add(h.Name, h.Value)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hookClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -75,6 +76,15 @@ func (k *Kubelet) httpHook(ctx context.Context, pod *v1.Pod, g *v1.HTTPGetAction
 	}
 	return nil
 }
+
+// hookClient sends HTTP lifecycle hooks. As upstream's kubelet, it does not verify the server's certificate
+// for HTTPS: pods serve self-signed ones, issued for names the kubelet does not dial (it dials the pod IP).
+// Connections are not kept: every hook is a connection of its own.
+var hookClient = &http.Client{Transport: &http.Transport{
+	TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // upstream's behaviour, see above
+	DisableKeepAlives: true,
+	Proxy:             nil,
+}}
 
 // resolvePort turns a numeric or named port into a number.
 func resolvePort(p intstr.IntOrString, pod *v1.Pod) (int, error) {

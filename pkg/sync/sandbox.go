@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -19,7 +20,7 @@ func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Hostname:     podHostname(pod),
+		Hostname:     podHostname(pod, k.cfg.ClusterDomain),
 		LogDirectory: k.podLogDir(pod),
 		DnsConfig:    k.dnsConfig(pod),
 		PortMappings: portMappings(pod),
@@ -34,20 +35,64 @@ func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string
 	return cfg
 }
 
-// podHostname is spec.hostname or the pod name, cut to a DNS label; empty for host-network pods (the
-// runtime uses the node's).
-func podHostname(pod *v1.Pod) string {
+// podHostname is the pod's hostname for its UTS namespace: spec.hostname or the pod name, cut to a DNS
+// label, or with setHostnameAsFQDN its fully qualified name under spec.subdomain; empty for host-network
+// pods (the runtime uses the node's). A pod whose hostname or subdomain is not a DNS label gets its name
+// (the API refuses such pods; its containers then fail with the reason, see hostsMount).
+func podHostname(pod *v1.Pod, clusterDomain string) string {
 	if pod.Spec.HostNetwork {
 		return ""
 	}
-	h := pod.Spec.Hostname
-	if h == "" {
-		h = pod.Name
+	hostname, domain, err := podHostnameAndDomain(pod, clusterDomain)
+	if err != nil {
+		h, _ := truncateHostname(pod.Name)
+		return h
 	}
-	if len(h) > 63 {
-		h = h[:63]
+	if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
+		if fqdn := hostname + "." + domain; len(fqdn) <= maxFQDNHostname {
+			return fqdn
+		}
 	}
-	return strings.TrimRight(h, "-.")
+	return hostname
+}
+
+// maxFQDNHostname is the longest hostname the kernel takes (upstream refuses longer FQDNs).
+const maxFQDNHostname = 64
+
+// podHostnameAndDomain are the pod's hostname and, under spec.subdomain, its domain
+// (<subdomain>.<namespace>.svc.<cluster domain>), as upstream's kubelet derives them.
+func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (string, string, error) {
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) > 0 {
+			return "", "", fmt.Errorf("pod hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, "; "))
+		}
+		hostname = pod.Spec.Hostname
+	}
+	hostname, err := truncateHostname(hostname)
+	if err != nil {
+		return "", "", fmt.Errorf("pod %q: %w", pod.Name, err)
+	}
+	domain := ""
+	if pod.Spec.Subdomain != "" {
+		if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) > 0 {
+			return "", "", fmt.Errorf("pod subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, "; "))
+		}
+		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
+	}
+	return hostname, domain, nil
+}
+
+// truncateHostname cuts a hostname to 63 characters, without a trailing '-' or '.', as upstream does.
+func truncateHostname(h string) (string, error) {
+	if len(h) <= 63 {
+		return h, nil
+	}
+	t := strings.TrimRight(h[:63], "-.")
+	if t == "" {
+		return "", fmt.Errorf("hostname %q is invalid", h)
+	}
+	return t, nil
 }
 
 // dnsConfig returns the pod's DNS settings; nil lets the runtime use the host's resolver configuration.

@@ -240,6 +240,12 @@ func (n *node) stop() {
 	_ = n.log.Close()
 }
 
+// restartWith restarts the kubelet with more flags.
+func (n *node) restartWith(args ...string) {
+	n.args = append(n.args, args...)
+	n.restart()
+}
+
 func (n *node) restart() {
 	n.stop()
 	n.start()
