@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -92,7 +91,7 @@ func run(cfg apiserver.Config, kubeconfig string, nodeKubeconfigs map[string]str
 	for node, path := range nodeKubeconfigs {
 		cc, err := s.NodeClientConfig(node)
 		if err == nil {
-			err = writeAside(path, func(tmp string) error { return apiserver.WriteKubeconfig(tmp, cc, auth.NodeUserPrefix+node) })
+			err = apiserver.WriteKubeconfig(path, cc, auth.NodeUserPrefix+node) // atomic: a waiting kubelet never reads half
 		}
 		if err != nil {
 			_ = s.Stop()
@@ -101,26 +100,6 @@ func run(cfg apiserver.Config, kubeconfig string, nodeKubeconfigs map[string]str
 	}
 	<-ctx.Done()
 	return s.Stop()
-}
-
-// writeAside writes a file through write under a temporary name in its directory, then renames it into place:
-// a kubelet waiting for it never reads half of it.
-func writeAside(path string, write func(tmp string) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_ = f.Close()
-	if err := write(tmp); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // pairFlag parses NAME=VALUE into m.

@@ -57,8 +57,8 @@ func (s *Server) WriteAdminKubeconfig(path string) error {
 	return WriteKubeconfig(path, cfg, AdminUser)
 }
 
-// WriteKubeconfig writes cfg as a kubeconfig whose user entry is named user (mode 0600 when it creates the
-// file; an existing file keeps its owner and mode).
+// WriteKubeconfig writes cfg as a kubeconfig whose user entry is named user, atomically and with mode 0600
+// (it holds a private key or token), replacing any file at path; a reader waiting for it never reads half.
 func WriteKubeconfig(path string, cfg *rest.Config, user string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["nodeagent"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
@@ -73,7 +73,7 @@ func WriteKubeconfig(path string, cfg *rest.Config, user string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create kubeconfig dir: %w", err)
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := auth.WriteFileAtomic(path, data, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil

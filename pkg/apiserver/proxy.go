@@ -17,7 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apimachinery/pkg/util/validation"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/utils/clock"
 
@@ -135,7 +137,7 @@ type proxyTarget struct {
 
 func (p *nodeProxy) target(r *http.Request, info *request.Info) (*proxyTarget, error) {
 	if info.Resource == "nodes" {
-		node, err := p.node(info.Name)
+		node, err := p.proxiedNode(info.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -306,6 +308,37 @@ func (p *nodeProxy) pod(ns, name string) (*corev1.Pod, error) {
 	return obj.(*corev1.Pod), nil
 }
 
+// proxiedNode returns the node a nodes/proxy request names. As upstream, the
+// name may carry a scheme and port ([scheme:]name[:port]); unlike upstream,
+// which then proxies to any port of the node's address, only the node's own
+// kubelet endpoint is reached: another scheme or port is refused.
+func (p *nodeProxy) proxiedNode(id string) (*corev1.Node, error) {
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(id)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid node request %q", id))
+	}
+	node, err := p.node(name)
+	if err != nil {
+		return nil, err
+	}
+	if scheme != "" && scheme != "https" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("node %s: only its kubelet's https endpoint is proxied, not %s", name, scheme))
+	}
+	if port != "" && port != strconv.Itoa(kubeletPort(node)) {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("node %s: only its kubelet port %d is proxied, not %s", name, kubeletPort(node), port))
+	}
+	return node, nil
+}
+
+// kubeletPort is the port node publishes for its kubelet, DefaultKubeletPort
+// if none.
+func kubeletPort(node *corev1.Node) int {
+	if port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port); port > 0 && port <= 65535 {
+		return port
+	}
+	return DefaultKubeletPort
+}
+
 func (p *nodeProxy) node(name string) (*corev1.Node, error) {
 	o, ok := p.store.Get("nodes//" + name)
 	if !ok {
@@ -327,7 +360,7 @@ func (p *nodeProxy) location(node *corev1.Node) (*url.URL, error) {
 			break
 		}
 		for _, a := range node.Status.Addresses {
-			if a.Type == typ && a.Address != "" {
+			if a.Type == typ && isHost(a.Address) {
 				host = a.Address
 				break
 			}
@@ -339,11 +372,13 @@ func (p *nodeProxy) location(node *corev1.Node) (*url.URL, error) {
 	if host == "" {
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s has no address of the types %v", node.Name, p.addrTypes))
 	}
-	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
-	if port <= 0 {
-		port = DefaultKubeletPort
-	}
-	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(kubeletPort(node)))}, nil
+}
+
+// isHost reports whether a node address can only name a host: an IP address
+// or a DNS name, nothing that could carry a port, user or path into the URL.
+func isHost(addr string) bool {
+	return net.ParseIP(addr) != nil || len(validation.IsDNS1123Subdomain(strings.ToLower(addr))) == 0
 }
 
 // transport returns a transport presenting the kubelet client certificate.

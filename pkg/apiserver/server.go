@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,15 @@ func New(cfg Config) (s *Server, retErr error) {
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	// Keys this server generated in its data directory are its own: an older version may have left them
+	// readable by others.
+	for _, key := range []string{cfg.CAKeyFile, cfg.TLSKeyFile} {
+		if within(cfg.DataDir, key) {
+			if _, err := auth.RestrictFile(key); err != nil {
+				return nil, err
+			}
+		}
 	}
 	now := cfg.Clock.Now()
 	ca, err := auth.LoadOrCreateCA(cfg.CACertFile, cfg.CAKeyFile, now)
@@ -122,6 +132,12 @@ func New(cfg Config) (s *Server, retErr error) {
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: 1 << 20, BaseContext: func(net.Listener) context.Context { return context.Background() }}
 	return s, nil
+}
+
+// within reports whether path lies inside dir.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
 // URL returns the server's https URL.

@@ -108,17 +108,18 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
 }
 
+// writeFiles writes a key (mode 0600) and its certificate (0644), each
+// atomically, the key first: a certificate on disk always has its key.
 func writeFiles(certFile string, certPEM []byte, keyFile string, keyPEM []byte) error {
-	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
+	for _, f := range []string{certFile, keyFile} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			return err
+		}
+	}
+	if err := WriteFileAtomic(keyFile, keyPEM, 0o600); err != nil {
 		return err
 	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", keyFile, err)
-	}
-	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", certFile, err)
-	}
-	return nil
+	return WriteFileAtomic(certFile, certPEM, 0o644)
 }
 
 // Issue returns a PEM certificate and key signed by the CA. A client
