@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -161,18 +159,6 @@ func (p *apiserverProc) kill() {
 		p.t.Errorf("apiserver did not exit after SIGKILL")
 	}
 	p.cmd = nil
-}
-
-// caPool returns the pool of the server's CA.
-func (p *apiserverProc) caPool() *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(p.config.CAData)
-	return pool
-}
-
-// insecureTLS is a TLS config trusting the server's CA, for raw connections.
-func (p *apiserverProc) tlsConfig() *tls.Config {
-	return &tls.Config{RootCAs: p.caPool(), MinVersion: tls.VersionTLS12}
 }
 
 // tail returns the last n bytes of a file.
