@@ -70,6 +70,10 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	}
 	logger.Info("Cgroups ready", "mode", cg.Mode().String(), "driver", o.cgroupDriver)
 
+	taints, err := node.ParseTaints(o.registerTaints)
+	if err != nil {
+		return fmt.Errorf("--register-with-taints: %w", err)
+	}
 	var kl *podsync.Kubelet
 	agent, err := node.New(node.Config{
 		Name:           d.name,
@@ -83,6 +87,8 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		KubeletVersion: kubeletVersion,
 		Recorder:       recorder,
 		NoRegister:     !o.registerNode,
+		Labels:         o.nodeLabels,
+		Taints:         taints,
 		Health:         []node.Check{{Name: "pleg", Func: func() error { return kl.Healthy() }}},
 	})
 	if err != nil {
@@ -102,6 +108,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Cgroups:               cg,
 		Recorder:              recorder,
 		NodeAllocatable:       agent.Allocatable,
+		Node:                  agent.Node,
 		NodeIPs:               agent.NodeIPs,
 		MaxPods:               o.maxPods,
 		MaxParallelImagePulls: o.imagePullParallel,

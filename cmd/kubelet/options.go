@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodeagent/kubelet/pkg/node"
 )
 
 // options are the kubelet's flags. Defaults are upstream's unless the flag is ours.
@@ -31,6 +33,8 @@ type options struct {
 	cgroupRoot       string
 	podMaxPIDs       int64
 	registerNode     bool
+	nodeLabels       map[string]string
+	registerTaints   []string
 
 	runtimeEndpoint   string // remote CRI; empty means the built-in runtime
 	containerdAddress string
@@ -108,6 +112,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cgroupRoot, "cgroup-root", o.cgroupRoot, "Cgroup under which the kubepods tree is created.")
 	fs.Int64Var(&o.podMaxPIDs, "pod-max-pids", o.podMaxPIDs, "Most processes in one pod; -1 means no limit.")
 	fs.BoolVar(&o.registerNode, "register-node", o.registerNode, "Register the node with the API server.")
+	fs.StringToStringVar(&o.nodeLabels, "node-labels", o.nodeLabels, "Labels to add when registering the node, key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must be ones a kubelet may set (kubelet.kubernetes.io/, node.kubernetes.io/, or the topology, OS, arch and instance-type labels).")
+	fs.StringSliceVar(&o.registerTaints, "register-with-taints", o.registerTaints, "Taints to add when registering the node, key=value:Effect entries separated by ','.")
 	fs.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", o.runtimeEndpoint, "Remote CRI runtime socket (e.g. unix:///run/containerd/containerd.sock). Empty: the built-in runtime.")
 	fs.StringVar(&o.containerdAddress, "containerd-address", o.containerdAddress, "Built-in runtime: containerd's socket.")
 	fs.StringVar(&o.containerdNS, "containerd-namespace", o.containerdNS, "Built-in runtime: the containerd namespace for pods and images.")
@@ -160,6 +166,12 @@ func (o *options) validate() error {
 		return fmt.Errorf("--sync-frequency must be at least 1s, got %v", o.syncFrequency)
 	case o.rootDir == "":
 		return fmt.Errorf("--root-dir must not be empty")
+	}
+	if err := node.ValidateLabels(o.nodeLabels); err != nil {
+		return fmt.Errorf("--node-labels: %w", err)
+	}
+	if _, err := node.ParseTaints(o.registerTaints); err != nil {
+		return fmt.Errorf("--register-with-taints: %w", err)
 	}
 	for _, ip := range o.clusterDNS {
 		if net.ParseIP(strings.TrimSpace(ip)) == nil {

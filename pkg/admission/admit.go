@@ -17,9 +17,9 @@ const (
 	ReasonOutOfCPU      = "OutOfcpu"
 	ReasonOutOfMemory   = "OutOfmemory"
 	ReasonNodeAffinity  = "NodeAffinity"
-	ReasonTaint         = "Taint"
+	ReasonTaint         = "TaintToleration"
 	messageNodeAffinity = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
-	messageTaint        = "Predicate Taint failed: node(s) had untolerated taint %s"
+	messageTaint        = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
 )
 
 // Node is what admission needs to know about the node.
@@ -65,8 +65,8 @@ func Admit(pod *v1.Pod, node Node, active []*v1.Pod) Result {
 		return Result{Reason: ReasonNodeAffinity, Message: messageNodeAffinity}
 	}
 	if !status.IsStatic(pod) {
-		if taint, bad := untoleratedNoExecute(pod, node.Taints); bad {
-			return Result{Reason: ReasonTaint, Message: fmt.Sprintf(messageTaint, taint.ToString())}
+		if _, bad := untoleratedNoExecute(pod, node.Taints); bad {
+			return Result{Reason: ReasonTaint, Message: messageTaint}
 		}
 	}
 	return Result{Admit: true}

@@ -90,7 +90,7 @@ func TestAdmit(t *testing.T) {
 		{name: "affinity DoesNotExist", pod: pod("", "", tolerate, affinity(v1.NodeSelectorOpDoesNotExist)), reason: ReasonNodeAffinity},
 		{
 			name: "untolerated NoExecute taint", pod: pod("", ""),
-			reason: ReasonTaint, message: "Predicate Taint failed: node(s) had untolerated taint dedicated=db:NoExecute",
+			reason: ReasonTaint, message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
 		},
 		{
 			name: "static pods ignore taints",

@@ -38,6 +38,10 @@ type Agent struct {
 
 	registered     chan struct{}
 	registeredOnce sync.Once
+	// initial is the Node this agent registers (labels, taints, allocatable), Node's answer until the
+	// watch has one; watched is the API's, from the node's own watch.
+	initial *v1.Node
+	watched watched
 	mu             sync.Mutex
 	uid            types.UID
 	// stale is set when an API call failed: the Node is then read afresh before the next decision, since
@@ -86,6 +90,8 @@ func New(cfg Config) (*Agent, error) {
 		registered: make(chan struct{}), signals: cfg.Signals}
 	a.capacity = capacity(host, cfg.MaxPods)
 	a.allocatable = allocatable(a.capacity, cfg.Reserved, cfg.Eviction)
+	a.initial = newNode(cfg.Name, cfg.Hostname, cfg.Labels, cfg.Taints)
+	a.initial.Status.Capacity, a.initial.Status.Allocatable = a.capacity, a.allocatable
 	if a.signals == nil {
 		a.signals = func() (Signals, error) { return readSignals("/", cfg.RootDir) }
 	}
@@ -110,10 +116,14 @@ func (a *Agent) Registered() <-chan struct{} { return a.registered }
 func (a *Agent) Run(ctx context.Context) error {
 	start := a.cfg.Clock.Now()
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		a.runLease(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		a.watchNode(ctx)
 	}()
 	defer wg.Wait()
 	if err := a.register(ctx); err != nil {

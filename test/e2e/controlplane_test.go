@@ -281,6 +281,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("RestartRestartsNoContainer", TestKubeletRestartRestartsNoContainer)
 	t.Run("StaticPod", TestKubeletStaticPod)
 	t.Run("EndpointAuthorization", TestKubeletEndpointAuthorization)
+	t.Run("AdmitsByItsNode", TestKubeletAdmitsByItsNode)
 }
 
 func nodeReady(n *v1.Node) error {

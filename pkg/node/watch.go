@@ -1,0 +1,67 @@
+package node
+
+import (
+	"context"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// watched holds the Node as the API last showed it to the node's own watch.
+type watched struct{ node atomic.Pointer[v1.Node] }
+
+// watchNode keeps w up to date with the Node in the API: a list and watch of its one name, resumed after
+// disconnects, until ctx ends. Labels (kubectl label node) and taints (kubectl taint node) set by others
+// reach admission this way within moments.
+func (a *Agent) watchNode(ctx context.Context) {
+	selector := fields.OneTermEqualSelector("metadata.name", a.cfg.Name).String()
+	nodes := a.cfg.Client.CoreV1().Nodes()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return nodes.Watch(ctx, o)
+		},
+	}
+	informer := cache.NewSharedIndexInformer(listThenWatch{lw}, &v1.Node{}, 0, cache.Indexers{})
+	set := func(obj interface{}) {
+		if n, ok := obj.(*v1.Node); ok && n.Name == a.cfg.Name {
+			a.watched.node.Store(n)
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, obj interface{}) { set(obj) },
+		DeleteFunc: func(interface{}) { a.watched.node.Store(nil) },
+	}); err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to watch the node's own Node")
+		return
+	}
+	informer.RunWithContext(ctx)
+}
+
+// listThenWatch makes the reflector use a plain list and watch rather than a streaming watch-list, which not
+// every API server (the bundled one) serves.
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Node returns the Node as the API last showed it, or, until the API has (at start, or with the API away),
+// the Node this agent registers: its labels (default ones and --node-labels), --register-with-taints and
+// allocatable, as upstream's kubelet falls back to its initial node. The caller must not modify it. Safe for
+// concurrent use.
+func (a *Agent) Node() *v1.Node {
+	if n := a.watched.node.Load(); n != nil {
+		return n
+	}
+	return a.initial
+}
