@@ -42,8 +42,8 @@ type Agent struct {
 	// watch has one; watched is the API's, from the node's own watch.
 	initial *v1.Node
 	watched watched
-	mu             sync.Mutex
-	uid            types.UID
+	mu      sync.Mutex
+	uid     types.UID
 	// stale is set when an API call failed: the Node is then read afresh before the next decision, since
 	// others (the node lifecycle controller) may have changed it meanwhile.
 	stale atomic.Bool
