@@ -266,6 +266,7 @@ func closedWithin(c *tls.Conn, d time.Duration) (string, bool) {
 func TestConnectionTimeouts(t *testing.T) {
 	ts := startServer(t, "", func(c *Config) {
 		c.ReadHeaderTimeout, c.ReadTimeout, c.IdleTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+		c.WriteTimeout = 300 * time.Millisecond
 	})
 	t.Run("headers", func(t *testing.T) {
 		c := tlsConn(t, ts)
@@ -280,6 +281,30 @@ func TestConnectionTimeouts(t *testing.T) {
 		out, closed := closedWithin(c, 3*time.Second)
 		if !closed && !strings.Contains(out, "400") {
 			t.Fatalf("request with an unfinished body still open: %q", out)
+		}
+	})
+	t.Run("watch after a bounded request on the same connection", func(t *testing.T) {
+		c := tlsConn(t, ts)
+		br := bufio.NewReader(c)
+		fmt.Fprintf(c, "GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		fmt.Fprintf(c, "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, err = http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("watch: %v %v", resp, err)
+		}
+		time.Sleep(time.Second) // past the first request's write deadline
+		if _, err := ts.client.CoreV1().ConfigMaps("default").Create(ctxT(t), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"late"`) {
+			t.Fatalf("watch event: %q %v", line, err)
 		}
 	})
 	t.Run("idle", func(t *testing.T) {

@@ -217,7 +217,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(request.WithInfo(request.WithUser(r.Context(), u), &info))
 	if class == longRunning {
-		s.dispatch(w, r, &info)
+		s.dispatch(w, r, &info) // no deadlines (net/http clears a connection's after each request)
 		return
 	}
 	timeout, err := requestTimeout(r, s.cfg.RequestTimeout)
