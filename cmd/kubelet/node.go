@@ -95,6 +95,14 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		return err
 	}
 
+	// Container IDs in pod statuses carry the runtime's own name, as upstream's kubelet reads it from the
+	// runtime: "nodeagent://" for the built-in runtime, "containerd://" for containerd's CRI plugin.
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	version, err := d.runtime.Version(vctx, "v1")
+	cancel()
+	if err != nil {
+		return fmt.Errorf("container runtime version: %w", err)
+	}
 	events := make(chan *runtimeapi.ContainerEventResponse, 1024)
 	kl, err = podsync.New(podsync.Config{
 		NodeName:              d.name,
@@ -103,7 +111,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Client:                d.clients.pods,
 		Runtime:               d.runtime,
 		Images:                d.images,
-		RuntimeName:           "containerd",
+		RuntimeName:           version.GetRuntimeName(),
 		RuntimeEvents:         events,
 		Cgroups:               cg,
 		Recorder:              recorder,
@@ -111,6 +119,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Node:                  agent.Node,
 		NodeIPs:               agent.NodeIPs,
 		MaxPods:               o.maxPods,
+		SyncFrequency:         o.syncFrequency,
 		MaxParallelImagePulls: o.imagePullParallel,
 		ManifestDir:           o.podManifestPath,
 		ClusterDNS:            o.clusterDNSIPs(),

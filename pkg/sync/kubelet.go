@@ -31,9 +31,9 @@ const (
 	DefaultMaxPods               = 110
 	DefaultMaxParallelImagePulls = 5
 	DefaultRuntimeName           = "containerd"
+	DefaultSyncFrequency         = time.Minute // upstream's --sync-frequency
 	syncPeriod                   = time.Second
 	housekeepingPeriod           = 2 * time.Second
-	resyncInterval               = time.Minute
 	errorRetryPeriod             = 10 * time.Second
 	loopStallThreshold           = 2 * time.Minute
 )
@@ -65,7 +65,8 @@ type Config struct {
 	Client  kubeclient.Interface
 	Runtime cri.RuntimeService
 	Images  cri.ImageManagerService
-	// RuntimeName prefixes container IDs in the API ("containerd://<id>").
+	// RuntimeName prefixes container IDs in the API ("<name>://<id>"): the RuntimeName the runtime's Version
+	// reports ("nodeagent" for the built-in runtime, "containerd" for containerd's CRI plugin).
 	RuntimeName    string
 	RuntimeHandler string
 	// RuntimeEvents, when set, carries the runtime's container events to the PLEG (low-latency exits).
@@ -80,8 +81,10 @@ type Config struct {
 	NodeIPs func() []net.IP
 	// Node returns the node object (labels and taints for admission); nil or a nil result: hostname and os
 	// labels only, no taints.
-	Node                  func() *v1.Node
-	MaxPods               int // default 110
+	Node    func() *v1.Node
+	MaxPods int // default 110
+	// SyncFrequency is the most time between two syncs of a running pod (--sync-frequency); default 1 min.
+	SyncFrequency         time.Duration
 	MaxParallelImagePulls int // default 5
 	ManifestDir           string
 	// ClusterDNS and ClusterDomain configure pod DNS for dnsPolicy ClusterFirst; empty uses the host's.
@@ -143,6 +146,9 @@ func New(cfg Config) (*Kubelet, error) {
 	if cfg.MaxPods <= 0 {
 		cfg.MaxPods = DefaultMaxPods
 	}
+	if cfg.SyncFrequency <= 0 {
+		cfg.SyncFrequency = DefaultSyncFrequency
+	}
 	if cfg.MaxParallelImagePulls <= 0 {
 		cfg.MaxParallelImagePulls = DefaultMaxParallelImagePulls
 	}
@@ -178,7 +184,7 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	k.pleg = pleg.New(cfg.Runtime, cfg.Clock, pleg.Options{RuntimeEvents: cfg.RuntimeEvents, Enrich: enrichTermination})
 	k.puller = newImagePuller(cfg.Images, cfg.Client, cfg.Recorder, cfg.Clock, cfg.MaxParallelImagePulls)
-	k.workers = newPodWorkers(k, k.pleg, cfg.Clock)
+	k.workers = newPodWorkers(k, k.pleg, cfg.Clock, cfg.SyncFrequency)
 	if k.mirrors == nil && cfg.Client != nil {
 		k.mirrors = config.NewMirrorClient(cfg.Client, cfg.NodeName)
 	}

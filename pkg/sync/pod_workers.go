@@ -94,6 +94,7 @@ type podWorkers struct {
 	syncer podSyncer
 	states podStateSource
 	clock  clock.Clock
+	resync time.Duration // how long a synced pod waits for its next periodic sync
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -103,10 +104,10 @@ type podWorkers struct {
 	due  map[types.UID]time.Time
 }
 
-func newPodWorkers(syncer podSyncer, states podStateSource, clk clock.Clock) *podWorkers {
+func newPodWorkers(syncer podSyncer, states podStateSource, clk clock.Clock, resync time.Duration) *podWorkers {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &podWorkers{
-		syncer: syncer, states: states, clock: clk, ctx: ctx, cancel: cancel,
+		syncer: syncer, states: states, clock: clk, resync: resync, ctx: ctx, cancel: cancel,
 		pods: map[types.UID]*podWork{}, due: map[types.UID]time.Time{},
 	}
 }
@@ -269,7 +270,7 @@ func (w *podWorkers) processOne(uid types.UID, pw *podWork) (bool, bool) {
 		delete(w.due, uid)
 		return false, true
 	}
-	delay := resyncInterval
+	delay := w.resync
 	if err != nil {
 		delay = errorRetryPeriod
 	}

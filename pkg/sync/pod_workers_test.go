@@ -91,7 +91,7 @@ func podWithImage(image string) *v1.Pod {
 
 func TestWorkerCoalescesUpdates(t *testing.T) {
 	f := &fakeSyncer{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
-	w := newPodWorkers(f, newFakeStates(), testclock.NewFakeClock(t0))
+	w := newPodWorkers(f, newFakeStates(), testclock.NewFakeClock(t0), DefaultSyncFrequency)
 	defer w.stopAll()
 	w.UpdatePod(podUpdate{typ: updateSync, pod: podWithImage("v1")})
 	<-f.entered // v1 is syncing and blocked
@@ -109,7 +109,7 @@ func TestWorkerCoalescesUpdates(t *testing.T) {
 
 func TestWorkerKillCancelsSyncAndTerminates(t *testing.T) {
 	f := &fakeSyncer{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
-	w := newPodWorkers(f, newFakeStates(), testclock.NewFakeClock(t0))
+	w := newPodWorkers(f, newFakeStates(), testclock.NewFakeClock(t0), DefaultSyncFrequency)
 	defer w.stopAll()
 	w.UpdatePod(podUpdate{typ: updateSync, pod: podWithImage("v1")})
 	<-f.entered
@@ -139,7 +139,7 @@ func TestWorkerKillCancelsSyncAndTerminates(t *testing.T) {
 
 func TestWorkerTerminalPodStopsAndWaitsForDeletion(t *testing.T) {
 	f := &fakeSyncer{terminal: true}
-	w := newPodWorkers(f, newFakeStates(), testclock.NewFakeClock(t0))
+	w := newPodWorkers(f, newFakeStates(), testclock.NewFakeClock(t0), DefaultSyncFrequency)
 	defer w.stopAll()
 	w.UpdatePod(podUpdate{typ: updateSync, pod: podWithImage("v1")})
 	eventually(t, "terminated", func() bool { return len(f.log()) == 3 })
@@ -160,7 +160,7 @@ func TestWorkersIndependent(t *testing.T) {
 	f := &fakeSyncer{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	fast := &fakeSyncer{}
 	router := &routingSyncer{by: map[types.UID]podSyncer{"slow": f, "fast": fast}}
-	w := newPodWorkers(router, newFakeStates(), testclock.NewFakeClock(t0))
+	w := newPodWorkers(router, newFakeStates(), testclock.NewFakeClock(t0), DefaultSyncFrequency)
 	defer func() { close(f.gate); w.stopAll() }()
 	slow := podWithImage("slow")
 	slow.UID = "slow"
@@ -186,22 +186,25 @@ func (r *routingSyncer) syncTerminatedPod(ctx context.Context, pod *v1.Pod, s *p
 	return r.by[pod.UID].syncTerminatedPod(ctx, pod, s, d)
 }
 
+// A synced pod is due again after the sync frequency (--sync-frequency), whatever it is set to.
 func TestWorkerRequeue(t *testing.T) {
-	f := &fakeSyncer{}
-	clk := testclock.NewFakeClock(t0)
-	w := newPodWorkers(f, newFakeStates(), clk)
-	defer w.stopAll()
-	w.UpdatePod(podUpdate{typ: updateSync, pod: podWithImage("v1")})
-	eventually(t, "synced", func() bool { return len(f.log()) == 1 })
-	eventually(t, "due time set", func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return !w.due["u1"].IsZero()
-	})
-	if due := w.takeDue(t0.Add(resyncInterval - time.Second)); len(due) != 0 {
-		t.Fatalf("due before the resync interval: %v", due)
-	}
-	if due := w.takeDue(t0.Add(resyncInterval)); len(due) != 1 {
-		t.Fatalf("not due after the resync interval: %v", due)
+	for _, resync := range []time.Duration{DefaultSyncFrequency, 10 * time.Second} {
+		f := &fakeSyncer{}
+		clk := testclock.NewFakeClock(t0)
+		w := newPodWorkers(f, newFakeStates(), clk, resync)
+		w.UpdatePod(podUpdate{typ: updateSync, pod: podWithImage("v1")})
+		eventually(t, "synced", func() bool { return len(f.log()) == 1 })
+		eventually(t, "due time set", func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return !w.due["u1"].IsZero()
+		})
+		if due := w.takeDue(t0.Add(resync - time.Second)); len(due) != 0 {
+			t.Fatalf("resync %v: due before the interval: %v", resync, due)
+		}
+		if due := w.takeDue(t0.Add(resync)); len(due) != 1 {
+			t.Fatalf("resync %v: not due after the interval: %v", resync, due)
+		}
+		w.stopAll()
 	}
 }

@@ -41,7 +41,12 @@ func TestKubeletPodRunsAndBecomesReady(t *testing.T) {
 		t.Errorf("podIP %q hostIP %q startTime %v", pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime)
 	}
 	cs := pod.Status.ContainerStatuses[0]
-	if !strings.HasPrefix(cs.ContainerID, "containerd://") || cs.ImageID == "" || cs.State.Running == nil {
+	node, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimeName, _, _ := strings.Cut(node.Status.NodeInfo.ContainerRuntimeVersion, "://")
+	if runtimeName != "nodeagent" || !strings.HasPrefix(cs.ContainerID, runtimeName+"://") || cs.ImageID == "" || cs.State.Running == nil {
 		t.Errorf("container status %+v", cs)
 	}
 	// The start's events reach the API (their writes wait while pods start, 5 s at most).
