@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -24,6 +25,9 @@ type logFile struct {
 	path  string
 	w     io.WriteCloser // the open log file; nil when the container has no log path
 	clock clock.PassiveClock
+	// lost counts the records that could not be written (a full disk): the first failure is logged at once,
+	// the count when the log closes.
+	lost int
 }
 
 func openLogFile(path string, c clock.PassiveClock) (*logFile, error) {
@@ -79,7 +83,12 @@ func (l *logFile) record(stream string, partial bool, line []byte) {
 	b.WriteByte(' ')
 	b.Write(line)
 	b.WriteByte('\n')
-	_, _ = l.w.Write(b.Bytes())
+	if _, err := l.w.Write(b.Bytes()); err != nil {
+		l.lost++
+		if l.lost == 1 {
+			klog.Background().Error(err, "Failed to write a container log line; later failures are counted", "path", l.path)
+		}
+	}
 }
 
 func (l *logFile) close() {
@@ -88,6 +97,9 @@ func (l *logFile) close() {
 	if l.w != nil {
 		_ = l.w.Close()
 		l.w = nil
+	}
+	if l.lost > 0 {
+		klog.Background().Info("Container log lines lost", "path", l.path, "lines", l.lost)
 	}
 }
 

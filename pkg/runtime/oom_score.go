@@ -23,7 +23,9 @@ func newOOMScoreClamp() *oomScoreClamp {
 }
 
 // probeOOMScoreFloor tries to lower our own oom_score_adj to the minimum and restores it. When that is refused
-// the floor is our current value, since a process may always keep or raise its own score.
+// the floor is our current value, since a process may always keep or raise its own score. A restore that
+// does not hold (read back) is retried and, failing that, logged as an error: the process would otherwise
+// be left the last the kernel kills, silently.
 func probeOOMScoreFloor(path string) int {
 	cur, err := readOOMScore(path)
 	if err != nil {
@@ -32,8 +34,29 @@ func probeOOMScoreFloor(path string) int {
 	if err := os.WriteFile(path, []byte("-1000"), 0); err != nil {
 		return cur
 	}
-	_ = os.WriteFile(path, []byte(strconv.Itoa(cur)), 0)
+	if err := restoreOOMScore(path, cur); err != nil {
+		klog.Background().Error(err, "Failed to restore the process's oom_score_adj after probing the host's floor",
+			"path", path, "want", cur)
+	}
 	return -1000
+}
+
+// restoreOOMScore writes want to path and checks that it holds, three times at most.
+func restoreOOMScore(path string, want int) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = os.WriteFile(path, []byte(strconv.Itoa(want)), 0); err != nil {
+			continue
+		}
+		var got int
+		if got, err = readOOMScore(path); err == nil && got != want {
+			err = fmt.Errorf("oom_score_adj reads %d after writing %d", got, want)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func readOOMScore(path string) (int, error) {

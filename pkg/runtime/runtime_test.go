@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -305,5 +307,35 @@ func TestStalledAttachIsDropped(t *testing.T) {
 	}
 	if got.Load() != 4<<20 {
 		t.Fatalf("the session that keeps up got %d of %d bytes", got.Load(), 4<<20)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+func (failingWriter) Close() error              { return nil }
+
+// A log line that cannot be written is counted, never dropped silently.
+func TestLogLinesLostAreCounted(t *testing.T) {
+	l := &logFile{w: failingWriter{}, path: "/var/log/pods/x/c/0.log", clock: clocktesting.NewFakePassiveClock(time.Now())}
+	w := &streamWriter{log: l, stream: "stdout", fanout: &fanout{}}
+	_, _ = w.Write([]byte("one\ntwo\n"))
+	if l.lost != 2 {
+		t.Fatalf("lost %d lines, want 2 counted", l.lost)
+	}
+	l.close()
+}
+
+// The oom_score_adj probe's restore is checked: it returns an error when the value does not hold.
+func TestRestoreOOMScore(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "oom_score_adj")
+	if err := restoreOOMScore(p, -999); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readOOMScore(p); got != -999 {
+		t.Fatalf("restored %d", got)
+	}
+	if err := restoreOOMScore(filepath.Join(t.TempDir(), "missing", "oom_score_adj"), 0); err == nil {
+		t.Fatal("a restore that cannot write reported no error")
 	}
 }

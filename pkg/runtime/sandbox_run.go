@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -102,7 +103,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		if retErr != nil {
 			cctx, cancel := r.cleanupContext(ctx)
 			defer cancel()
-			_ = cont.Delete(cctx, containerd.WithSnapshotCleanup)
+			undoFailed(ctx, "delete the pause container", podRef, id, cont.Delete(cctx, containerd.WithSnapshotCleanup))
 		}
 	}()
 
@@ -112,7 +113,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	defer func() {
 		if retErr != nil {
-			undoDir()
+			undoFailed(ctx, "remove the sandbox directory", podRef, id, undoDir())
 		}
 	}()
 
@@ -125,7 +126,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		}
 		defer func() {
 			if retErr != nil {
-				_ = cni.DeleteNetns(meta.NetnsName)
+				undoFailed(ctx, "delete the network namespace", podRef, id, cni.DeleteNetns(meta.NetnsName))
 			}
 		}()
 		waitNetwork = r.setupNetwork(ctx, id, meta)
@@ -136,9 +137,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			if res := waitNetwork(); res.err == nil {
 				cctx, cancel := r.cleanupContext(ctx)
 				defer cancel()
-				if err := r.cfg.Network.Teardown(cctx, id, meta.NetnsPath, cniPod(meta)); err != nil {
-					logger(ctx).Error(err, "Undo network setup failed", "pod", podRef, "sandbox", id)
-				}
+				undoFailed(ctx, "tear the pod network down", podRef, id, r.cfg.Network.Teardown(cctx, id, meta.NetnsPath, cniPod(meta)))
 			}
 		}()
 	}
@@ -153,7 +152,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		if retErr != nil {
 			cctx, cancel := r.cleanupContext(ctx)
 			defer cancel()
-			_ = r.deleteTask(cctx, id)
+			undoFailed(ctx, "delete the pause task", podRef, id, r.deleteTask(cctx, id))
 		}
 	}()
 	// The sandbox is marked complete, with its IPs, once its network is up, while the pause process starts
@@ -179,7 +178,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			// Should the delete below fail, the record must not look like a sandbox that was set up.
 			cctx, cancel := r.cleanupContext(ctx)
 			defer cancel()
-			_ = r.setLabels(cctx, id, map[string]string{labelIncomplete: "true"})
+			undoFailed(ctx, "mark the sandbox incomplete", podRef, id, r.setLabels(cctx, id, map[string]string{labelIncomplete: "true"}))
 		}
 	}()
 	started, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id})
@@ -194,22 +193,32 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	return id, nil
 }
 
+// undoFailed logs an undo step of a failed RunPodSandbox that failed in turn: what it leaves behind is the
+// stopped sandbox's to remove (StopPodSandbox and RemovePodSandbox redo each step), but nothing is left
+// silently. A step with nothing to undo is not a failure.
+func undoFailed(ctx context.Context, what, podRef, id string, err error) {
+	if err == nil || errdefs.IsNotFound(err) {
+		return
+	}
+	logger(ctx).Error(err, "Undoing a failed sandbox start failed; the sandbox's removal will retry", "step", what,
+		"pod", podRef, "sandbox", id)
+}
+
 // prepareSandboxDir writes the pod's hosts, resolv.conf and hostname into the sandbox's directory and mounts
 // its /dev/shm there; the function it returns undoes both.
-func prepareSandboxDir(meta *sandboxMeta, config *runtimeapi.PodSandboxConfig) (undo func(), err error) {
+func prepareSandboxDir(meta *sandboxMeta, config *runtimeapi.PodSandboxConfig) (undo func() error, err error) {
 	if err := writeSandboxFiles(meta.Dir, config, meta.HostNetwork); err != nil {
 		return nil, err
 	}
-	undo = func() { _ = removeAll(meta.Dir) }
+	undo = func() error { return removeAll(meta.Dir) }
 	if meta.HostIPC {
 		return undo, nil
 	}
 	shm := shmDir(meta.Dir, false)
 	if err := mountSandboxShm(shm); err != nil {
-		undo()
-		return nil, err
+		return nil, errors.Join(err, undo())
 	}
-	return func() { _ = unmountSandboxShm(shm); _ = removeAll(meta.Dir) }, nil
+	return func() error { return errors.Join(unmountSandboxShm(shm), removeAll(meta.Dir)) }, nil
 }
 
 // inBackground runs f in a goroutine; the function it returns waits for f's result, and may be called again.
