@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -52,12 +53,12 @@ func Admit(pod *v1.Pod, node Node, active []*v1.Pod) Result {
 		usedCPU, usedMem = usedCPU+c, usedMem+m
 	}
 	if alloc, ok := node.Allocatable[v1.ResourceCPU]; ok && cpu > 0 {
-		if capacity := status.MilliValue(alloc); usedCPU+cpu > capacity {
+		if capacity := podfacts.MilliValue(alloc); usedCPU+cpu > capacity {
 			return insufficient(ReasonOutOfCPU, "cpu", cpu, usedCPU, capacity)
 		}
 	}
 	if alloc, ok := node.Allocatable[v1.ResourceMemory]; ok && mem > 0 {
-		if capacity := status.Value(alloc); usedMem+mem > capacity {
+		if capacity := podfacts.Value(alloc); usedMem+mem > capacity {
 			return insufficient(ReasonOutOfMemory, "memory", mem, usedMem, capacity)
 		}
 	}
@@ -96,24 +97,24 @@ func Requests(pod *v1.Pod) (cpuMilli, memBytes int64) {
 	}
 	cpuMilli, memBytes = max(appCPU+sideCPU, initCPU), max(appMem+sideMem, initMem)
 	if q, ok := pod.Spec.Overhead[v1.ResourceCPU]; ok {
-		cpuMilli += status.MilliValue(q)
+		cpuMilli += podfacts.MilliValue(q)
 	}
 	if q, ok := pod.Spec.Overhead[v1.ResourceMemory]; ok {
-		memBytes += status.Value(q)
+		memBytes += podfacts.Value(q)
 	}
 	return cpuMilli, memBytes
 }
 
 func reqCPU(c v1.Container) int64 {
 	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
-		return max(status.MilliValue(q), 0)
+		return max(podfacts.MilliValue(q), 0)
 	}
 	return 0
 }
 
 func reqMem(c v1.Container) int64 {
 	if q, ok := c.Resources.Requests[v1.ResourceMemory]; ok {
-		return max(status.Value(q), 0)
+		return max(podfacts.Value(q), 0)
 	}
 	return 0
 }

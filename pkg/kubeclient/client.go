@@ -36,6 +36,16 @@ type CoreV1Interface interface {
 	ConfigMaps(namespace string) ConfigMapInterface
 	Secrets(namespace string) SecretInterface
 	Events(namespace string) EventInterface
+	Services(namespace string) ServiceInterface
+	ServiceAccounts(namespace string) ServiceAccountInterface
+	PersistentVolumeClaims(namespace string) PersistentVolumeClaimInterface
+	PersistentVolumes() PersistentVolumeInterface
+}
+
+// ServiceAccountInterface requests tokens of service accounts (serviceaccounts/token, TokenRequest), for the
+// token volumes of pods.
+type ServiceAccountInterface interface {
+	CreateToken(ctx context.Context, serviceAccountName string, tokenRequest *authenticationv1.TokenRequest, opts metav1.CreateOptions) (*authenticationv1.TokenRequest, error)
 }
 
 // CoordinationV1Interface is the kubelet's part of coordination/v1.
@@ -89,6 +99,12 @@ type (
 	SecretInterface = Resource[*corev1.Secret, *corev1.SecretList]
 	// EventInterface writes events.
 	EventInterface = Resource[*corev1.Event, *corev1.EventList]
+	// ServiceInterface reads services (the service environment variables of pods).
+	ServiceInterface = Resource[*corev1.Service, *corev1.ServiceList]
+	// PersistentVolumeClaimInterface reads the claims of pods' volumes.
+	PersistentVolumeClaimInterface = Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]
+	// PersistentVolumeInterface reads the volumes claims are bound to.
+	PersistentVolumeInterface = Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList]
 	// LeaseInterface reads and writes Leases.
 	LeaseInterface = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 )
@@ -188,6 +204,35 @@ func (c coreV1) Secrets(namespace string) SecretInterface {
 
 func (c coreV1) Events(namespace string) EventInterface {
 	return resource(c.rc, "events", namespace, func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} })
+}
+
+func (c coreV1) Services(namespace string) ServiceInterface {
+	return resource(c.rc, "services", namespace, func() *corev1.Service { return &corev1.Service{} }, func() *corev1.ServiceList { return &corev1.ServiceList{} })
+}
+
+func (c coreV1) PersistentVolumeClaims(namespace string) PersistentVolumeClaimInterface {
+	return resource(c.rc, "persistentvolumeclaims", namespace, func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, func() *corev1.PersistentVolumeClaimList { return &corev1.PersistentVolumeClaimList{} })
+}
+
+func (c coreV1) PersistentVolumes() PersistentVolumeInterface {
+	return resource(c.rc, "persistentvolumes", "", func() *corev1.PersistentVolume { return &corev1.PersistentVolume{} }, func() *corev1.PersistentVolumeList { return &corev1.PersistentVolumeList{} })
+}
+
+func (c coreV1) ServiceAccounts(namespace string) ServiceAccountInterface {
+	return serviceAccounts{rc: c.rc, namespace: namespace}
+}
+
+type serviceAccounts struct {
+	rc        rest.Interface
+	namespace string
+}
+
+// CreateToken requests a token of the service account, as client-go's typed client does.
+func (s serviceAccounts) CreateToken(ctx context.Context, name string, tr *authenticationv1.TokenRequest, opts metav1.CreateOptions) (*authenticationv1.TokenRequest, error) {
+	out := &authenticationv1.TokenRequest{}
+	err := s.rc.Post().Namespace(s.namespace).Resource("serviceaccounts").Name(name).SubResource("token").
+		VersionedParams(&opts, parameterCodec).Body(tr).Do(ctx).Into(out)
+	return out, err
 }
 
 type coordinationV1 struct{ rc rest.Interface }

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -101,11 +99,17 @@ func validEnvName(name string) bool { return len(validation.IsEnvVarName(name)) 
 func (r *envResolver) valueFrom(ctx context.Context, c *v1.Container, from *v1.EnvVarSource) (string, bool, error) {
 	switch {
 	case from.FieldRef != nil:
-		v, err := r.fieldValue(from.FieldRef.FieldPath)
-		return v, err == nil, err
+		v, err := podfacts.FieldValue(r.pod, from.FieldRef.FieldPath, r.nodeFacts())
+		if err != nil {
+			return "", false, fmt.Errorf("%w: %v", errConfigRef, err)
+		}
+		return v, true, nil
 	case from.ResourceFieldRef != nil:
-		v, err := r.resourceValue(c, from.ResourceFieldRef)
-		return v, err == nil, err
+		v, err := podfacts.ResourceValue(r.pod, c, from.ResourceFieldRef, r.nodeFacts())
+		if err != nil {
+			return "", false, fmt.Errorf("%w: %v", errConfigRef, err)
+		}
+		return v, true, nil
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
 		cm, err := r.configMap(ctx, ref.Name, optional(ref.Optional))
@@ -187,102 +191,16 @@ func (r *envResolver) apiAllowed(kind, name string) error {
 	return nil
 }
 
-// fieldValue resolves a downward API field path.
-func (r *envResolver) fieldValue(path string) (string, error) {
-	pod := r.pod
-	if key, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[key], nil
-	}
-	if key, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[key], nil
-	}
-	var hostIPs []string
+// nodeFacts are what the downward API reads beyond the pod object.
+func (r *envResolver) nodeFacts() podfacts.NodeFacts {
+	n := podfacts.NodeFacts{NodeName: r.k.cfg.NodeName, PodIPs: r.podIPs}
 	for _, ip := range r.k.cfg.NodeIPs() {
-		hostIPs = append(hostIPs, ip.String())
+		n.HostIPs = append(n.HostIPs, ip.String())
 	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return r.k.cfg.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return firstOr(hostIPs), nil
-	case "status.hostIPs":
-		return strings.Join(hostIPs, ","), nil
-	case "status.podIP":
-		if pod.Spec.HostNetwork {
-			return firstOr(hostIPs), nil
-		}
-		return firstOr(r.podIPs), nil
-	case "status.podIPs":
-		if pod.Spec.HostNetwork {
-			return strings.Join(hostIPs, ","), nil
-		}
-		return strings.Join(r.podIPs, ","), nil
+	if r.k.cfg.NodeAllocatable != nil {
+		n.Allocatable = r.k.cfg.NodeAllocatable()
 	}
-	return "", fmt.Errorf("%w: unsupported fieldPath %q", errConfigRef, path)
-}
-
-// subscript parses `prefix['key']`.
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok || !strings.HasSuffix(rest, "']") {
-		return "", false
-	}
-	return strings.TrimSuffix(rest, "']"), true
-}
-
-func firstOr(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[0]
-}
-
-// resourceValue resolves a resourceFieldRef; an unset limit reads as the node's allocatable (as upstream).
-func (r *envResolver) resourceValue(c *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
-	target := c
-	if ref.ContainerName != "" {
-		if target = findContainer(r.pod, ref.ContainerName); target == nil {
-			return "", fmt.Errorf("%w: container %q not found", errConfigRef, ref.ContainerName)
-		}
-	}
-	kind, res, ok := strings.Cut(ref.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
-		return "", fmt.Errorf("%w: unsupported resource %q", errConfigRef, ref.Resource)
-	}
-	list := target.Resources.Limits
-	if kind == "requests" {
-		list = target.Resources.Requests
-	}
-	q, set := list[v1.ResourceName(res)]
-	if !set && kind == "limits" && r.k.cfg.NodeAllocatable != nil {
-		q, set = r.k.cfg.NodeAllocatable()[v1.ResourceName(res)]
-	}
-	if !set {
-		q = resource.Quantity{}
-	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	if res == string(v1.ResourceCPU) {
-		return strconv.FormatInt(ceilDiv(status.MilliValue(q), max(status.MilliValue(divisor), 1)), 10), nil
-	}
-	return strconv.FormatInt(ceilDiv(status.Value(q), max(status.Value(divisor), 1)), 10), nil
-}
-
-func ceilDiv(a, b int64) int64 {
-	if a <= 0 {
-		return 0
-	}
-	return int64(math.Ceil(float64(a) / float64(b)))
+	return n
 }
 
 // expand replaces $(VAR) references as upstream's expansion package does: defined variables are replaced,

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -62,7 +63,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 	}
 	req := int64(0)
 	if q, ok := c.Resources.Requests[v1.ResourceMemory]; ok {
-		req = status.Value(q)
+		req = podfacts.Value(q)
 	}
 	adj := 1000 - (1000*min(req, memCapacity))/memCapacity
 	return min(max(adj, burstableMinOOM), burstableMaxOOM)
@@ -75,23 +76,23 @@ func (k *Kubelet) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.L
 	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
 	switch {
 	case hasReq:
-		r.CpuShares = milliToShares(status.MilliValue(cpuReq))
+		r.CpuShares = milliToShares(podfacts.MilliValue(cpuReq))
 	case hasLim:
-		r.CpuShares = milliToShares(status.MilliValue(cpuLim))
+		r.CpuShares = milliToShares(podfacts.MilliValue(cpuLim))
 	default:
 		r.CpuShares = minShares
 	}
 	if hasLim {
 		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = milliToQuota(status.MilliValue(cpuLim))
+		r.CpuQuota = milliToQuota(podfacts.MilliValue(cpuLim))
 	}
 	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = max(status.Value(q), 0)
+		r.MemoryLimitInBytes = max(podfacts.Value(q), 0)
 	}
 	var memCapacity int64
 	if k.cfg.NodeAllocatable != nil {
 		if q, ok := k.cfg.NodeAllocatable()[v1.ResourceMemory]; ok {
-			memCapacity = status.Value(q)
+			memCapacity = podfacts.Value(q)
 		}
 	}
 	r.OomScoreAdj = oomScoreAdj(pod, c, memCapacity)

@@ -35,6 +35,16 @@ func (c core) Nodes() kubeclient.NodeInterface                    { return c.c.N
 func (c core) ConfigMaps(ns string) kubeclient.ConfigMapInterface { return c.c.ConfigMaps(ns) }
 func (c core) Secrets(ns string) kubeclient.SecretInterface       { return c.c.Secrets(ns) }
 func (c core) Events(ns string) kubeclient.EventInterface         { return c.c.Events(ns) }
+func (c core) Services(ns string) kubeclient.ServiceInterface     { return c.c.Services(ns) }
+func (c core) ServiceAccounts(ns string) kubeclient.ServiceAccountInterface {
+	return c.c.ServiceAccounts(ns)
+}
+func (c core) PersistentVolumeClaims(ns string) kubeclient.PersistentVolumeClaimInterface {
+	return c.c.PersistentVolumeClaims(ns)
+}
+func (c core) PersistentVolumes() kubeclient.PersistentVolumeInterface {
+	return c.c.PersistentVolumes()
+}
 
 type coordination struct {
 	c coordinationv1.CoordinationV1Interface
