@@ -1,6 +1,7 @@
 // Package kubeclient is the kubelet's client of the Kubernetes API: the resources it reads and writes (pods,
-// nodes, config maps, secrets and events in core/v1; Leases in coordination/v1), the reviews its endpoint
-// asks for (TokenReview in authentication/v1, SubjectAccessReview in authorization/v1) and nothing else.
+// nodes, config maps, secrets, services, claims, persistent volumes, events and service account tokens in
+// core/v1; Leases in coordination/v1), the reviews its endpoint asks for (TokenReview in authentication/v1,
+// SubjectAccessReview in authorization/v1) and nothing else.
 //
 // client-go's generated clientset would serve as well, but its typed clients register every API group's types
 // when the process starts, and the kubelet would carry all of that code in memory for the few it uses. This
