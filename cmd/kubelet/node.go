@@ -23,6 +23,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/server"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // nodeDeps are the pieces runNode wires together.
@@ -95,6 +96,14 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		return err
 	}
 
+	volumes, err := volume.New(volume.Config{
+		RootDir: o.rootDir,
+		API:     volumeAPI{d.clients.pods},
+		Node:    func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: agent.Allocatable()} },
+	})
+	if err != nil {
+		return err
+	}
 	// Container IDs in pod statuses carry the runtime's own name, as upstream's kubelet reads it from the
 	// runtime: "nodeagent://" for the built-in runtime, "containerd://" for containerd's CRI plugin.
 	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -114,6 +123,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		RuntimeName:           version.GetRuntimeName(),
 		RuntimeEvents:         events,
 		Cgroups:               cg,
+		Volumes:               volumes,
 		Recorder:              recorder,
 		NodeAllocatable:       agent.Allocatable,
 		Node:                  agent.Node,

@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/volume"
@@ -20,7 +19,7 @@ type startEnv struct {
 	sandboxID     string
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	podIPs        []string
-	volumes       map[string]string
+	volumes       map[string]volume.Mounted
 	state         *pleg.PodState
 }
 
@@ -76,14 +75,14 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 // makeMounts maps the container's volume mounts to host paths, and adds the termination message file. It
 // returns the host path of that file ("" when none). A subPath (or subPathExpr, expanded with the
 // container's env) is bound race-free onto a path of the kubelet's own, which the runtime mounts instead.
-func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int32, volumes map[string]string, envs []*runtimeapi.KeyValue) ([]*runtimeapi.Mount, string, error) {
+func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int32, volumes map[string]volume.Mounted, envs []*runtimeapi.KeyValue) ([]*runtimeapi.Mount, string, error) {
 	var mounts []*runtimeapi.Mount
 	for i, m := range c.VolumeMounts {
-		host, ok := volumes[m.Name]
+		vol, ok := volumes[m.Name]
 		if !ok {
-			klog.FromContext(ctx).V(2).Info("Volume not available, mount skipped", "pod", klog.KObj(pod), "container", c.Name, "volume", m.Name)
-			continue
+			return nil, "", fmt.Errorf("%w: cannot find volume %q to mount into container %q", errConfigRef, m.Name, c.Name)
 		}
+		host := vol.Path
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
 			sub = expandAll([]string{m.SubPathExpr}, envs)[0]
@@ -96,7 +95,7 @@ func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			host = target
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
-			ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly, Propagation: propagation(m.MountPropagation),
+			ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly || vol.ReadOnly, Propagation: propagation(m.MountPropagation),
 		})
 	}
 	messagePath := ""

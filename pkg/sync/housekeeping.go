@@ -100,6 +100,11 @@ func (k *Kubelet) cleanupPodDirs(ctx context.Context, owned func(types.UID) bool
 			klog.FromContext(ctx).Error(err, "Failed to unmount the subPaths of an orphaned pod", "podUID", uid)
 			continue
 		}
+		if err := k.volumes.UnmountPod(ctx, uid); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to unmount the volumes of an orphaned pod", "podUID", uid)
+			continue
+		}
+		klog.FromContext(ctx).Info("Removing the directory of an orphaned pod", "podUID", uid, "path", k.podDir(uid))
 		k.removeDir(ctx, k.podDir(uid))
 	}
 }

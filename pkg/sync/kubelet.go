@@ -22,6 +22,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // Defaults, upstream's where upstream has one.
@@ -72,7 +73,7 @@ type Config struct {
 	// RuntimeEvents, when set, carries the runtime's container events to the PLEG (low-latency exits).
 	RuntimeEvents <-chan *runtimeapi.ContainerEventResponse
 	Cgroups       PodCgroups // default NoopCgroups
-	Volumes       PodVolumes // default: emptyDir and hostPath only
+	Volumes       PodVolumes // default: a volume.Manager without an API (emptyDir, hostPath, downwardAPI)
 	Clock         clock.WithTicker
 	Recorder      record.EventRecorder
 	// NodeAllocatable returns what pods may request in total (admission); nil or empty: no resource check.
@@ -180,7 +181,11 @@ func New(cfg Config) (*Kubelet, error) {
 		source:   cfg.Source,
 	}
 	if k.volumes == nil {
-		k.volumes = dirVolumes{podDir: k.podDir}
+		vm, err := volume.New(volume.Config{RootDir: cfg.RootDir, Clock: cfg.Clock})
+		if err != nil {
+			return nil, err
+		}
+		k.volumes = vm
 	}
 	k.pleg = pleg.New(cfg.Runtime, cfg.Clock, pleg.Options{RuntimeEvents: cfg.RuntimeEvents, Enrich: enrichTermination})
 	k.puller = newImagePuller(cfg.Images, cfg.Client, cfg.Recorder, cfg.Clock, cfg.MaxParallelImagePulls)

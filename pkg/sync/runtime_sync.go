@@ -14,6 +14,7 @@ import (
 	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // runtimeResult is what syncRuntime did.
@@ -36,7 +37,7 @@ func (r *runtimeResult) requeueIn(d time.Duration) {
 
 // syncRuntime applies computePodActions: kill what must go, create the sandbox, start init containers in
 // order, then app containers.
-func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, volumes map[string]string) runtimeResult {
+func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, volumes map[string]volume.Mounted) runtimeResult {
 	var r runtimeResult
 	a := computePodActions(pod, state)
 	if a.CreateSandbox || len(a.InitToStart) > 0 || len(a.ContainersToStart) > 0 {

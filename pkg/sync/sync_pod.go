@@ -75,7 +75,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	failpoint.Hit(failpoint.AfterPodCgroup)
 	volumes, err := k.volumes.MountPod(ctx, pod)
 	if err != nil {
-		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedMountVolume, "Unable to attach or mount volumes: %v", err)
+		k.recordMountFailure(pod, err)
 		return syncOutcome{}, fmt.Errorf("mount volumes: %w", err)
 	}
 
@@ -88,6 +88,26 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 		out.requeue = max(left, time.Millisecond)
 	}
 	return out, res.err
+}
+
+// recordMountFailure records a FailedMount event per volume that could not be set up, worded as upstream's
+// ("MountVolume.SetUp failed for volume ..."), or one for the pod's volumes as a whole. The pod stays
+// ContainerCreating and the sync is retried.
+func (k *Kubelet) recordMountFailure(pod *v1.Pod, err error) {
+	var each []error
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		each = joined.Unwrap()
+	} else {
+		each = []error{err}
+	}
+	for _, e := range each {
+		var se *volume.SetupError
+		if errors.As(e, &se) {
+			k.recorder.Event(podRef(pod, ""), v1.EventTypeWarning, eventFailedMountVolume, se.Error())
+			continue
+		}
+		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedMountVolume, "Unable to attach or mount volumes: %v", e)
+	}
 }
 
 func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }

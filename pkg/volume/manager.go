@@ -1,0 +1,291 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Plugin directory names under pods/<uid>/volumes, as upstream's volume plugins name theirs.
+const (
+	pluginEmptyDir  = "kubernetes.io~empty-dir"
+	pluginConfigMap = "kubernetes.io~configmap"
+	pluginSecret    = "kubernetes.io~secret"
+	pluginDownward  = "kubernetes.io~downward-api"
+	pluginProjected = "kubernetes.io~projected"
+	pluginLocal     = "kubernetes.io~local-volume"
+)
+
+// API is what the volume manager reads from the API server. Implementations are safe for concurrent use.
+type API interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	// ServiceAccountToken requests a token of a service account (TokenRequest).
+	ServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
+	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
+}
+
+// Config configures a Manager. RootDir is required.
+type Config struct {
+	// RootDir is the kubelet's root directory: pod volumes live in <RootDir>/pods/<uid>/volumes.
+	RootDir string
+	// API reads the objects volumes project; nil: only emptyDir, hostPath and downwardAPI volumes.
+	API API
+	// Node returns what the downward API reads of the node (its name, allocatable).
+	Node  func() NodeInfo
+	Clock clock.PassiveClock
+	// Mounter mounts tmpfs and binds; the host's when nil.
+	Mounter Mounter
+}
+
+// NodeInfo is what volumes read of the node.
+type NodeInfo struct {
+	Name        string
+	Allocatable v1.ResourceList
+}
+
+// Mounted is a volume set up on the host: the path the runtime mounts into containers, and whether every
+// mount of it must be read-only (a claim's readOnly).
+type Mounted struct {
+	Path     string
+	ReadOnly bool
+}
+
+// Manager sets up the volumes of the pods the node runs, and tears them down. A pod's volumes are set up
+// again at every sync: configMap, secret, downwardAPI and projected contents follow their sources (an
+// immutable object is read once), and service account tokens are renewed before they expire. It is safe for
+// concurrent use; calls for one pod come from that pod's worker.
+type Manager struct {
+	cfg    Config
+	tokens *tokenCache
+
+	mu   sync.Mutex
+	pods map[types.UID]*podState
+}
+
+// podState is what the manager remembers of one pod's volumes between syncs.
+type podState struct {
+	immutable map[string]any // objects read once: "configmap/<name>" and "secret/<name>"
+}
+
+// New returns a manager for cfg.
+func New(cfg Config) (*Manager, error) {
+	if cfg.RootDir == "" {
+		return nil, errors.New("volume: the root directory is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Mounter == nil {
+		cfg.Mounter = hostMounter{}
+	}
+	if cfg.Node == nil {
+		cfg.Node = func() NodeInfo { return NodeInfo{} }
+	}
+	return &Manager{cfg: cfg, tokens: newTokenCache(cfg.Clock), pods: map[types.UID]*podState{}}, nil
+}
+
+// PodDir is <root>/pods/<uid>.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.cfg.RootDir, "pods", string(uid))
+}
+
+func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
+}
+
+// SetupError is the failure of one volume of a pod: the pod stays waiting (ContainerCreating), and the
+// kubelet reports Message in a FailedMount event, as upstream words it.
+type SetupError struct {
+	Volume string
+	Err    error
+}
+
+func (e *SetupError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// MountPod sets up the pod's volumes and returns them by name. Every volume is tried; the error joins a
+// SetupError per volume that failed (the others are set up and returned).
+func (m *Manager) MountPod(ctx context.Context, pod *v1.Pod) (map[string]Mounted, error) {
+	if err := validateVolumes(pod); err != nil {
+		return nil, err
+	}
+	st := m.state(pod.UID)
+	out := map[string]Mounted{}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		mnt, err := m.setUp(ctx, pod, vol, st)
+		if err != nil {
+			errs = append(errs, &SetupError{Volume: vol.Name, Err: err})
+			continue
+		}
+		out[vol.Name] = mnt
+	}
+	return out, errors.Join(errs...)
+}
+
+// validateVolumes refuses a pod whose volume names repeat or whose mounts name a volume it does not have.
+func validateVolumes(pod *v1.Pod) error {
+	names := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		if names[v.Name] {
+			return fmt.Errorf("volume %q is defined twice in pod %s/%s", v.Name, pod.Namespace, pod.Name)
+		}
+		names[v.Name] = true
+	}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			for _, vm := range c.VolumeMounts {
+				if !names[vm.Name] {
+					return fmt.Errorf("container %q mounts volume %q, which pod %s/%s does not have", c.Name, vm.Name, pod.Namespace, pod.Name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Manager) state(uid types.UID) *podState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.pods[uid]
+	if !ok {
+		st = &podState{immutable: map[string]any{}}
+		m.pods[uid] = st
+	}
+	return st
+}
+
+// setUp sets one volume up.
+func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, st *podState) (Mounted, error) {
+	switch {
+	case vol.EmptyDir != nil:
+		p, err := m.setUpEmptyDir(pod, vol)
+		return Mounted{Path: p}, err
+	case vol.HostPath != nil:
+		p := filepath.Clean(vol.HostPath.Path)
+		return Mounted{Path: p}, checkHostPath(p, vol.HostPath.Type)
+	case vol.ConfigMap != nil:
+		return m.setUpProjection(ctx, pod, vol, pluginConfigMap, false, st)
+	case vol.Secret != nil:
+		return m.setUpProjection(ctx, pod, vol, pluginSecret, true, st)
+	case vol.DownwardAPI != nil:
+		return m.setUpProjection(ctx, pod, vol, pluginDownward, false, st)
+	case vol.Projected != nil:
+		return m.setUpProjection(ctx, pod, vol, pluginProjected, true, st)
+	case vol.PersistentVolumeClaim != nil:
+		return m.setUpClaim(ctx, pod, vol)
+	}
+	return Mounted{}, fmt.Errorf("volume type %s is not supported on this node", volumeType(vol))
+}
+
+// volumeType names the source a volume uses, as its field in the API is named.
+func volumeType(vol *v1.Volume) string {
+	switch {
+	case vol.NFS != nil:
+		return "nfs"
+	case vol.CSI != nil:
+		return "csi"
+	case vol.ISCSI != nil:
+		return "iscsi"
+	case vol.Ephemeral != nil:
+		return "ephemeral"
+	case vol.Image != nil:
+		return "image"
+	case vol.GitRepo != nil:
+		return "gitRepo"
+	}
+	return "of this kind"
+}
+
+// UnmountPod tears the pod's volumes down: what is mounted below its volumes directory (tmpfs, binds) is
+// unmounted, and the volumes directory is removed without following links. Sources outside the pod directory
+// (hostPath volumes, host paths of claims) are never touched.
+func (m *Manager) UnmountPod(ctx context.Context, uid types.UID) error {
+	dir := filepath.Join(m.PodDir(uid), "volumes")
+	mounts, err := MountsBelow(dir)
+	if err != nil {
+		return fmt.Errorf("read mounts: %w", err)
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if err := m.cfg.Mounter.Unmount(mounts[i]); err != nil {
+			return fmt.Errorf("unmount %s: %w", mounts[i], err)
+		}
+		klog.FromContext(ctx).V(2).Info("Unmounted volume", "podUID", uid, "path", mounts[i])
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	m.mu.Lock()
+	delete(m.pods, uid)
+	m.mu.Unlock()
+	m.tokens.forget(uid)
+	return nil
+}
+
+// checkHostPath checks a hostPath volume's path against its type before a container starts, as upstream's
+// hostPath plugin does: DirectoryOrCreate and FileOrCreate make what is missing.
+func checkHostPath(p string, t *v1.HostPathType) error {
+	typ := v1.HostPathUnset
+	if t != nil {
+		typ = *t
+	}
+	fi, err := os.Stat(p)
+	missing := errors.Is(err, os.ErrNotExist)
+	if err != nil && !missing {
+		return fmt.Errorf("hostPath %s: %w", p, err)
+	}
+	is := func(kind string, ok func(os.FileMode) bool) error {
+		if missing || !ok(fi.Mode()) {
+			return fmt.Errorf("hostPath type check failed: %s is not a %s", p, kind)
+		}
+		return nil
+	}
+	switch typ {
+	case v1.HostPathUnset:
+		return nil
+	case v1.HostPathDirectoryOrCreate:
+		if missing {
+			return os.MkdirAll(p, 0o755)
+		}
+		return is("directory", os.FileMode.IsDir)
+	case v1.HostPathFileOrCreate:
+		if missing {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		return is("file", os.FileMode.IsRegular)
+	case v1.HostPathDirectory:
+		return is("directory", os.FileMode.IsDir)
+	case v1.HostPathFile:
+		return is("file", os.FileMode.IsRegular)
+	case v1.HostPathSocket:
+		return is("socket", func(m os.FileMode) bool { return m&os.ModeSocket != 0 })
+	case v1.HostPathCharDev:
+		return is("character device", func(m os.FileMode) bool { return m&os.ModeCharDevice != 0 })
+	case v1.HostPathBlockDev:
+		return is("block device", func(m os.FileMode) bool { return m&os.ModeDevice != 0 && m&os.ModeCharDevice == 0 })
+	}
+	return fmt.Errorf("hostPath type %q is not known", strings.TrimSpace(string(typ)))
+}

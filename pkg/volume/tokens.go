@@ -1,0 +1,91 @@
+package volume
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// tokenMaxAge is how old a token may get before it is renewed whatever its lifetime: upstream's 24 h.
+const tokenMaxAge = 24 * time.Hour
+
+// needsRefresh says whether a token issued at iat and expiring at exp must be renewed at now, as upstream's
+// token manager decides: past 80% of its lifetime, or older than 24 hours.
+func needsRefresh(iat, exp, now time.Time) bool {
+	ttl := exp.Sub(iat)
+	return !now.Before(iat.Add(tokenMaxAge)) || !now.Before(exp.Add(-ttl/5))
+}
+
+// tokenCache keeps the tokens of pods' service account projections, renewing them when needsRefresh says
+// so. A renewal that fails while the old token is still valid keeps the old one (and says so). Safe for
+// concurrent use.
+type tokenCache struct {
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	byPod map[types.UID]map[string]*authenticationv1.TokenRequest
+}
+
+func newTokenCache(c clock.PassiveClock) *tokenCache {
+	return &tokenCache{clock: c, byPod: map[types.UID]map[string]*authenticationv1.TokenRequest{}}
+}
+
+// token returns a token for the projection, from the cache or the API server.
+func (c *tokenCache) token(ctx context.Context, api API, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	exp := int64(3600)
+	if p.ExpirationSeconds != nil {
+		exp = *p.ExpirationSeconds
+	}
+	key := fmt.Sprintf("%s/%s/%d", sa, p.Audience, exp)
+	now := c.clock.Now()
+	c.mu.Lock()
+	cached := c.byPod[pod.UID][key]
+	c.mu.Unlock()
+	if cached != nil {
+		expires := cached.Status.ExpirationTimestamp.Time
+		if !needsRefresh(expires.Add(-time.Duration(*cached.Spec.ExpirationSeconds)*time.Second), expires, now) {
+			return cached.Status.Token, nil
+		}
+	}
+	var auds []string
+	if p.Audience != "" {
+		auds = []string{p.Audience}
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences: auds, ExpirationSeconds: &exp,
+		BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+	}}
+	got, err := api.ServiceAccountToken(ctx, pod.Namespace, sa, req)
+	if err != nil {
+		if cached != nil && now.Before(cached.Status.ExpirationTimestamp.Time) {
+			return cached.Status.Token, nil // renewal retried at the next sync; the token still works
+		}
+		return "", fmt.Errorf("request a token of service account %s/%s: %w", pod.Namespace, sa, err)
+	}
+	if got.Spec.ExpirationSeconds == nil { // the lifetime the server granted, from its expiry
+		granted := int64(got.Status.ExpirationTimestamp.Sub(now) / time.Second)
+		got.Spec.ExpirationSeconds = &granted
+	}
+	c.mu.Lock()
+	if c.byPod[pod.UID] == nil {
+		c.byPod[pod.UID] = map[string]*authenticationv1.TokenRequest{}
+	}
+	c.byPod[pod.UID][key] = got
+	c.mu.Unlock()
+	return got.Status.Token, nil
+}
+
+func (c *tokenCache) forget(uid types.UID) {
+	c.mu.Lock()
+	delete(c.byPod, uid)
+	c.mu.Unlock()
+}
