@@ -69,7 +69,8 @@ type Store struct {
 	rv        uint64                        // last assigned resourceVersion
 	doneRV    uint64                        // last committed resourceVersion
 	queue     []*pendingWrite
-	health    error // the last commit's failure; nil once a commit succeeds
+	health    error  // the last commit's failure; nil once a commit succeeds
+	failures  uint64 // failed commits so far
 	closed    bool
 	opts      Options
 	log       eventLog
@@ -248,7 +249,7 @@ type UpdateFunc func(cur runtime.Object) (runtime.Object, error)
 func (s *Store) Update(ctx context.Context, key string, fn UpdateFunc) (*Object, runtime.Object, error) {
 	for {
 		s.mu.RLock()
-		cur := s.latest[key]
+		cur, failures := s.latest[key], s.failures
 		s.mu.RUnlock()
 		var curObj runtime.Object
 		if cur != nil {
@@ -276,6 +277,11 @@ func (s *Store) Update(ctx context.Context, key string, fn UpdateFunc) (*Object,
 			if same, err := s.sameAs(cur, next); err != nil {
 				return nil, nil, err
 			} else if same {
+				// No change, but cur may still be queued: answer once it is durable, or start over if
+				// its commit failed.
+				if !s.awaitCommitted(cur, failures) {
+					continue
+				}
 				return cur, curObj, nil
 			}
 		}
@@ -319,6 +325,24 @@ func (s *Store) Update(ctx context.Context, key string, fn UpdateFunc) (*Object,
 			return nil, nil, err
 		}
 		return o, typed, nil
+	}
+}
+
+// awaitCommitted waits until the write that stored o is committed, and
+// reports true then, or false when a commit failed since the store had
+// failed failures times (o may never be committed; the caller starts over).
+func (s *Store) awaitCommitted(o *Object, failures uint64) bool {
+	for {
+		s.mu.RLock()
+		done, failed, ch := s.doneRV >= o.RV, s.failures != failures, s.notify
+		s.mu.RUnlock()
+		switch {
+		case failed: // first: after a failure, another write may have taken o's resourceVersion
+			return false
+		case done:
+			return true
+		}
+		<-ch
 	}
 }
 
@@ -420,6 +444,9 @@ func (s *Store) commit(batch []*pendingWrite) {
 			s.opts.Logger.Error(err, "Store commit failed; writes fail until a commit succeeds", "writes", len(batch))
 		}
 		s.health = err
+		s.failures++
+		close(s.notify) // wake those waiting for the failed writes (awaitCommitted)
+		s.notify = make(chan struct{})
 	} else {
 		s.health = nil
 		for _, p := range batch {
