@@ -155,6 +155,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Pods:          kl.Pod,
 		Resolver:      server.CRIResolver{Runtime: d.runtime},
 		Streaming:     d.streaming,
+		StreamURLs:    streamURLs(d),
 		Checks:        []server.Check{{Name: "syncloop", Func: kl.Healthy}},
 	})
 	if err != nil {
@@ -181,6 +182,15 @@ func followRuntimeEvents(ctx context.Context, rt cri.RuntimeService, ch chan *ru
 		klog.FromContext(ctx).Info("Runtime has no container event stream; relying on relist", "err", err)
 	}
 	return nil
+}
+
+// streamURLs is the remote runtime, whose streaming server serves exec, attach and port-forward; nil for the
+// built-in runtime, which streams in-process.
+func streamURLs(d nodeDeps) server.URLStreamer {
+	if d.streaming != nil {
+		return nil
+	}
+	return d.runtime
 }
 
 func healthzAddr(port int) string {

@@ -52,9 +52,11 @@ type Config struct {
 	LogsDir string
 	// Pods finds pods by namespace and name.
 	Pods PodLookup
-	// Resolver and Streaming serve /exec, /attach and /portForward; those answer 501 without them.
-	Resolver  Resolver
-	Streaming StreamingRuntime
+	// Resolver and Streaming serve /exec, /attach and /portForward; those answer 501 without them. A
+	// runtime that streams from a server of its own is reached through StreamURLs instead of Streaming.
+	Resolver   Resolver
+	Streaming  StreamingRuntime
+	StreamURLs URLStreamer
 	// Checks decide /healthz.
 	Checks []Check
 	// Clock is the time source; the real clock when nil.

@@ -36,7 +36,7 @@ var ErrNotFound = errors.New("not found")
 
 // findPod looks the pod of a streaming request up, checking the uid when the path has one.
 func (s *Server) findPod(r *http.Request) (*v1.Pod, error) {
-	if s.cfg.Streaming == nil || s.cfg.Resolver == nil {
+	if s.cfg.Streaming == nil && s.cfg.StreamURLs == nil || s.cfg.Resolver == nil {
 		return nil, errorf(http.StatusNotImplemented, "streaming is not available on this node")
 	}
 	ns, name, uid := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("uid")
@@ -66,6 +66,10 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if s.cfg.Streaming == nil {
+		s.proxyExec(w, r, id, opts)
+		return
+	}
 	remotecommandserver.ServeExec(w, r, streamAdapter{s.cfg.Streaming}, "", "", id, r.URL.Query()["command"], opts,
 		s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, remotecommandconsts.SupportedStreamingProtocols)
 }
@@ -79,6 +83,10 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	id, ok := s.containerID(w, r)
 	if !ok {
+		return
+	}
+	if s.cfg.Streaming == nil {
+		s.proxyAttach(w, r, id, opts)
 		return
 	}
 	remotecommandserver.ServeAttach(w, r, streamAdapter{s.cfg.Streaming}, "", "", id, opts,
@@ -119,6 +127,10 @@ func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
 	id, err := s.cfg.Resolver.SandboxID(r.Context(), pod)
 	if err != nil {
 		writeError(w, resolveError(err))
+		return
+	}
+	if s.cfg.Streaming == nil {
+		s.proxyPortForward(w, r, id)
 		return
 	}
 	portforward.ServePortForward(w, r, streamAdapter{s.cfg.Streaming}, id, pod.UID, opts,
