@@ -10,7 +10,7 @@ E2E_TIMEOUT ?= 30m
 # smaller and its resident set about 10 MiB smaller (no dynamic symbol table, dead code removed).
 BUILD_TAGS := no_dynamic_plugins
 
-.PHONY: all build setup run test test-unit test-e2e test-vm bench fmt vet clean
+.PHONY: all build setup run test test-unit test-fuzz test-e2e test-vm soak bench fmt vet clean
 
 all: build
 
@@ -26,13 +26,34 @@ setup:
 run: setup build
 	$(BIN)/kubelet
 
-# Everything CI runs: unit tests, the end-to-end suite on real containerd, runc, CNI and cgroup v1, and the
-# cgroup v2 checks in a VM.
-test: test-unit test-vm test-e2e
+# Everything CI runs: unit tests, a short run of each fuzz target, the end-to-end suite on real containerd,
+# runc, CNI and cgroup v1, and the cgroup v2 checks in a VM.
+test: test-unit test-fuzz test-vm test-e2e
 
 # Unit tests; no root needed.
 test-unit: vet
 	$(GO) test -count=1 ./...
+
+# Each fuzz target for FUZZTIME (their checked-in seeds also run in test-unit): request decoding, the
+# patch types, apply, selectors and quantities in the API server; the CRI log reader and record parser.
+FUZZTIME ?= 5s
+FUZZ_TARGETS := \
+	./pkg/apiserver/rest/:FuzzDecodeBody ./pkg/apiserver/rest/:FuzzJSONPatch ./pkg/apiserver/rest/:FuzzMergePatch \
+	./pkg/apiserver/rest/:FuzzStrategicMergePatch ./pkg/apiserver/rest/:FuzzApply ./pkg/apiserver/rest/:FuzzFieldSelector \
+	./pkg/apiserver/rest/:FuzzLabelSelector ./pkg/apiserver/limits/:FuzzQuantity \
+	./pkg/server/:FuzzReadLog ./pkg/server/:FuzzParseRecord
+test-fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZTIME) $${t%%:*} >/dev/null || \
+			{ $(GO) test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZTIME) $${t%%:*}; exit 1; }; \
+	done
+
+# The fault tests at length, printing the same census: 3,000 pods in cycles of 30, containerd killed 8 times,
+# the API server away for 10 minutes. Root; about 40 minutes.
+soak: setup
+	E2E_FAULT_CHURN_CYCLES=100 E2E_FAULT_CONTAINERD_ROUNDS=8 E2E_FAULT_API_DOWN=10m \
+		$(GO) test -tags e2e -count=1 -timeout 90m -run 'TestFault' -v ./test/e2e/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|census|containerd killed'
 
 # End-to-end tests; root. Sets the host up, builds kubectl and kube-apiserver (cached), and starts a real
 # control plane (etcd + kube-apiserver on loopback) for the tests that run the kubelet against it.
