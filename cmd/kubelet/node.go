@@ -126,6 +126,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Volumes:               volumes,
 		Recorder:              recorder,
 		NodeAllocatable:       agent.Allocatable,
+		NodeCapacity:          agent.Capacity,
 		Node:                  agent.Node,
 		NodeIPs:               agent.NodeIPs,
 		MaxPods:               o.maxPods,

@@ -9,7 +9,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/podfacts"
-	"github.com/nodeagent/kubelet/pkg/status"
 )
 
 // Rejection reasons, as upstream's kubelet reports them.
@@ -65,7 +64,7 @@ func Admit(pod *v1.Pod, node Node, active []*v1.Pod) Result {
 	if !MatchesNode(pod, node) {
 		return Result{Reason: ReasonNodeAffinity, Message: messageNodeAffinity}
 	}
-	if !status.IsStatic(pod) {
+	if !podfacts.IsStatic(pod) {
 		if _, bad := untoleratedNoExecute(pod, node.Taints); bad {
 			return Result{Reason: ReasonTaint, Message: messageTaint}
 		}
@@ -88,7 +87,7 @@ func Requests(pod *v1.Pod) (cpuMilli, memBytes int64) {
 	var sideCPU, sideMem, initCPU, initMem int64
 	for i := range pod.Spec.InitContainers {
 		c := pod.Spec.InitContainers[i]
-		if status.IsRestartableInit(&c) {
+		if podfacts.IsSidecar(&c) {
 			sideCPU, sideMem = sideCPU+reqCPU(c), sideMem+reqMem(c)
 			initCPU, initMem = max(initCPU, sideCPU), max(initMem, sideMem)
 			continue

@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // ResourcePID is the node resource that counts process IDs (upstream's
@@ -43,7 +45,7 @@ func NodeAllocatable(capacity, kubeReserved, systemReserved, evictionHard v1.Res
 func podsCgroupConfig(allocatable v1.ResourceList) *ResourceConfig {
 	rc := &ResourceConfig{}
 	if q, ok := allocatable[v1.ResourceCPU]; ok {
-		shares := MilliCPUToShares(q.MilliValue())
+		shares := podfacts.MilliCPUToShares(q.MilliValue())
 		rc.CPUShares = &shares
 	}
 	if q, ok := allocatable[v1.ResourceMemory]; ok {
@@ -71,8 +73,8 @@ func qosCgroupConfigs(burstableMilliCPU int64, hugePageSizes []int64) (burstable
 		}
 		return m
 	}
-	bShares := MilliCPUToShares(burstableMilliCPU)
-	beShares := uint64(MinShares)
+	bShares := podfacts.MilliCPUToShares(burstableMilliCPU)
+	beShares := uint64(podfacts.MinShares)
 	return &ResourceConfig{CPUShares: &bShares, HugePageLimit: unbounded()},
 		&ResourceConfig{CPUShares: &beShares, HugePageLimit: unbounded()}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 func TestNodeAllocatable(t *testing.T) {
@@ -76,7 +78,7 @@ func TestQOSCgroupConfigs(t *testing.T) {
 		{0, 2, 2, nil, 0},
 		{250, 256, 2, []int64{2 << 20}, 1},
 		{1750, 1792, 2, []int64{2 << 20, 1 << 30}, 2},
-		{1 << 40, MaxShares, 2, nil, 0},
+		{1 << 40, podfacts.MaxShares, 2, nil, 0},
 	}
 	for _, tt := range tests {
 		b, be := qosCgroupConfigs(tt.milli, tt.hugePageSizes)

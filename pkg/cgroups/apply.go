@@ -8,6 +8,8 @@ import (
 	"github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/cgroups/fs2"
 	"github.com/opencontainers/cgroups/systemd"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // cgroupSpec is one cgroup to create, update or remove.
@@ -102,7 +104,7 @@ func libResources(rc *ResourceConfig, unified bool, hugeSizes []int64) (*cgroups
 	}
 	if rc.CPUShares != nil {
 		if unified {
-			r.CpuWeight = SharesToWeight(*rc.CPUShares)
+			r.CpuWeight = podfacts.SharesToWeight(*rc.CPUShares)
 		} else {
 			r.CpuShares = *rc.CPUShares
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // fileApplier is the applier for a cgroup root other than the host's
@@ -51,7 +53,7 @@ func resourceFiles(rc *ResourceConfig, unified bool, hugeSizes []int64) ([]fileW
 			}
 			period := res.CpuPeriod
 			if period == 0 {
-				period = QuotaPeriod
+				period = podfacts.QuotaPeriod
 			}
 			add("cpu", "cpu.max", quota+" "+strconv.FormatUint(period, 10))
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/opencontainers/cgroups/systemd"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // TestHostCgroups runs the QoS tree, a Guaranteed, a Burstable and a
@@ -72,7 +74,7 @@ func testHost(t *testing.T, driver Driver) {
 	k := hostKernel{t: t, m: m}
 	pods := cgroupName{top}
 	alloc := m.Allocatable()
-	k.checkCPU(pods, MilliCPUToShares(alloc.Cpu().MilliValue()), -2)
+	k.checkCPU(pods, podfacts.MilliCPUToShares(alloc.Cpu().MilliValue()), -2)
 	k.checkMemory(pods, alloc.Memory().Value())
 	k.checkCPU(qosName(pods, v1.PodQOSBestEffort), 2, -2)
 	k.checkCPU(qosName(pods, v1.PodQOSBurstable), 2, -2)
@@ -217,7 +219,7 @@ func (k hostKernel) check(n cgroupName, controller, file, want string) {
 func (k hostKernel) checkCPU(n cgroupName, shares uint64, quota int64) {
 	k.t.Helper()
 	if k.m.Mode().unified() {
-		k.check(n, "", "cpu.weight", strconv.FormatUint(SharesToWeight(shares), 10))
+		k.check(n, "", "cpu.weight", strconv.FormatUint(podfacts.SharesToWeight(shares), 10))
 		if quota != -2 {
 			q := "max"
 			if quota >= 0 {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // HostRoot is where the host's cgroup hierarchies are mounted.
@@ -332,10 +334,10 @@ func (m *Manager) setTracked(uid types.UID, p trackedPod, ok bool) error {
 		delete(m.pods, uid)
 	}
 	after := m.burstableMilliCPU()
-	if MilliCPUToShares(before) == MilliCPUToShares(after) {
+	if podfacts.MilliCPUToShares(before) == podfacts.MilliCPUToShares(after) {
 		return nil
 	}
-	shares := MilliCPUToShares(after)
+	shares := podfacts.MilliCPUToShares(after)
 	err := m.apply.update(m.spec(qosName(m.podsName, v1.PodQOSBurstable), &ResourceConfig{CPUShares: &shares}))
 	if err != nil {
 		if had {

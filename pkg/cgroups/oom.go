@@ -7,17 +7,13 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // Upstream's oom_score_adj values (pkg/kubelet/qos/policy.go).
 const (
 	// KubeletOOMScoreAdj is the kubelet's own oom_score_adj.
 	KubeletOOMScoreAdj = -999
-	// GuaranteedOOMScoreAdj is given to Guaranteed and node-critical pods.
-	GuaranteedOOMScoreAdj = -997
-	// BestEffortOOMScoreAdj is given to BestEffort pods.
-	BestEffortOOMScoreAdj = 1000
 	// MinOOMScoreAdj is the kernel's lowest oom_score_adj.
 	MinOOMScoreAdj = -1000
 	// capSysResource is CAP_SYS_RESOURCE, needed to lower oom_score_adj
@@ -25,79 +21,10 @@ const (
 	capSysResource = 24
 )
 
-// ContainerOOMScoreAdj returns the oom_score_adj of a container as upstream
-// computes it: node-critical and Guaranteed pods -997, BestEffort pods
-// 1000, Burstable containers 1000 - 1000*request/capacity clamped to
-// [3, 999] (pod-level memory requests not given to containers are shared
-// equally among them; a sidecar never scores above the regular container
-// with the smallest request). memoryCapacity is the node's memory in bytes.
-func ContainerOOMScoreAdj(pod *v1.Pod, container *v1.Container, memoryCapacity int64) int {
-	if isNodeCriticalPod(pod) {
-		return GuaranteedOOMScoreAdj
-	}
-	switch QOSClass(pod) {
-	case v1.PodQOSGuaranteed:
-		return GuaranteedOOMScoreAdj
-	case v1.PodQOSBestEffort:
-		return BestEffortOOMScoreAdj
-	}
-	if memoryCapacity <= 0 {
-		return BestEffortOOMScoreAdj - 1
-	}
-	remaining := remainingPodMemoryPerContainer(pod)
-	adj := 1000 - 1000*(container.Resources.Requests.Memory().Value()+remaining)/memoryCapacity
-	if isSidecar(pod, container) && len(pod.Spec.Containers) > 0 {
-		minReq := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
-		for _, c := range pod.Spec.Containers[1:] {
-			minReq = min(minReq, c.Resources.Requests.Memory().Value())
-		}
-		adj = min(adj, 1000-1000*(minReq+remaining)/memoryCapacity)
-	}
-	return clampBurstableOOMScoreAdj(adj)
-}
-
-// clampBurstableOOMScoreAdj keeps Burstable containers above Guaranteed
-// ones (a Guaranteed pod using all memory scores 3) and below BestEffort.
-func clampBurstableOOMScoreAdj(adj int64) int {
-	if adj < 1000+GuaranteedOOMScoreAdj {
-		return 1000 + GuaranteedOOMScoreAdj
-	}
-	if adj >= BestEffortOOMScoreAdj {
-		return BestEffortOOMScoreAdj - 1
-	}
-	return int(adj)
-}
-
-// remainingPodMemoryPerContainer shares the pod-level memory request not
-// given to containers equally among all containers.
-func remainingPodMemoryPerContainer(pod *v1.Pod) int64 {
-	if pod.Spec.Resources == nil || pod.Spec.Resources.Requests.Memory().IsZero() {
-		return 0
-	}
-	n := int64(len(pod.Spec.Containers) + len(pod.Spec.InitContainers))
-	if n == 0 {
-		return 0
-	}
-	containers := aggregate(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Requests }, nil)
-	return (pod.Spec.Resources.Requests.Memory().Value() - containers.Memory().Value()) / n
-}
-
-func isSidecar(pod *v1.Pod, container *v1.Container) bool {
-	if container.RestartPolicy == nil || *container.RestartPolicy != v1.ContainerRestartPolicyAlways {
-		return false
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == container.Name {
-			return true
-		}
-	}
-	return false
-}
-
 // ClampOOMScoreAdj raises adj to floor, the lowest value the host lets the
 // runtime set (see OOMScoreAdjFloor), and keeps it within [-1000, 1000].
 func ClampOOMScoreAdj(adj, floor int) int {
-	return min(max(adj, floor, MinOOMScoreAdj), BestEffortOOMScoreAdj)
+	return min(max(adj, floor, MinOOMScoreAdj), podfacts.BestEffortOOMScoreAdj)
 }
 
 // OOMScoreAdjFloor returns the lowest oom_score_adj the process pid can

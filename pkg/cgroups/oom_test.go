@@ -4,66 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	v1 "k8s.io/api/core/v1"
 )
-
-// Cases follow upstream's pkg/kubelet/qos/policy_test.go (capacity 4000
-// bytes there; 10 GiB here keeps the arithmetic readable).
-func TestContainerOOMScoreAdj(t *testing.T) {
-	const capacity = int64(10 << 30)
-	critical := guaranteedPod("c")
-	critical.Spec.PriorityClassName = systemNodeCritical
-	critical.Spec.Priority = ptr(int32(2000001000))
-	criticalBurstable := burstablePod("cb")
-	criticalBurstable.Spec.PriorityClassName = systemNodeCritical
-	criticalBurstable.Annotations = map[string]string{configSourceAnnotation: "file"}
-
-	tests := []struct {
-		name      string
-		pod       *v1.Pod
-		container int // index in Containers; -1 for InitContainers[0]
-		capacity  int64
-		want      int
-	}{
-		{"guaranteed", guaranteedPod("a"), 0, capacity, -997},
-		{"besteffort", bestEffortPod("a"), 0, capacity, 1000},
-		{"node critical", critical, 0, capacity, -997},
-		{"node critical static burstable", criticalBurstable, 0, capacity, -997},
-		{"burstable 10%", mkPod("a", []v1.Container{ctr("a", "memory=1Gi", "")}), 0, capacity, 900},
-		{"burstable 50%", mkPod("a", []v1.Container{ctr("a", "memory=5Gi", "")}), 0, capacity, 500},
-		{"burstable 99.9%+ clamps to 3", mkPod("a", []v1.Container{ctr("a", "memory=10Gi", "")}), 0, capacity, 3},
-		{"burstable above capacity clamps to 3", mkPod("a", []v1.Container{ctr("a", "memory=20Gi", "")}), 0, capacity, 3},
-		{"burstable without memory request is 999", mkPod("a", []v1.Container{ctr("a", "cpu=1", "")}), 0, capacity, 999},
-		{"burstable tiny request is 999", mkPod("a", []v1.Container{ctr("a", "memory=1Ki", "")}), 0, capacity, 999},
-		{"zero capacity is 999", mkPod("a", []v1.Container{ctr("a", "memory=1Gi", "")}), 0, 0, 999},
-		{
-			"sidecar scores no higher than the smallest regular container",
-			mkPod("a", []v1.Container{ctr("a", "memory=2Gi", ""), ctr("b", "memory=4Gi", "")},
-				withInit(sidecar("s", "memory=1Gi", ""))),
-			-1, capacity, 800,
-		},
-		{
-			"pod-level request shared among containers",
-			mkPod("a", []v1.Container{ctr("a", "memory=1Gi", ""), ctr("b", "memory=1Gi", "")},
-				withPodResources("memory=4Gi", "")),
-			0, capacity, 800,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := &tt.pod.Spec.Containers[0]
-			if tt.container >= 0 {
-				c = &tt.pod.Spec.Containers[tt.container]
-			} else {
-				c = &tt.pod.Spec.InitContainers[0]
-			}
-			if got := ContainerOOMScoreAdj(tt.pod, c, tt.capacity); got != tt.want {
-				t.Errorf("ContainerOOMScoreAdj = %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
 
 func TestClampOOMScoreAdj(t *testing.T) {
 	tests := []struct{ adj, floor, want int }{

@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // qosClasses are the places a pod cgroup can be, in search order.
@@ -38,7 +40,7 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) (cgroupParent stri
 	if err := unsupportedHugePages(rc.HugePageLimit, m.hugeSizes); err != nil {
 		return "", err
 	}
-	qos := QOSClass(pod)
+	qos := podfacts.QOSClass(pod)
 	reqs := PodRequests(pod)
 	if err := m.setTracked(pod.UID, trackedPod{qos: qos, milliCPU: reqs.Cpu().MilliValue()}, true); err != nil {
 		return "", fmt.Errorf("cgroup of pod %q: %w", pod.UID, err)

@@ -4,12 +4,14 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // ResourceConfig is what one cgroup is set to. A nil field leaves the
 // kernel's value alone.
 type ResourceConfig struct {
-	// CPUShares is cpu.shares on v1, converted with SharesToWeight on v2.
+	// CPUShares is cpu.shares on v1, converted with podfacts.SharesToWeight on v2.
 	CPUShares *uint64
 	// CPUQuota is the CFS quota in microseconds per period; -1 is no quota.
 	CPUQuota *int64
@@ -29,7 +31,7 @@ type ResourceConfig struct {
 type PodOptions struct {
 	// DisableCPUQuota leaves CPU limits unenforced (--cpu-cfs-quota=false).
 	DisableCPUQuota bool
-	// CPUPeriod is the CFS period in microseconds; 0 means QuotaPeriod.
+	// CPUPeriod is the CFS period in microseconds; 0 means podfacts.QuotaPeriod.
 	CPUPeriod uint64
 	// PodPidsLimit is --pod-max-pids; a value <= 0 sets no limit.
 	PodPidsLimit int64
@@ -164,17 +166,17 @@ func PodResourceConfig(pod *v1.Pod, opts PodOptions) *ResourceConfig {
 
 	period := opts.CPUPeriod
 	if period == 0 {
-		period = QuotaPeriod
+		period = podfacts.QuotaPeriod
 	}
-	shares := MilliCPUToShares(reqs.Cpu().MilliValue())
-	quota := MilliCPUToQuota(lims.Cpu().MilliValue(), int64(period))
+	shares := podfacts.MilliCPUToShares(reqs.Cpu().MilliValue())
+	quota := podfacts.MilliCPUToQuota(lims.Cpu().MilliValue(), int64(period))
 	if opts.DisableCPUQuota {
 		quota = -1
 	}
 	memory := lims.Memory().Value()
 
 	rc := &ResourceConfig{HugePageLimit: HugePageLimits(reqs)}
-	switch QOSClass(pod) {
+	switch podfacts.QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		rc.CPUShares, rc.CPUQuota, rc.CPUPeriod, rc.Memory = &shares, &quota, &period, &memory
 	case v1.PodQOSBurstable:
@@ -186,7 +188,7 @@ func PodResourceConfig(pod *v1.Pod, opts PodOptions) *ResourceConfig {
 			rc.Memory = &memory
 		}
 	default:
-		minShares := uint64(MinShares)
+		minShares := uint64(podfacts.MinShares)
 		rc.CPUShares = &minShares
 	}
 	if opts.PodPidsLimit > 0 {

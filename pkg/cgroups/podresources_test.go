@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 func TestPodRequestsAndLimits(t *testing.T) {
@@ -73,7 +75,7 @@ func assertList(t *testing.T, what string, got, want v1.ResourceList) {
 func TestPodResourceConfig(t *testing.T) {
 	u := func(v uint64) *uint64 { return &v }
 	i := func(v int64) *int64 { return &v }
-	period := u(QuotaPeriod)
+	period := u(podfacts.QuotaPeriod)
 	tests := []struct {
 		name string
 		pod  *v1.Pod
@@ -140,7 +142,7 @@ func TestPodResourceConfig(t *testing.T) {
 		{
 			name: "huge cpu request is clamped",
 			pod:  mkPod("a", []v1.Container{ctr("a", "cpu=1000", "")}),
-			want: ResourceConfig{CPUShares: u(MaxShares), HugePageLimit: map[int64]int64{}},
+			want: ResourceConfig{CPUShares: u(podfacts.MaxShares), HugePageLimit: map[int64]int64{}},
 		},
 	}
 	for _, tt := range tests {

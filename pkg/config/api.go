@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // apiSource watches the pods bound to the node. The informer's reflector resumes a broken watch from the
@@ -88,8 +89,8 @@ func (a *apiSource) upsert(ctx context.Context, obj interface{}) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	if _, mirror := pod.Annotations[AnnotationMirror]; !mirror {
-		pod.Annotations[AnnotationSource] = SourceAPI
+	if _, mirror := pod.Annotations[podfacts.AnnotationConfigMirror]; !mirror {
+		pod.Annotations[podfacts.AnnotationConfigSource] = SourceAPI
 	}
 	a.out.upsert(ctx, SourceAPI, pod)
 }

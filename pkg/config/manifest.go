@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // MaxManifestSize is the largest manifest file read.
@@ -130,8 +132,8 @@ func applyStaticDefaults(pod *v1.Pod, uid types.UID, nodeName string) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationSource] = SourceFile
-	pod.Annotations[AnnotationHash] = string(uid)
+	pod.Annotations[podfacts.AnnotationConfigSource] = SourceFile
+	pod.Annotations[podfacts.AnnotationConfigHash] = string(uid)
 	pod.Spec.NodeName = nodeName
 	s := &pod.Spec
 	if s.RestartPolicy == "" {

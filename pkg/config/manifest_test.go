@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 const goodManifest = `
@@ -31,7 +33,7 @@ func TestDecodeManifest(t *testing.T) {
 	if pod.Name != "web-node1" || pod.Namespace != "default" || pod.Spec.NodeName != "Node1" {
 		t.Errorf("identity %s/%s on %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
 	}
-	if len(pod.UID) != 32 || pod.Annotations[AnnotationSource] != SourceFile || pod.Annotations[AnnotationHash] != string(pod.UID) {
+	if len(pod.UID) != 32 || pod.Annotations[podfacts.AnnotationConfigSource] != SourceFile || pod.Annotations[podfacts.AnnotationConfigHash] != string(pod.UID) {
 		t.Errorf("uid %q annotations %v", pod.UID, pod.Annotations)
 	}
 	c := pod.Spec.Containers

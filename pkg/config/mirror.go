@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // MirrorClient creates and deletes mirror pods: API copies of static pods, marked with the
@@ -26,9 +27,9 @@ func NewMirrorClient(client kubeclient.Interface, nodeName string) *MirrorClient
 
 // CreateMirror creates the mirror pod of a static pod.
 func (m *MirrorClient) CreateMirror(ctx context.Context, static *v1.Pod) error {
-	hash, ok := static.Annotations[AnnotationHash]
+	hash, ok := static.Annotations[podfacts.AnnotationConfigHash]
 	if !ok {
-		return fmt.Errorf("static pod %s/%s has no %s annotation", static.Namespace, static.Name, AnnotationHash)
+		return fmt.Errorf("static pod %s/%s has no %s annotation", static.Namespace, static.Name, podfacts.AnnotationConfigHash)
 	}
 	mirror := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -40,7 +41,7 @@ func (m *MirrorClient) CreateMirror(ctx context.Context, static *v1.Pod) error {
 	for k, v := range static.Annotations {
 		mirror.Annotations[k] = v
 	}
-	mirror.Annotations[AnnotationMirror] = hash
+	mirror.Annotations[podfacts.AnnotationConfigMirror] = hash
 	mirror.Spec.NodeName = m.nodeName
 	if node, err := m.client.CoreV1().Nodes().Get(ctx, m.nodeName, metav1.GetOptions{}); err == nil {
 		controller := true

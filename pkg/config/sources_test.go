@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 func apiPod(name, node string) *v1.Pod {
@@ -85,7 +86,7 @@ func TestAPISource(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.Run(ctx)
-	if u := next(t, s); u.Op != Add || u.Pods[0].Name != "mine" || u.Pods[0].Annotations[AnnotationSource] != SourceAPI {
+	if u := next(t, s); u.Op != Add || u.Pods[0].Name != "mine" || u.Pods[0].Annotations[podfacts.AnnotationConfigSource] != SourceAPI {
 		t.Fatalf("first update %s %v", u.Op, u.Pods[0].ObjectMeta)
 	}
 	if u := next(t, s); u.Op != SourceSynced || u.Source != SourceAPI || !s.Synced() {
@@ -242,7 +243,7 @@ func TestMirrorClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mirror.Annotations[AnnotationMirror] != string(static.UID) || mirror.Spec.NodeName != "node1" ||
+	if mirror.Annotations[podfacts.AnnotationConfigMirror] != string(static.UID) || mirror.Spec.NodeName != "node1" ||
 		len(mirror.OwnerReferences) != 1 || mirror.OwnerReferences[0].UID != "node-uid" || mirror.UID == static.UID {
 		t.Errorf("mirror %+v", mirror.ObjectMeta)
 	}

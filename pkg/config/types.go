@@ -2,6 +2,8 @@ package config
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // Op is what happened to the pods of an update.
@@ -42,10 +44,10 @@ func (o Op) String() string {
 	return "UNKNOWN"
 }
 
-// Source names.
+// Source names: the values of the kubernetes.io/config.source annotation.
 const (
-	SourceAPI  = "api"
-	SourceFile = "file"
+	SourceAPI  = podfacts.SourceAPI
+	SourceFile = podfacts.SourceFile
 )
 
 // PodUpdate is one change of the pods a source holds.
@@ -54,11 +56,3 @@ type PodUpdate struct {
 	Pods   []*v1.Pod
 	Source string
 }
-
-// Annotations that say where a pod came from.
-const (
-	AnnotationSource = "kubernetes.io/config.source"
-	AnnotationHash   = "kubernetes.io/config.hash"
-	AnnotationSeen   = "kubernetes.io/config.seen"
-	AnnotationMirror = "kubernetes.io/config.mirror"
-)

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // EventType is the kind of a pod lifecycle event.
@@ -43,12 +45,12 @@ type PodRecord map[string]State
 // Snapshot is what one relist saw of the whole runtime, by pod UID.
 type Snapshot map[types.UID]PodRecord
 
-// Labels the kubelet puts on CRI objects, as upstream names them; the rest of the kubelet uses these.
+// Labels the kubelet puts on CRI objects, as upstream names them (podfacts holds them).
 const (
-	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelContainerName = "io.kubernetes.container.name"
+	LabelPodUID        = podfacts.LabelPodUID
+	LabelPodName       = podfacts.LabelPodName
+	LabelPodNamespace  = podfacts.LabelPodNamespace
+	LabelContainerName = podfacts.LabelContainerName
 )
 
 // BuildSnapshot groups listed sandboxes and containers by pod UID. Objects that carry no pod UID (not made by

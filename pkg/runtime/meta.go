@@ -12,6 +12,8 @@ import (
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/typeurl/v2"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // containerd labels. Immutable facts live in the metadata extension; the labels carry what changes over a
@@ -190,9 +192,9 @@ func matchLabels(selector, labels map[string]string) bool {
 
 // The CRI labels the kubelet puts the pod's UID, name and namespace in.
 const (
-	criLabelPodUID       = "io.kubernetes.pod.uid"
-	criLabelPodName      = "io.kubernetes.pod.name"
-	criLabelPodNamespace = "io.kubernetes.pod.namespace"
+	criLabelPodUID       = podfacts.LabelPodUID
+	criLabelPodName      = podfacts.LabelPodName
+	criLabelPodNamespace = podfacts.LabelPodNamespace
 )
 
 // podUIDLabel is the value of labelPodUID for a sandbox or container: the pod UID of its CRI labels when they

@@ -7,13 +7,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // CRI labels the kubelet puts on sandboxes and containers.
 const (
-	labelPodUID        = pleg.LabelPodUID
-	labelContainerName = pleg.LabelContainerName
+	labelPodUID        = podfacts.LabelPodUID
+	labelContainerName = podfacts.LabelContainerName
 )
 
 // CRIResolver finds a pod's sandbox and containers through CRI list calls, by the labels the kubelet sets.

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // Waiting reasons reported for containers that are not running, as upstream names them.
@@ -31,7 +33,7 @@ const (
 )
 
 // Annotation read from CRI containers: the restart count the kubelet gave the container when it created it.
-const AnnotationRestartCount = "io.kubernetes.container.restartCount"
+const AnnotationRestartCount = podfacts.AnnotationContainerRestartCount
 
 // Waiting says why the last sync could not start a container (for example CrashLoopBackOff).
 type Waiting struct {
@@ -91,7 +93,7 @@ func Compute(in Input) v1.PodStatus {
 		ObservedGeneration: pod.Generation,
 	}
 	if s.QOSClass == "" {
-		s.QOSClass = QOSClass(pod)
+		s.QOSClass = podfacts.QOSClass(pod)
 	}
 	cc := containerInput{
 		pod:         pod,
@@ -245,9 +247,4 @@ func findStatus(statuses []v1.ContainerStatus, name string) (v1.ContainerStatus,
 		}
 	}
 	return v1.ContainerStatus{}, false
-}
-
-// IsRestartableInit reports whether an init container is a sidecar (restartPolicy Always).
-func IsRestartableInit(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }

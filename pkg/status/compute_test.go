@@ -387,42 +387,6 @@ func expectCond(t *testing.T, s v1.PodStatus, typ v1.PodConditionType, status v1
 	}
 }
 
-func TestQOSClass(t *testing.T) {
-	res := func(req, lim string) v1.ResourceRequirements {
-		r := v1.ResourceRequirements{}
-		if req != "" {
-			r.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(req), v1.ResourceMemory: resource.MustParse(req + "Mi")}
-		}
-		if lim != "" {
-			r.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse(lim), v1.ResourceMemory: resource.MustParse(lim + "Mi")}
-		}
-		return r
-	}
-	tests := []struct {
-		name string
-		res  []v1.ResourceRequirements
-		want v1.PodQOSClass
-	}{
-		{"none", []v1.ResourceRequirements{{}}, v1.PodQOSBestEffort},
-		{"requests only", []v1.ResourceRequirements{res("1", "")}, v1.PodQOSBurstable},
-		{"equal", []v1.ResourceRequirements{res("1", "1")}, v1.PodQOSGuaranteed},
-		{"limits above requests", []v1.ResourceRequirements{res("1", "2")}, v1.PodQOSBurstable},
-		{"one of two without", []v1.ResourceRequirements{res("1", "1"), {}}, v1.PodQOSBurstable},
-		{"cpu limit only", []v1.ResourceRequirements{{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}, v1.PodQOSBurstable},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := testPod(v1.RestartPolicyAlways)
-			for i, r := range tc.res {
-				p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: itoa(i), Resources: r})
-			}
-			if got := QOSClass(p); got != tc.want {
-				t.Errorf("QOSClass = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
 // Compute stamps times at the API's precision, whatever the precision of Now and of the runtime's times.
 func TestComputeTimesAtAPIPrecision(t *testing.T) {
 	pod := apiPod("1")

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // Condition reasons, as upstream names them.
@@ -82,7 +84,7 @@ func initializedCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase v1.P
 			unknown = append(unknown, c.Name)
 			continue
 		}
-		if IsRestartableInit(c) {
+		if podfacts.IsSidecar(c) {
 			if st.Started == nil || !*st.Started {
 				incomplete = append(incomplete, c.Name)
 			}
@@ -117,7 +119,7 @@ func containersReadyCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase 
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if IsRestartableInit(&pod.Spec.InitContainers[i]) {
+		if podfacts.IsSidecar(&pod.Spec.InitContainers[i]) {
 			check(&pod.Spec.InitContainers[i])
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 type containerInput struct {
@@ -88,7 +90,7 @@ func containerStatuses(in containerInput, specs []v1.Container, old []v1.Contain
 		}
 
 		applyWaiting(in, spec, &st, isInit)
-		if isInit && !IsRestartableInit(spec) && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
+		if isInit && !podfacts.IsSidecar(spec) && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
 			st.Ready = true // as upstream: an init container that completed is ready
 		}
 		out = append(out, st)
@@ -102,7 +104,7 @@ func applyWaiting(in containerInput, spec *v1.Container, st *v1.ContainerStatus,
 	if !ok || w.Reason == "" || st.State.Running != nil {
 		return
 	}
-	if isInit && !IsRestartableInit(spec) && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
+	if isInit && !podfacts.IsSidecar(spec) && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
 		return // a finished init container is never run again
 	}
 	if st.State.Terminated != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 const (
@@ -83,8 +84,8 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 		m.pods[pod.UID] = e
 	}
 	e.namespace, e.name = pod.Namespace, pod.Name
-	e.static = IsStatic(pod)
-	e.mirrorHash = pod.Annotations[AnnotationConfigHash]
+	e.static = podfacts.IsStatic(pod)
+	e.mirrorHash = pod.Annotations[podfacts.AnnotationConfigHash]
 	if e.apiUID == "" && !e.static && pod.ResourceVersion != "" {
 		// A pod read from the API carries what the API held: the first write patches against it instead of
 		// reading the pod again. A stale view costs nothing: the patch names the UID, and a watch update
@@ -135,7 +136,7 @@ func (m *Manager) ConfirmDeletion(pod *v1.Pod) {
 		e = &entry{namespace: pod.Namespace, name: pod.Name, status: *pod.Status.DeepCopy(), version: 1}
 		m.pods[pod.UID] = e
 	}
-	e.static = IsStatic(pod)
+	e.static = podfacts.IsStatic(pod)
 	e.deleteRequested = true
 	if pod.DeletionTimestamp != nil {
 		e.apiDelete = true
@@ -157,7 +158,7 @@ func (m *Manager) Reconcile(apiPod *v1.Pod) {
 		if !e.static && uid != apiPod.UID {
 			continue
 		}
-		if e.static && apiPod.Annotations[AnnotationConfigMirror] != e.mirrorHash {
+		if e.static && apiPod.Annotations[podfacts.AnnotationConfigMirror] != e.mirrorHash {
 			continue
 		}
 		e.apiUID, e.apiStatus = apiPod.UID, *apiPod.Status.DeepCopy()
@@ -299,7 +300,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 		if err != nil {
 			return fmt.Errorf("get pod: %w", err)
 		}
-		if snap.static && apiPod.Annotations[AnnotationConfigMirror] != snap.mirrorHash {
+		if snap.static && apiPod.Annotations[podfacts.AnnotationConfigMirror] != snap.mirrorHash {
 			return errNotYet // the mirror pod is missing or outdated: it will be recreated
 		}
 		if !snap.static && apiPod.UID != uid {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 func apiPod(uid string) *v1.Pod {
@@ -143,7 +144,7 @@ func TestManagerKeepsTerminalPhase(t *testing.T) {
 
 func TestManagerStaticPodWritesMirror(t *testing.T) {
 	static := apiPod("s")
-	static.Annotations = map[string]string{AnnotationConfigSource: "file", AnnotationConfigHash: "hash1"}
+	static.Annotations = map[string]string{podfacts.AnnotationConfigSource: "file", podfacts.AnnotationConfigHash: "hash1"}
 	m, client, clk := startManager(t)
 	m.SetPodStatus(static, runningStatus(static))
 	time.Sleep(20 * time.Millisecond)
@@ -151,7 +152,7 @@ func TestManagerStaticPodWritesMirror(t *testing.T) {
 		t.Fatal("synced without a mirror pod")
 	}
 	mirror := apiPod("m")
-	mirror.Annotations = map[string]string{AnnotationConfigSource: "file", AnnotationConfigMirror: "hash1"}
+	mirror.Annotations = map[string]string{podfacts.AnnotationConfigSource: "file", podfacts.AnnotationConfigMirror: "hash1"}
 	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), mirror, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

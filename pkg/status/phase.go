@@ -2,6 +2,8 @@ package status
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // podPhase follows upstream's getPhase: init containers first, then sidecars and app containers.
@@ -13,7 +15,7 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized 
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		st, ok := findStatus(statuses, c.Name)
-		if IsRestartableInit(c) {
+		if podfacts.IsSidecar(c) {
 			switch {
 			case !ok:
 				unknown++
@@ -91,7 +93,7 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized 
 	case running > 0 && unknown == 0:
 		return v1.PodRunning
 	case running == 0 && stopped > 0 && unknown == 0:
-		if terminal && !IsStatic(pod) {
+		if terminal && !podfacts.IsStatic(pod) {
 			if stopped == succeeded {
 				return v1.PodSucceeded
 			}
@@ -125,24 +127,4 @@ func hasInitialized(pod *v1.Pod, statuses []v1.ContainerStatus) bool {
 		}
 	}
 	return false
-}
-
-// Annotations that tell where a pod came from.
-const (
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigMirror = "kubernetes.io/config.mirror"
-	SourceAPI              = "api"
-)
-
-// IsStatic reports whether a pod comes from a source other than the API server (a manifest file).
-func IsStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[AnnotationConfigSource]
-	return ok && src != SourceAPI
-}
-
-// IsMirror reports whether an API pod is the mirror of a static pod.
-func IsMirror(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationConfigMirror]
-	return ok
 }

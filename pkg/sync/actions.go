@@ -8,7 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
-	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // killInfo says which container to stop and why.
@@ -123,7 +123,7 @@ func computeInitActions(pod *v1.Pod, cur map[string][]*runtimeapi.ContainerStatu
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		latest := first(cur[c.Name])
-		if status.IsRestartableInit(c) {
+		if podfacts.IsSidecar(c) {
 			if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 				if latest.Annotations[annotationHash] == hashContainer(c) {
 					continue

@@ -13,7 +13,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/podfacts"
-	"github.com/nodeagent/kubelet/pkg/status"
 )
 
 // errConfigRef marks an env (or envFrom) reference that cannot be resolved: CreateContainerConfigError.
@@ -182,7 +181,7 @@ func (r *envResolver) secret(ctx context.Context, name string, opt bool) (*v1.Se
 
 // apiAllowed refuses API references without a client, and from static pods (as upstream does).
 func (r *envResolver) apiAllowed(kind, name string) error {
-	if status.IsStatic(r.pod) {
+	if podfacts.IsStatic(r.pod) {
 		return fmt.Errorf("%w: static pods cannot refer to %s %q", errConfigRef, kind, name)
 	}
 	if r.k.cfg.Client == nil {

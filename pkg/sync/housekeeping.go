@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
@@ -179,7 +179,7 @@ func (k *Kubelet) Snapshot() []PodSnapshot {
 		seen[uid] = true
 		s := PodSnapshot{UID: uid, State: "Pending"}
 		if pod != nil {
-			s.Namespace, s.Name, s.Static = pod.Namespace, pod.Name, status.IsStatic(pod)
+			s.Namespace, s.Name, s.Static = pod.Namespace, pod.Name, podfacts.IsStatic(pod)
 		}
 		if k.pods.isRejected(uid) {
 			s.State = "Rejected"

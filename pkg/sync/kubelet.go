@@ -78,6 +78,8 @@ type Config struct {
 	Recorder      record.EventRecorder
 	// NodeAllocatable returns what pods may request in total (admission); nil or empty: no resource check.
 	NodeAllocatable func() v1.ResourceList
+	// NodeCapacity returns the machine's resources (containers' OOM scores); nil: NodeAllocatable.
+	NodeCapacity func() v1.ResourceList
 	// NodeIPs returns the node's addresses, primary first.
 	NodeIPs func() []net.IP
 	// Node returns the node object (labels and taints for admission); nil or a nil result: hostname and os

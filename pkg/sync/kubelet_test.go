@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/kubeclient/kubeclienttest"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // run starts the kubelet and returns a function that stops it and waits.
@@ -251,7 +252,7 @@ func TestKubeletRunsStaticPodWithMirror(t *testing.T) {
 	defer stop()
 	eventually(t, "mirror pod Running in the API", func() bool {
 		p, ok := h.apiPod("static-node1")
-		return ok && p.Annotations[config.AnnotationMirror] != "" && p.Status.Phase == v1.PodRunning
+		return ok && p.Annotations[podfacts.AnnotationConfigMirror] != "" && p.Status.Phase == v1.PodRunning
 	})
 	// Deleting the mirror pod recreates it; the static pod keeps running. The fake clientset's watch does not
 	// replay what happened between the list and the watch, as an API server does: delete once it watches.

@@ -6,25 +6,25 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // CRI labels and annotations, as upstream sets them.
 const (
-	labelPodName       = pleg.LabelPodName
-	labelPodNamespace  = pleg.LabelPodNamespace
-	labelPodUID        = pleg.LabelPodUID
-	labelContainerName = pleg.LabelContainerName
-	labelContainerType = "io.kubernetes.container.type" // not upstream's; tells init containers apart
+	labelPodName       = podfacts.LabelPodName
+	labelPodNamespace  = podfacts.LabelPodNamespace
+	labelPodUID        = podfacts.LabelPodUID
+	labelContainerName = podfacts.LabelContainerName
+	labelContainerType = podfacts.LabelContainerType
 
-	annotationHash                = "io.kubernetes.container.hash"
-	annotationRestartCount        = "io.kubernetes.container.restartCount"
-	annotationTerminationPath     = "io.kubernetes.container.terminationMessagePath"
-	annotationTerminationPolicy   = "io.kubernetes.container.terminationMessagePolicy"
-	annotationPreStop             = "io.kubernetes.container.preStopHandler"
-	annotationPodGracePeriod      = "io.kubernetes.pod.terminationGracePeriod"
-	annotationContainerPorts      = "io.kubernetes.container.ports"
-	annotationContainerLogMessage = "io.kubernetes.container.terminationMessageHostPath"
+	annotationHash                = podfacts.AnnotationContainerHash
+	annotationRestartCount        = podfacts.AnnotationContainerRestartCount
+	annotationTerminationPath     = podfacts.AnnotationTerminationMessagePath
+	annotationTerminationPolicy   = podfacts.AnnotationTerminationMessagePolicy
+	annotationPreStop             = podfacts.AnnotationPreStopHandler
+	annotationPodGracePeriod      = podfacts.AnnotationPodTerminationGracePeriod
+	annotationContainerPorts      = podfacts.AnnotationContainerPorts
+	annotationContainerLogMessage = podfacts.AnnotationTerminationMessageHostPath
 
 	containerTypeInit    = "init"
 	containerTypeSidecar = "sidecar"

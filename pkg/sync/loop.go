@@ -11,6 +11,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -71,7 +72,7 @@ func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
 		switch u.Op {
 		case config.Add, config.Update, config.Delete:
 			k.pods.set(pod)
-			if status.IsMirror(pod) {
+			if podfacts.IsMirror(pod) {
 				k.status.Reconcile(pod)
 				if static, ok := k.pods.staticByName(pod.Namespace, pod.Name); ok {
 					k.dispatchSync(static.UID) // check the mirror against its static pod
@@ -81,7 +82,7 @@ func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
 			if u.Op != config.Add {
 				k.status.Reconcile(pod)
 			}
-			if u.Op == config.Add && status.IsStatic(pod) {
+			if u.Op == config.Add && podfacts.IsStatic(pod) {
 				if st, ok := k.workers.state(pod.UID); ok && st == stateFinished {
 					k.workers.forget(pod.UID) // a static pod put back with the same content runs again
 				}
@@ -89,7 +90,7 @@ func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
 			k.applyPod(ctx, pod)
 		case config.Remove:
 			k.pods.remove(pod)
-			if status.IsMirror(pod) {
+			if podfacts.IsMirror(pod) {
 				if static, ok := k.pods.staticByName(pod.Namespace, pod.Name); ok {
 					k.dispatchSync(static.UID) // recreate the mirror
 				}
@@ -106,7 +107,7 @@ func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
 // applyPod admits a pod the workers do not know yet, and hands it to its worker.
 func (k *Kubelet) applyPod(ctx context.Context, pod *v1.Pod) {
 	if k.pods.isRejected(pod.UID) {
-		if pod.DeletionTimestamp != nil && !status.IsStatic(pod) {
+		if pod.DeletionTimestamp != nil && !podfacts.IsStatic(pod) {
 			k.status.ConfirmDeletion(pod) // it never ran: nothing to stop
 		}
 		return

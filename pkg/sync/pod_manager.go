@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -29,7 +30,7 @@ func fullName(namespace, name string) string { return namespace + "/" + name }
 func (m *podManager) set(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if status.IsMirror(pod) {
+	if podfacts.IsMirror(pod) {
 		m.mirrors[fullName(pod.Namespace, pod.Name)] = pod
 		return
 	}
@@ -40,7 +41,7 @@ func (m *podManager) set(pod *v1.Pod) {
 func (m *podManager) remove(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if status.IsMirror(pod) {
+	if podfacts.IsMirror(pod) {
 		if cur, ok := m.mirrors[fullName(pod.Namespace, pod.Name)]; ok && cur.UID == pod.UID {
 			delete(m.mirrors, fullName(pod.Namespace, pod.Name))
 		}
@@ -91,7 +92,7 @@ func (m *podManager) staticByName(namespace, name string) (*v1.Pod, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for _, p := range m.pods {
-		if p.Namespace == namespace && p.Name == name && status.IsStatic(p) {
+		if p.Namespace == namespace && p.Name == name && podfacts.IsStatic(p) {
 			return p, true
 		}
 	}

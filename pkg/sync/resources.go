@@ -9,20 +9,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/podfacts"
-	"github.com/nodeagent/kubelet/pkg/status"
-)
-
-// Upstream's numbers for container resources.
-const (
-	minShares          = 2
-	maxShares          = 262144
-	sharesPerCPU       = 1024
-	quotaPeriod        = 100000 // 100 ms in µs
-	minQuota           = 1000   // 1 ms in µs
-	guaranteedOOMScore = -997
-	besteffortOOMScore = 1000
-	burstableMinOOM    = 3
-	burstableMaxOOM    = 999
 )
 
 var (
@@ -33,42 +19,6 @@ var (
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 )
 
-// milliToShares converts cpu millicores to cgroup v1 shares.
-func milliToShares(milli int64) int64 {
-	if milli <= 0 {
-		return minShares
-	}
-	s := milli * sharesPerCPU / 1000
-	return min(max(s, minShares), maxShares)
-}
-
-// milliToQuota converts a cpu limit in millicores to a CFS quota for quotaPeriod.
-func milliToQuota(milli int64) int64 {
-	if milli <= 0 {
-		return 0
-	}
-	return max(milli*quotaPeriod/1000, minQuota)
-}
-
-// oomScoreAdj returns the container's OOM score adjustment from the pod's QoS class.
-func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
-	switch status.QOSClass(pod) {
-	case v1.PodQOSGuaranteed:
-		return guaranteedOOMScore
-	case v1.PodQOSBestEffort:
-		return besteffortOOMScore
-	}
-	if memCapacity <= 0 {
-		return burstableMaxOOM
-	}
-	req := int64(0)
-	if q, ok := c.Resources.Requests[v1.ResourceMemory]; ok {
-		req = podfacts.Value(q)
-	}
-	adj := 1000 - (1000*min(req, memCapacity))/memCapacity
-	return min(max(adj, burstableMinOOM), burstableMaxOOM)
-}
-
 // containerResources builds the CRI resources of a container.
 func (k *Kubelet) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{}
@@ -76,26 +26,31 @@ func (k *Kubelet) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.L
 	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
 	switch {
 	case hasReq:
-		r.CpuShares = milliToShares(podfacts.MilliValue(cpuReq))
+		r.CpuShares = int64(podfacts.MilliCPUToShares(podfacts.MilliValue(cpuReq)))
 	case hasLim:
-		r.CpuShares = milliToShares(podfacts.MilliValue(cpuLim))
+		r.CpuShares = int64(podfacts.MilliCPUToShares(podfacts.MilliValue(cpuLim)))
 	default:
-		r.CpuShares = minShares
+		r.CpuShares = podfacts.MinShares
 	}
 	if hasLim {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = milliToQuota(podfacts.MilliValue(cpuLim))
+		r.CpuPeriod = podfacts.QuotaPeriod
+		r.CpuQuota = podfacts.MilliCPUToQuota(podfacts.MilliValue(cpuLim), podfacts.QuotaPeriod)
 	}
 	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		r.MemoryLimitInBytes = max(podfacts.Value(q), 0)
 	}
+	// As upstream, the score is relative to the machine's memory, not to what pods may allocate.
 	var memCapacity int64
-	if k.cfg.NodeAllocatable != nil {
-		if q, ok := k.cfg.NodeAllocatable()[v1.ResourceMemory]; ok {
+	capacity := k.cfg.NodeAllocatable
+	if k.cfg.NodeCapacity != nil {
+		capacity = k.cfg.NodeCapacity
+	}
+	if capacity != nil {
+		if q, ok := capacity()[v1.ResourceMemory]; ok {
 			memCapacity = podfacts.Value(q)
 		}
 	}
-	r.OomScoreAdj = oomScoreAdj(pod, c, memCapacity)
+	r.OomScoreAdj = int64(podfacts.ContainerOOMScoreAdj(pod, c, memCapacity))
 	return r
 }
 

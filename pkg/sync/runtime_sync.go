@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
@@ -107,7 +108,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	for _, i := range a.InitToStart {
 		c := &pod.Spec.InitContainers[i]
 		kind := containerTypeInit
-		if status.IsRestartableInit(c) {
+		if podfacts.IsSidecar(c) {
 			kind = containerTypeSidecar
 		}
 		if !k.startContainer(ctx, pod, c, kind, env, &r) && kind == containerTypeInit {

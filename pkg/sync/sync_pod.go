@@ -14,8 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
-	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
@@ -61,7 +61,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	if isTerminalPhase(st.Phase) {
 		return syncOutcome{terminal: true}, nil
 	}
-	if status.IsStatic(pod) {
+	if podfacts.IsStatic(pod) {
 		k.ensureMirror(ctx, pod)
 	}
 	if err := k.makePodDirs(pod); err != nil {
@@ -127,9 +127,9 @@ func (k *Kubelet) ensureMirror(ctx context.Context, pod *v1.Pod) {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	hash := pod.Annotations[config.AnnotationHash]
+	hash := pod.Annotations[podfacts.AnnotationConfigHash]
 	mirror, ok := k.pods.mirror(pod.Namespace, pod.Name)
-	if ok && (mirror.Annotations[config.AnnotationMirror] != hash || mirror.DeletionTimestamp != nil) {
+	if ok && (mirror.Annotations[podfacts.AnnotationConfigMirror] != hash || mirror.DeletionTimestamp != nil) {
 		if mirror.DeletionTimestamp == nil {
 			logger.Info("Deleting outdated mirror pod", "pod", klog.KObj(pod))
 			if err := k.mirrors.DeleteMirror(ctx, mirror.Namespace, mirror.Name, mirror.UID); err != nil {
@@ -183,9 +183,9 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *ple
 		return nil
 	}
 	switch {
-	case known && pod.DeletionTimestamp != nil && !status.IsStatic(pod):
+	case known && pod.DeletionTimestamp != nil && !podfacts.IsStatic(pod):
 		k.status.ConfirmDeletion(pod)
-	case !known || status.IsStatic(pod):
+	case !known || podfacts.IsStatic(pod):
 		k.status.Forget(pod.UID)
 	}
 	if err := k.removePodContent(ctx, pod, state); err != nil {

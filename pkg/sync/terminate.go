@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
-	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 const (
@@ -53,7 +53,7 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	deadline := k.clock.Now().Add(time.Duration(grace) * time.Second)
 	sidecarOrder := map[string]int{}
 	for i := range pod.Spec.InitContainers {
-		if status.IsRestartableInit(&pod.Spec.InitContainers[i]) {
+		if podfacts.IsSidecar(&pod.Spec.InitContainers[i]) {
 			sidecarOrder[pod.Spec.InitContainers[i].Name] = i
 		}
 	}
