@@ -6,9 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // Reasons a node does not fit, worded as upstream's scheduler words them.
@@ -63,34 +62,29 @@ func Fits(pod *corev1.Pod, node *corev1.Node, bound []*corev1.Pod) string {
 	if !ready(node) {
 		return ReasonNotReady
 	}
-	if node.Spec.Unschedulable && !tolerates(pod.Spec.Tolerations, corev1.Taint{
-		Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
+	unschedulable := []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+	if _, bad := podfacts.UntoleratedTaint(unschedulable, pod.Spec.Tolerations, nil); node.Spec.Unschedulable && bad {
 		return ReasonUnschedulable
 	}
-	if !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(labels.Set(node.Labels)) || !affinityMatches(pod, node) {
+	if !podfacts.MatchesNode(pod, node.Name, node.Labels) {
 		return ReasonSelector
 	}
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		if !tolerates(pod.Spec.Tolerations, t) {
-			return ReasonTaint
-		}
+	if _, bad := podfacts.UntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, podfacts.NoScheduleOrNoExecute); bad {
+		return ReasonTaint
 	}
 	alloc := node.Status.Allocatable
 	if alloc == nil {
 		alloc = node.Status.Capacity
 	}
-	reqCPU, reqMem := Requests(pod)
+	req := podfacts.PodRequests(pod)
 	usedCPU, usedMem, count := used(bound)
-	if q, ok := alloc[corev1.ResourcePods]; ok && int64(count+1) > q.Value() {
+	if q, ok := alloc[corev1.ResourcePods]; ok && int64(count+1) > podfacts.Value(q) {
 		return ReasonPods
 	}
-	if q, ok := alloc[corev1.ResourceCPU]; ok && reqCPU > 0 && usedCPU+reqCPU > q.MilliValue() {
+	if q, ok := alloc[corev1.ResourceCPU]; ok && req.MilliCPU > 0 && podfacts.AddSat(usedCPU, req.MilliCPU) > podfacts.MilliValue(q) {
 		return ReasonCPU
 	}
-	if q, ok := alloc[corev1.ResourceMemory]; ok && reqMem > 0 && usedMem+reqMem > q.Value() {
+	if q, ok := alloc[corev1.ResourceMemory]; ok && req.Memory > 0 && podfacts.AddSat(usedMem, req.Memory) > podfacts.Value(q) {
 		return ReasonMemory
 	}
 	return ""
@@ -105,108 +99,13 @@ func ready(n *corev1.Node) bool {
 	return false
 }
 
-func tolerates(tols []corev1.Toleration, t corev1.Taint) bool {
-	for i := range tols {
-		if tols[i].ToleratesTaint(klog.Background(), &t, false) {
-			return true
-		}
-	}
-	return false
-}
-
-// affinityMatches checks required node affinity terms (ORed) whose
-// expressions are label requirements.
-func affinityMatches(pod *corev1.Pod, node *corev1.Node) bool {
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true
-	}
-	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for _, term := range terms {
-		if termMatches(term, node) {
-			return true
-		}
-	}
-	return len(terms) == 0
-}
-
-func termMatches(term corev1.NodeSelectorTerm, node *corev1.Node) bool {
-	for _, e := range term.MatchExpressions {
-		v, has := node.Labels[e.Key]
-		switch e.Operator {
-		case corev1.NodeSelectorOpIn:
-			if !has || !contains(e.Values, v) {
-				return false
-			}
-		case corev1.NodeSelectorOpNotIn:
-			if has && contains(e.Values, v) {
-				return false
-			}
-		case corev1.NodeSelectorOpExists:
-			if !has {
-				return false
-			}
-		case corev1.NodeSelectorOpDoesNotExist:
-			if has {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	for _, f := range term.MatchFields {
-		if f.Key != "metadata.name" || f.Operator != corev1.NodeSelectorOpIn || !contains(f.Values, node.Name) {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// Requests returns the pod's effective cpu (milli) and memory (bytes)
-// requests: the larger of the sum over containers and any init container.
-func Requests(pod *corev1.Pod) (cpu, mem int64) {
-	for _, c := range pod.Spec.Containers {
-		cpu += quantity(c.Resources.Requests, corev1.ResourceCPU, true)
-		mem += quantity(c.Resources.Requests, corev1.ResourceMemory, false)
-	}
-	for _, c := range pod.Spec.InitContainers {
-		cpu = max(cpu, quantity(c.Resources.Requests, corev1.ResourceCPU, true))
-		mem = max(mem, quantity(c.Resources.Requests, corev1.ResourceMemory, false))
-	}
-	if o := pod.Spec.Overhead; o != nil {
-		cpu += quantity(o, corev1.ResourceCPU, true)
-		mem += quantity(o, corev1.ResourceMemory, false)
-	}
-	return cpu, mem
-}
-
-func quantity(l corev1.ResourceList, name corev1.ResourceName, milli bool) int64 {
-	q, ok := l[name]
-	if !ok {
-		return 0
-	}
-	if milli {
-		return q.MilliValue()
-	}
-	return q.Value()
-}
-
 func used(bound []*corev1.Pod) (cpu, mem int64, count int) {
 	for _, p := range bound {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		c, m := Requests(p)
-		cpu, mem, count = cpu+c, mem+m, count+1
+		r := podfacts.PodRequests(p)
+		cpu, mem, count = podfacts.AddSat(cpu, r.MilliCPU), podfacts.AddSat(mem, r.Memory), count+1
 	}
 	return cpu, mem, count
 }
@@ -216,10 +115,7 @@ func freeCPU(n *corev1.Node, bound []*corev1.Pod) int64 {
 	if alloc == nil {
 		alloc = n.Status.Capacity
 	}
-	q, ok := alloc[corev1.ResourceCPU]
-	if !ok {
-		q = resource.MustParse("0")
-	}
+	q := alloc[corev1.ResourceCPU]
 	c, _, _ := used(bound)
-	return q.MilliValue() - c
+	return podfacts.MilliValue(q) - c
 }

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 type podStrategy struct{}
@@ -15,7 +17,7 @@ func (podStrategy) PrepareForCreate(obj runtime.Object) {
 	pod := obj.(*corev1.Pod)
 	DefaultPod(pod)
 	pod.Generation = 1
-	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: PodQOS(pod)}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podfacts.ComputeQOSClass(pod)}
 }
 
 func (podStrategy) PrepareForUpdate(obj, old runtime.Object) {

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -177,40 +176,4 @@ func addDefaultToleration(s *corev1.PodSpec, key string) {
 		Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
 		TolerationSeconds: ptr.To[int64](DefaultTolerationSeconds),
 	})
-}
-
-// PodQOS returns the pod's QoS class from its containers' cpu and memory
-// requests and limits, as upstream computes it.
-func PodQOS(pod *corev1.Pod) corev1.PodQOSClass {
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
-	guaranteed := true
-	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
-	for _, c := range all {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[name]
-			lim, hasLim := c.Resources.Limits[name]
-			if hasReq && !req.IsZero() {
-				addQuantity(requests, name, req)
-			}
-			if hasLim && !lim.IsZero() {
-				addQuantity(limits, name, lim)
-			}
-			if !hasLim || lim.IsZero() || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
-func addQuantity(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
-	cur := l[name]
-	cur.Add(q)
-	l[name] = cur
 }
