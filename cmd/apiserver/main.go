@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -41,6 +42,18 @@ func main() {
 		"watches and streams (logs, exec, attach, port-forward, node proxy) open at once; beyond, 429 with Retry-After")
 	flag.DurationVar(&cfg.RequestTimeout, "request-timeout", apiserver.DefaultRequestTimeout,
 		"how long a request other than a watch or stream may take; beyond, 504")
+	flag.StringVar(&cfg.ServiceAccountIssuer, "service-account-issuer", apiserver.DefaultServiceAccountIssuer,
+		"the issuer (iss) of the service account tokens the server signs and accepts")
+	var audiences string
+	flag.StringVar(&audiences, "api-audiences", "", "comma-separated audiences of the server's own tokens (default: the issuer)")
+	flag.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "",
+		"PEM private key (RSA or P-256 ECDSA) signing service account tokens (default <data-dir>/pki/sa.key, generated)")
+	flag.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration",
+		apiserver.DefaultServiceAccountMaxTokenExpiration, "the longest validity a TokenRequest gets; longer requests are shortened")
+	flag.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange,
+		"CIDR Services' cluster IPs are allocated from; its first address is the kubernetes Service's")
+	flag.StringVar(&cfg.RootCAFile, "root-ca-file", "",
+		"CA bundle published in every namespace as the kube-root-ca.crt ConfigMap (default: the server's CA)")
 	flag.StringVar(&kubeconfig, "admin-kubeconfig", "", "write an admin kubeconfig here (default <data-dir>/admin.kubeconfig)")
 	cfg.KubeletHosts = map[string]string{}
 	flag.Func("kubelet-host", "`NODE=HOST`: reach node NODE's kubelet at HOST, ahead of its addresses (repeatable)", pairFlag(cfg.KubeletHosts))
@@ -54,6 +67,15 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.KubeletPreferredAddressTypes = types
+	for _, a := range strings.Split(audiences, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cfg.APIAudiences = append(cfg.APIAudiences, a)
+		}
+	}
+	if cfg.ServiceAccountMaxTokenExpiration < time.Hour {
+		fmt.Fprintln(os.Stderr, "apiserver: --service-account-max-token-expiration must be at least 1h")
+		os.Exit(2)
+	}
 	if cfg.EventTTL <= 0 {
 		fmt.Fprintln(os.Stderr, "apiserver: --event-ttl must be positive")
 		os.Exit(2)

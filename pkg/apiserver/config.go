@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeagent/kubelet/pkg/apiserver/admission"
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
 )
 
@@ -76,6 +77,32 @@ type Config struct {
 	// IdleTimeout closes a keep-alive connection idle that long
 	// (DefaultIdleTimeout if 0).
 	IdleTimeout time.Duration
+	// ServiceAccountIssuer is the "iss" of the service account tokens the
+	// server signs and accepts (kube-apiserver's --service-account-issuer);
+	// DefaultServiceAccountIssuer if empty.
+	ServiceAccountIssuer string
+	// APIAudiences are the server's own audiences (kube-apiserver's
+	// --api-audiences): a token sent to the server must be valid for one of
+	// them, and a TokenRequest or TokenReview naming none gets them. The
+	// issuer alone if empty, as kube-apiserver.
+	APIAudiences []string
+	// ServiceAccountSigningKeyFile is the PEM private key (RSA of at least
+	// 2048 bits, or P-256 ECDSA) that signs service account tokens; generated
+	// (P-256, mode 0600) in DataDir/pki when empty and missing.
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountMaxTokenExpiration is the longest validity a TokenRequest
+	// gets; a longer request is shortened, with a warning, as kube-apiserver's
+	// --service-account-max-token-expiration. DefaultServiceAccountMaxTokenExpiration if 0.
+	ServiceAccountMaxTokenExpiration time.Duration
+	// ServiceClusterIPRange is the CIDR Services' cluster IPs are allocated
+	// from; its first address is the kubernetes Service's.
+	// DefaultServiceClusterIPRange if empty.
+	ServiceClusterIPRange string
+	// RootCAFile is the CA bundle published in every namespace as the
+	// kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file):
+	// what pods verify this server with. The server's CA if empty.
+	RootCAFile string
+
 	// ReadTimeout and WriteTimeout bound the reading of a request's body and
 	// the writing of its response, for requests that are not watches or
 	// streams (RequestTimeout, and RequestTimeout plus 30 s, if 0).
@@ -95,6 +122,16 @@ const (
 	DefaultReadHeaderTimeout              = 32 * time.Second // kube-apiserver's, just shy of its request timeout bound
 	DefaultIdleTimeout                    = 90 * time.Second // kube-apiserver's, net/http's keep-alive
 	writeTimeoutMargin                    = 30 * time.Second
+)
+
+// Service account and Service defaults, as a kubeadm cluster's.
+const (
+	DefaultServiceAccountIssuer             = "https://kubernetes.default.svc.cluster.local"
+	DefaultServiceAccountMaxTokenExpiration = 24 * time.Hour
+	DefaultServiceClusterIPRange            = "10.96.0.0/12"
+	// minMaxTokenExpiration is the shortest maximum accepted: the token the
+	// ServiceAccount admission projects into pods asks for 3607 s.
+	minMaxTokenExpiration = time.Hour
 )
 
 func (c *Config) setDefaults() error {
@@ -119,6 +156,27 @@ func (c *Config) setDefaults() error {
 	}
 	if c.TLSKeyFile == "" {
 		c.TLSKeyFile = filepath.Join(pki, auth.ServingKeyFile)
+	}
+	if c.ServiceAccountSigningKeyFile == "" {
+		c.ServiceAccountSigningKeyFile = filepath.Join(pki, auth.ServiceAccountKeyFile)
+	}
+	if c.ServiceAccountIssuer == "" {
+		c.ServiceAccountIssuer = DefaultServiceAccountIssuer
+	}
+	if len(c.APIAudiences) == 0 {
+		c.APIAudiences = []string{c.ServiceAccountIssuer}
+	}
+	switch m := c.ServiceAccountMaxTokenExpiration; {
+	case m == 0:
+		c.ServiceAccountMaxTokenExpiration = DefaultServiceAccountMaxTokenExpiration
+	case m < minMaxTokenExpiration:
+		return fmt.Errorf("apiserver: the maximum token expiration must be at least %v, got %v", minMaxTokenExpiration, m)
+	}
+	if c.ServiceClusterIPRange == "" {
+		c.ServiceClusterIPRange = DefaultServiceClusterIPRange
+	}
+	if _, err := admission.ParseServiceCIDR(c.ServiceClusterIPRange); err != nil {
+		return fmt.Errorf("apiserver: service cluster IP range: %w", err)
 	}
 	if c.EventTTL == 0 {
 		c.EventTTL = DefaultEventTTL

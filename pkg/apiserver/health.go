@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
 )
 
 // healthCheck is one named check behind /healthz, /livez and /readyz.
@@ -33,11 +35,19 @@ func isHealthPath(p string) bool {
 	return false
 }
 
+// isPublicPath reports whether r may be served without credentials: a read
+// of the health endpoints (not their individual checks) or the version.
+func isPublicPath(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && auth.PublicPath(r.URL.Path)
+}
+
 // serveHealth answers a health endpoint in kube-apiserver's format: "ok", or
 // with ?verbose one "[+]name ok" line per check; on a failure always the
-// verbose list, the failing checks as "[-]name failed: reason", and a 500.
-// ?exclude=name skips a check; /<endpoint>/<name> runs one check alone.
-func serveHealth(w http.ResponseWriter, r *http.Request, checks []healthCheck) {
+// verbose list, the failing checks as "[-]name failed: reason" ("reason
+// withheld" unless reasons is set, as kube-apiserver answers anonymous
+// callers), and a 500. ?exclude=name skips a check; /<endpoint>/<name> runs
+// one check alone.
+func serveHealth(w http.ResponseWriter, r *http.Request, checks []healthCheck, reasons bool) {
 	root, only, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -65,6 +75,9 @@ func serveHealth(w http.ResponseWriter, r *http.Request, checks []healthCheck) {
 		switch err := c.check(); {
 		case excluded[c.name]:
 			fmt.Fprintf(&out, "[+]%s excluded: ok\n", c.name)
+		case err != nil && !reasons:
+			failed = true
+			fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.name)
 		case err != nil:
 			failed = true
 			fmt.Fprintf(&out, "[-]%s failed: %v\n", c.name, err)

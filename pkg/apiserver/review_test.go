@@ -46,13 +46,17 @@ func TestTokenReview(t *testing.T) {
 		return c.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: auds}}, metav1.CreateOptions{})
 	}
-	got, err := review(node, "alice-token", "https://kubelet")
+	// A static token holds for the server's audiences (its issuer's, by default) only, as kube-apiserver's.
+	got, err := review(node, "alice-token")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !got.Status.Authenticated || got.Status.User.Username != "alice" || got.Status.User.UID != "u2" ||
-		len(got.Status.Audiences) != 1 || got.Status.Audiences[0] != "https://kubelet" {
+		len(got.Status.Audiences) != 1 || got.Status.Audiences[0] != DefaultServiceAccountIssuer {
 		t.Fatalf("known token: %+v", got.Status)
+	}
+	if other, err := review(node, "alice-token", "https://kubelet"); err != nil || other.Status.Authenticated {
+		t.Fatalf("known token for another audience: %+v, %v", other, err)
 	}
 	if !contains(got.Status.User.Groups, "dev") || !contains(got.Status.User.Groups, auth.GroupAuthenticated) {
 		t.Errorf("groups %v", got.Status.User.Groups)

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
@@ -31,19 +30,22 @@ import (
 
 // Server is a running (or ready to run) lightweight apiserver.
 type Server struct {
-	cfg       Config
-	reg       *registry.Registry
-	store     *storage.Store
-	ca        *auth.CA
-	authn     *auth.Authenticator
-	authz     *auth.Authorizer
-	rest      *rest.Handler
-	discovery *discovery.Handler
-	openapi   *openapi.Handler
-	listener  net.Listener
-	http      *http.Server
-	url       string
-	inFlight  *inFlight
+	cfg    Config
+	reg    *registry.Registry
+	store  *storage.Store
+	ca     *auth.CA
+	rootCA []byte // published as kube-root-ca.crt
+	authn  *auth.Authenticator
+	authz  *auth.Authorizer
+	// serviceAccounts issues and authenticates service account tokens.
+	serviceAccounts *auth.ServiceAccounts
+	rest            *rest.Handler
+	discovery       *discovery.Handler
+	openapi         *openapi.Handler
+	listener        net.Listener
+	http            *http.Server
+	url             string
+	inFlight        *inFlight
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -61,7 +63,7 @@ func New(cfg Config) (s *Server, retErr error) {
 	}
 	// Keys this server generated in its data directory are its own: an older version may have left them
 	// readable by others.
-	for _, key := range []string{cfg.CAKeyFile, cfg.TLSKeyFile} {
+	for _, key := range []string{cfg.CAKeyFile, cfg.TLSKeyFile, cfg.ServiceAccountSigningKeyFile} {
 		if within(cfg.DataDir, key) {
 			if _, err := auth.RestrictFile(key); err != nil {
 				return nil, err
@@ -81,13 +83,23 @@ func New(cfg Config) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	saKey, err := auth.LoadOrCreateSigningKey(cfg.ServiceAccountSigningKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	rootCA := ca.CertPEM
+	if cfg.RootCAFile != "" {
+		if rootCA, err = os.ReadFile(cfg.RootCAFile); err != nil {
+			return nil, fmt.Errorf("read root CA file: %w", err)
+		}
+	}
 	var tokens auth.Tokens
 	if cfg.TokenFile != "" {
 		static, err := auth.LoadTokenFile(cfg.TokenFile)
 		if err != nil {
 			return nil, err
 		}
-		tokens = append(tokens, static)
+		tokens = append(tokens, auth.AudienceAgnostic{Implicit: cfg.APIAudiences, Tokens: static})
 	}
 	reg := registry.New()
 	store, err := storage.Open(filepath.Join(cfg.DataDir, "state.db"), reg.Codec(),
@@ -100,16 +112,23 @@ func New(cfg Config) (s *Server, retErr error) {
 			_ = store.Close()
 		}
 	}()
-	s = &Server{cfg: cfg, reg: reg, store: store, ca: ca, authn: auth.NewAuthenticator(tokens),
+	objs := objectIndex{store: store, codec: reg.Codec()}
+	s = &Server{cfg: cfg, reg: reg, store: store, ca: ca, rootCA: rootCA,
 		discovery: discovery.New(reg), openapi: openapi.New(reg, discovery.GitVersion), done: make(chan struct{}),
 		inFlight: newInFlight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.MaxLongRunningRequestsInFlight)}
-	s.authz = auth.NewAuthorizer(podIndex{store: store, codec: reg.Codec()})
+	s.serviceAccounts = auth.NewServiceAccounts(saKey, cfg.ServiceAccountIssuer, cfg.APIAudiences, objs, cfg.Clock)
+	tokens = append(tokens, s.serviceAccounts)
+	s.authn = auth.NewAuthenticator(tokens, cfg.APIAudiences)
+	s.authz = auth.NewAuthorizer(objs)
 	nodes, err := newNodeProxy(store, ca, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{},
-		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes, Reviewer: auth.Reviewer{Tokens: tokens, Authorizer: s.authz}})
+	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs},
+		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes,
+		Reviewer: auth.Reviewer{Tokens: tokens, Audiences: cfg.APIAudiences, Authorizer: s.authz},
+		Tokens: &rest.TokenOptions{Issuer: s.serviceAccounts, Audiences: cfg.APIAudiences,
+			MaxExpiration: cfg.ServiceAccountMaxTokenExpiration}})
 	if err := s.bootstrap(context.Background()); err != nil {
 		return nil, err
 	}
@@ -196,6 +215,9 @@ func (s *Server) Stop() error {
 // counts against the in-flight limit of its class.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u, err := s.authn.Authenticate(r)
+	if errors.Is(err, auth.ErrNoCredentials) && isPublicPath(r) {
+		u, err = auth.Anonymous(), nil
+	}
 	if err != nil {
 		rest.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 		return
@@ -236,7 +258,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, info *request.Info) {
 	switch p := r.URL.Path; {
 	case isHealthPath(p):
-		serveHealth(w, r, s.healthChecks())
+		serveHealth(w, r, s.healthChecks(), !request.UserFrom(r.Context()).InGroup(auth.GroupUnauthenticated))
 	case s.discovery.Serves(p) && !info.IsResource:
 		s.discovery.ServeHTTP(w, r)
 	case s.openapi.Serves(p):
@@ -246,21 +268,4 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, info *request.
 	default:
 		rest.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, p))
 	}
-}
-
-// podIndex finds pods by node for the authorizer.
-type podIndex struct {
-	store *storage.Store
-	codec registry.Codec
-}
-
-func (p podIndex) PodsOnNode(node string) []*corev1.Pod {
-	objs := p.store.Select("pods/", func(o *storage.Object) bool { return o.Fields["spec.nodeName"] == node })
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if obj, err := p.codec.Decode(o.Key, o.Raw); err == nil {
-			out = append(out, obj.(*corev1.Pod))
-		}
-	}
-	return out
 }

@@ -48,14 +48,28 @@ func (a *Authorizer) Authorize(u *request.User, info *request.Info) error {
 	return nil
 }
 
+// publicPaths may be read by anyone, as kube-apiserver's
+// system:public-info-viewer role allows.
+var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true, "/version/": true}
+
+// PublicPath reports whether anyone may read the non-resource path p.
+func PublicPath(p string) bool { return publicPaths[p] }
+
 // Decide is the policy the server applies to its own requests: system:masters
-// may do anything; every authenticated user may read the non-resource paths
+// may do anything; anonymous callers only the health endpoints and the
+// version; every authenticated user may read the non-resource paths
 // (discovery, version, health, OpenAPI) and review its own access; nodes may
 // create TokenReviews and SubjectAccessReviews and do what upstream's Node
 // authorizer allows; everybody else nothing.
 func (a *Authorizer) Decide(u *request.User, info *request.Info) Decision {
 	if u.InGroup(GroupMasters) {
 		return Decision{true, fmt.Sprintf("%q is a member of %s", u.Name, GroupMasters)}
+	}
+	if u.Name == AnonymousUser || u.InGroup(GroupUnauthenticated) {
+		if !info.IsResource && info.Verb == "get" && publicPaths[info.Path] {
+			return Decision{true, "the health endpoints and the version are public"}
+		}
+		return Decision{false, fmt.Sprintf("user %q cannot %s", u.Name, describe(info))}
 	}
 	if !info.IsResource {
 		return Decision{true, "non-resource paths are open to every authenticated user"}

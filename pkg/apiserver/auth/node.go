@@ -19,6 +19,12 @@ type PodIndex interface {
 	PodsOnNode(node string) []*corev1.Pod
 }
 
+// VolumeIndex gives PersistentVolumes by name; a PodIndex that also
+// implements it lets nodes read the volumes their pods' claims are bound to.
+type VolumeIndex interface {
+	PersistentVolume(name string) (*corev1.PersistentVolume, bool)
+}
+
 func isRead(verb string) bool { return verb == "get" || verb == "list" || verb == "watch" }
 
 // nodeMay reports whether node may make the request, as upstream's Node authorizer with the system:node
@@ -69,10 +75,36 @@ func (a *Authorizer) nodeMay(node string, info *request.Info) bool {
 		}
 		return a.referenced(node, info.Resource, info.Namespace, name)
 	case "/serviceaccounts":
-		if info.Subresource != "" || info.Verb != "get" || info.Namespace == "" || name == "" {
+		// A node reads the service accounts of its pods, and asks for their tokens (NodeRestriction then
+		// requires the token to be bound to one of its pods).
+		get := info.Subresource == "" && info.Verb == "get"
+		token := info.Subresource == "token" && info.Verb == "create"
+		if !get && !token || info.Namespace == "" || name == "" {
 			return false
 		}
 		return a.referenced(node, info.Resource, info.Namespace, name)
+	case "/persistentvolumeclaims":
+		// A node gets the claims its pods use, and updates their status.
+		ok := info.Subresource == "" && info.Verb == "get" ||
+			info.Subresource == "status" && (info.Verb == "update" || info.Verb == "patch")
+		if !ok || info.Namespace == "" || name == "" {
+			return false
+		}
+		return a.referenced(node, info.Resource, info.Namespace, name)
+	case "/persistentvolumes":
+		// A node gets the volumes bound (by their claimRef) to the claims its pods use.
+		if info.Subresource != "" || info.Verb != "get" || name == "" {
+			return false
+		}
+		vols, ok := a.pods.(VolumeIndex)
+		if !ok {
+			return false
+		}
+		pv, found := vols.PersistentVolume(name)
+		if !found || pv.Spec.ClaimRef == nil {
+			return false
+		}
+		return a.referenced(node, "persistentvolumeclaims", pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
 	}
 	return false
 }
@@ -101,10 +133,14 @@ func (a *Authorizer) boundTo(node, namespace, name string) bool {
 	return false
 }
 
-// referenced reports whether a pod bound to node uses the named object.
+// referenced reports whether a pod bound to node uses the named object. A
+// mirror pod grants its node nothing, as in upstream's Node authorizer.
 func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 	for _, pod := range a.pods.PodsOnNode(node) {
 		if pod.Namespace != namespace {
+			continue
+		}
+		if _, mirror := pod.Annotations[MirrorPodAnnotation]; mirror {
 			continue
 		}
 		var refs []string
@@ -113,11 +149,13 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 			refs = references(pod).secrets
 		case "configmaps":
 			refs = references(pod).configMaps
+		case "persistentvolumeclaims":
+			refs = references(pod).claims
 		case "serviceaccounts":
 			refs = []string{pod.Spec.ServiceAccountName}
 		}
 		for _, r := range refs {
-			if r == name {
+			if r != "" && r == name {
 				return true
 			}
 		}
@@ -125,15 +163,22 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 	return false
 }
 
-// podRefs are the names of the secrets and configmaps a pod refers to.
-type podRefs struct{ secrets, configMaps []string }
+// podRefs are the names of the secrets, configmaps and persistent volume claims a pod refers to.
+type podRefs struct{ secrets, configMaps, claims []string }
 
-// references walks pod once for the secrets and configmaps it refers to: image pull secrets, volumes
-// (projected ones too), and the envFrom and env valueFrom of every container.
+// references walks pod once for what it refers to, as upstream's VisitPodSecretNames and
+// VisitPodConfigmapNames: image pull secrets; volumes (projected ones, and the secret references of the
+// other volume types, too); the envFrom and env valueFrom of every container, init container and ephemeral
+// container; and the claims of persistentVolumeClaim and ephemeral volumes (<pod>-<volume>).
 func references(pod *corev1.Pod) podRefs {
 	var r podRefs
 	for _, s := range pod.Spec.ImagePullSecrets {
 		r.secrets = append(r.secrets, s.Name)
+	}
+	secretRef := func(ref *corev1.LocalObjectReference) {
+		if ref != nil {
+			r.secrets = append(r.secrets, ref.Name)
+		}
 	}
 	for _, v := range pod.Spec.Volumes {
 		switch {
@@ -150,27 +195,55 @@ func references(pod *corev1.Pod) podRefs {
 					r.configMaps = append(r.configMaps, src.ConfigMap.Name)
 				}
 			}
+		case v.PersistentVolumeClaim != nil:
+			r.claims = append(r.claims, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			r.claims = append(r.claims, pod.Name+"-"+v.Name)
+		case v.AzureFile != nil:
+			r.secrets = append(r.secrets, v.AzureFile.SecretName)
+		case v.CephFS != nil:
+			secretRef(v.CephFS.SecretRef)
+		case v.Cinder != nil:
+			secretRef(v.Cinder.SecretRef)
+		case v.FlexVolume != nil:
+			secretRef(v.FlexVolume.SecretRef)
+		case v.RBD != nil:
+			secretRef(v.RBD.SecretRef)
+		case v.ScaleIO != nil:
+			secretRef(v.ScaleIO.SecretRef)
+		case v.ISCSI != nil:
+			secretRef(v.ISCSI.SecretRef)
+		case v.StorageOS != nil:
+			secretRef(v.StorageOS.SecretRef)
+		case v.CSI != nil:
+			secretRef(v.CSI.NodePublishSecretRef)
+		}
+	}
+	env := func(envFrom []corev1.EnvFromSource, vars []corev1.EnvVar) {
+		for _, e := range envFrom {
+			if e.SecretRef != nil {
+				r.secrets = append(r.secrets, e.SecretRef.Name)
+			}
+			if e.ConfigMapRef != nil {
+				r.configMaps = append(r.configMaps, e.ConfigMapRef.Name)
+			}
+		}
+		for _, e := range vars {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				r.secrets = append(r.secrets, e.ValueFrom.SecretKeyRef.Name)
+			}
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				r.configMaps = append(r.configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
+			}
 		}
 	}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range cs {
-			for _, e := range c.EnvFrom {
-				if e.SecretRef != nil {
-					r.secrets = append(r.secrets, e.SecretRef.Name)
-				}
-				if e.ConfigMapRef != nil {
-					r.configMaps = append(r.configMaps, e.ConfigMapRef.Name)
-				}
-			}
-			for _, e := range c.Env {
-				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-					r.secrets = append(r.secrets, e.ValueFrom.SecretKeyRef.Name)
-				}
-				if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
-					r.configMaps = append(r.configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
-				}
-			}
+			env(c.EnvFrom, c.Env)
 		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		env(c.EnvFrom, c.Env)
 	}
 	return r
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -12,14 +14,23 @@ import (
 	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
 )
 
+// PodGetter reads a pod by namespace and name (the store's NotFound when it
+// is missing).
+type PodGetter interface {
+	Pod(namespace, name string) (*corev1.Pod, error)
+}
+
 // NodeRestriction is the admission half of node limits: it checks the
-// objects a node writes, as upstream's NodeRestriction plugin does.
-type NodeRestriction struct{}
+// objects a node writes, as upstream's NodeRestriction plugin does. Pods
+// looks up the pod a node's TokenRequest is bound to.
+type NodeRestriction struct {
+	Pods PodGetter
+}
 
 var _ rest.Admitter = NodeRestriction{}
 
 // Admit implements rest.Admitter.
-func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
+func (nr NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 	if a.User == nil || a.User.InGroup(GroupMasters) {
 		return nil
 	}
@@ -44,11 +55,8 @@ func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 			if !ownedByNode(pod, node) {
 				return deny("can only create pods with a single controller owner reference set to itself")
 			}
-			if pod.Spec.ServiceAccountName != "" {
-				return deny("cannot create pods that reference service accounts")
-			}
-			if r := references(pod); len(r.secrets)+len(r.configMaps) > 0 {
-				return deny("cannot create pods that reference secrets or configmaps")
+			if what := apiObjectReference(pod); what != "" {
+				return deny("can not create pods that reference %s", what)
 			}
 			return nil
 		}
@@ -68,8 +76,142 @@ func (NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 		if nameOf(a.Object, a.Old) != node {
 			return deny("can only modify its own lease")
 		}
+	case "/serviceaccounts":
+		if a.Info == nil || a.Info.Subresource != "token" || a.Old != nil {
+			return nil
+		}
+		tr, ok := a.Object.(*authenticationv1.TokenRequest)
+		if !ok {
+			return deny("sent an unexpected %T", a.Object)
+		}
+		return nr.admitTokenRequest(node, a, tr)
+	case "/persistentvolumeclaims":
+		if a.Info == nil || a.Info.Subresource != "status" || a.Old == nil || a.Object == nil {
+			return deny("may only update PVC status")
+		}
+		if !onlyClaimStatusChanged(a.Old.(*corev1.PersistentVolumeClaim), a.Object.(*corev1.PersistentVolumeClaim)) {
+			return deny("is not allowed to update fields other than status.capacity, status.conditions and status.allocated*")
+		}
 	}
 	return nil
+}
+
+// admitTokenRequest lets a node ask for a token only when it is bound to a
+// pod (by name and UID) running on the node, for an audience one of the
+// pod's projected token volumes names, as upstream's NodeRestriction with
+// ServiceAccountNodeAudienceRestriction (no audience at all matches a
+// projection that names none).
+func (nr NodeRestriction) admitTokenRequest(node string, a *rest.Attributes, tr *authenticationv1.TokenRequest) error {
+	deny := func(err error) error {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Info.Name, err)
+	}
+	ref := tr.Spec.BoundObjectRef
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
+		return deny(fmt.Errorf("node requested token not bound to a pod"))
+	}
+	if ref.UID == "" {
+		return deny(fmt.Errorf("node requested token with a pod binding without a uid"))
+	}
+	if nr.Pods == nil {
+		return deny(fmt.Errorf("pods cannot be looked up"))
+	}
+	pod, err := nr.Pods.Pod(a.Info.Namespace, ref.Name)
+	if apierrors.IsNotFound(err) {
+		return err
+	}
+	if err != nil {
+		return deny(err)
+	}
+	if ref.UID != pod.UID {
+		return deny(fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. "+
+			"The object might have been deleted and then recreated", ref.UID))
+	}
+	if pod.Spec.NodeName != node {
+		return deny(fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
+	}
+	return tokenAudienceAllowed(pod, tr.Spec.Audiences, a.User.Name)
+}
+
+// tokenAudienceAllowed reports (nil) whether a node may ask for a token with
+// audiences for pod: at most one audience, which a serviceAccountToken
+// projection of the pod names. The error is upstream's.
+func tokenAudienceAllowed(pod *corev1.Pod, audiences []string, user string) error {
+	deny := func(err error) error {
+		return apierrors.NewForbidden(corev1.Resource("serviceaccounts"), pod.Spec.ServiceAccountName, err)
+	}
+	want := ""
+	switch len(audiences) {
+	case 0:
+	case 1:
+		want = audiences[0]
+	default:
+		return deny(fmt.Errorf("node may only request 0 or 1 audiences"))
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && t.Audience == want {
+				return nil
+			}
+		}
+	}
+	return deny(fmt.Errorf("audience %q not found in pod spec volume, %s is not authorized to request tokens for this audience", want, user))
+}
+
+// onlyClaimStatusChanged reports whether a node's update of a claim's status
+// changes nothing but what upstream lets a node change: the capacity, the
+// conditions and the allocated resources and their statuses.
+func onlyClaimStatusChanged(old, cur *corev1.PersistentVolumeClaim) bool {
+	strip := func(c *corev1.PersistentVolumeClaim) corev1.PersistentVolumeClaimStatus {
+		st := *c.Status.DeepCopy()
+		st.Capacity, st.Conditions, st.AllocatedResources, st.AllocatedResourceStatuses = nil, nil, nil, nil
+		return st
+	}
+	return apiequality.Semantic.DeepEqual(strip(old), strip(cur)) && apiequality.Semantic.DeepEqual(old.Spec, cur.Spec)
+}
+
+// apiObjectReference names what of the API a pod refers to, as upstream's
+// HasAPIObjectReference does for the mirror pods a node creates; "" when
+// nothing.
+func apiObjectReference(pod *corev1.Pod) string {
+	if pod.Spec.ServiceAccountName != "" {
+		return "serviceaccounts"
+	}
+	r := references(pod)
+	switch {
+	case len(r.secrets) > 0:
+		return "secrets"
+	case len(r.configMaps) > 0:
+		return "configmaps"
+	case len(pod.Spec.ResourceClaims) > 0:
+		return "resourceclaims"
+	}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.CSI != nil:
+			return "csidrivers (via CSI volumes)"
+		case v.Glusterfs != nil: //nolint:staticcheck // still refused, as upstream
+			return "endpoints (via glusterFS volumes)"
+		case v.PersistentVolumeClaim != nil:
+			return "persistentvolumeclaims"
+		case v.Ephemeral != nil:
+			return "persistentvolumeclaims (via ephemeral volumes)"
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				switch {
+				case src.ServiceAccountToken != nil:
+					return "serviceaccounts (via projected volumes)"
+				case src.ClusterTrustBundle != nil:
+					return "clustertrustbundles"
+				case src.PodCertificate != nil:
+					return "podcertificates"
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // ownedByNode reports whether a mirror pod has the one owner reference upstream requires: the v1 Node

@@ -16,30 +16,51 @@ import (
 // access reviews with its Authorizer's Review policy. It is safe for
 // concurrent use.
 type Reviewer struct {
-	Tokens     TokenAuthenticator
+	Tokens TokenAuthenticator
+	// Audiences are the server's own, reviewed when a review names none.
+	Audiences  []string
 	Authorizer *Authorizer
 }
 
 var _ rest.Reviewer = Reviewer{}
 
-// ReviewToken implements rest.Reviewer. The tokens this server knows are not
-// bound to audiences: a known token is valid for the audiences asked for.
+// ReviewToken implements rest.Reviewer as kube-apiserver's TokenReview: the
+// token is authenticated for the audiences the review names (the server's
+// when it names none), and the status carries those the token is valid for.
 func (r Reviewer) ReviewToken(ctx context.Context, spec authenticationv1.TokenReviewSpec) authenticationv1.TokenReviewStatus {
 	var st authenticationv1.TokenReviewStatus
 	if r.Tokens == nil {
 		return st
 	}
-	u, ok, err := r.Tokens.AuthenticateToken(ctx, spec.Token)
+	auds := spec.Audiences
+	if len(auds) == 0 {
+		auds = r.Audiences
+	}
+	if len(auds) > 0 {
+		ctx = WithAudiences(ctx, auds)
+	}
+	resp, ok, err := r.Tokens.AuthenticateToken(ctx, spec.Token)
 	if err != nil {
 		st.Error = err.Error()
 		return st
 	}
-	if !ok {
+	if !ok || resp == nil || resp.User == nil {
 		return st
 	}
+	if len(auds) > 0 && len(intersect(auds, resp.Audiences)) == 0 {
+		st.Error = "token audiences do not match the audiences asked for"
+		return st
+	}
+	u := resp.User
 	st.Authenticated = true
 	st.User = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: append([]string(nil), u.Groups...)}
-	st.Audiences = append([]string(nil), spec.Audiences...)
+	for k, v := range u.Extra {
+		if st.User.Extra == nil {
+			st.User.Extra = map[string]authenticationv1.ExtraValue{}
+		}
+		st.User.Extra[k] = append(authenticationv1.ExtraValue(nil), v...)
+	}
+	st.Audiences = append([]string(nil), resp.Audiences...)
 	return st
 }
 

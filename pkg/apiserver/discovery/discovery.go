@@ -103,8 +103,10 @@ func (h *Handler) resourceList(group, ver string) *metav1.APIResourceList {
 		})
 		for _, sub := range r.Subresources {
 			verbs := []string{"get", "patch", "update"}
-			kind := r.Kind
+			kind, group, version := r.Kind, "", ""
 			switch sub {
+			case "token":
+				verbs, kind, group, version = []string{"create"}, "TokenRequest", "authentication.k8s.io", "v1"
 			case "binding":
 				verbs, kind = []string{"create"}, "Binding"
 			case "eviction":
@@ -119,7 +121,7 @@ func (h *Handler) resourceList(group, ver string) *metav1.APIResourceList {
 				verbs = []string{"update"}
 			}
 			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name: r.Name + "/" + sub, Namespaced: r.Namespaced, Kind: kind, Verbs: verbs})
+				Name: r.Name + "/" + sub, Namespaced: r.Namespaced, Group: group, Version: version, Kind: kind, Verbs: verbs})
 		}
 	}
 	return list

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,6 +89,7 @@ var subresourceKinds = map[string]struct {
 }{
 	"binding":  {&corev1.Binding{}, corev1.SchemeGroupVersion.WithKind("Binding")},
 	"eviction": {&policyv1.Eviction{}, policyv1.SchemeGroupVersion.WithKind("Eviction")},
+	"token":    {&authenticationv1.TokenRequest{}, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")},
 }
 
 // builder writes the paths of one resource.
@@ -130,7 +132,7 @@ func (b *builder) addPaths(paths map[string]map[string]any, defs definitions) {
 			p["get"] = b.op("read", suffix, "get", b.kind, nil, nil, nil)
 			p["put"] = b.op("replace", suffix, "put", b.kind, &b.kind, bodyTypes, writeParams)
 			p["patch"] = b.op("patch", suffix, "patch", b.kind, nil, patchTypes, patchParams)
-		case "binding", "eviction":
+		case "binding", "eviction", "token":
 			k := subresourceKinds[sub]
 			body := defs.add(reflect.TypeOf(k.obj))
 			defs[body].Extensions = nil

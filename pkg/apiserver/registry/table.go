@@ -35,7 +35,7 @@ func resources() []*Resource {
 			New:     func() runtime.Object { return &corev1.Secret{} }, NewList: func() runtime.Object { return &corev1.SecretList{} },
 			Strategy: secretStrategy{}},
 		{Version: "v1", Name: "serviceaccounts", Singular: "serviceaccount", Kind: "ServiceAccount", Namespaced: true,
-			ShortNames: []string{"sa"}, Storage: "serviceaccounts",
+			ShortNames: []string{"sa"}, Subresources: []string{"token"}, Storage: "serviceaccounts",
 			New:      func() runtime.Object { return &corev1.ServiceAccount{} },
 			NewList:  func() runtime.Object { return &corev1.ServiceAccountList{} },
 			Strategy: serviceAccountStrategy{}},

@@ -152,11 +152,14 @@ func splitPath(p string) []string {
 	return strings.Split(p, "/")
 }
 
-// User is an authenticated identity.
+// User is an authenticated identity. Extra carries what the authenticator
+// adds beyond name, UID and groups (a service account token's pod and node,
+// keyed as kube-apiserver keys them).
 type User struct {
 	Name   string
 	UID    string
 	Groups []string
+	Extra  map[string][]string
 }
 
 // InGroup reports whether u belongs to group g.

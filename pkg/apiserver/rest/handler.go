@@ -46,6 +46,7 @@ type Options struct {
 	Admit            Admitter
 	Proxy            Proxy
 	Reviewer         Reviewer      // answers the create-only reviews; they are refused without it
+	Tokens           *TokenOptions // serves serviceaccounts/token; refused without it
 	BookmarkInterval time.Duration // 1 minute if 0
 	// MinWatchTimeout is the base of a watch's randomized duration when the
 	// client gives no timeoutSeconds; 30 minutes if 0.
@@ -134,6 +135,9 @@ func (q *req) serve() {
 		return
 	case "eviction":
 		q.onlyVerb("create", q.evict)
+		return
+	case "token":
+		q.onlyVerb("create", q.requestToken)
 		return
 	case "status", "finalize":
 		switch q.info.Verb {

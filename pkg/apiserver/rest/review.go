@@ -120,7 +120,14 @@ func userInfo(u *request.User) authenticationv1.UserInfo {
 	if u == nil {
 		return authenticationv1.UserInfo{}
 	}
-	return authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: append([]string(nil), u.Groups...)}
+	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: append([]string(nil), u.Groups...)}
+	for k, v := range u.Extra {
+		if out.Extra == nil {
+			out.Extra = map[string]authenticationv1.ExtraValue{}
+		}
+		out.Extra[k] = append(authenticationv1.ExtraValue(nil), v...)
+	}
+	return out
 }
 
 // validateAccessSpec applies upstream's rules to an access review's spec;

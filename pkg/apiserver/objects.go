@@ -1,0 +1,77 @@
+package apiserver
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
+	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
+	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
+)
+
+// objectIndex reads committed objects from the store for the authorizer,
+// the token authenticator and admission: pods by node, and single objects
+// by name. Every object it returns is a fresh copy. It is safe for
+// concurrent use.
+type objectIndex struct {
+	store *storage.Store
+	codec registry.Codec
+}
+
+var (
+	_ auth.PodIndex     = objectIndex{}
+	_ auth.ObjectGetter = objectIndex{}
+	_ auth.VolumeIndex  = objectIndex{}
+)
+
+// PodsOnNode implements auth.PodIndex.
+func (x objectIndex) PodsOnNode(node string) []*corev1.Pod {
+	objs := x.store.Select("pods/", func(o *storage.Object) bool { return o.Fields["spec.nodeName"] == node })
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if obj, err := x.codec.Decode(o.Key, o.Raw); err == nil {
+			out = append(out, obj.(*corev1.Pod))
+		}
+	}
+	return out
+}
+
+// getObject returns the object at resource/namespace/name as a T, or the
+// API's NotFound.
+func getObject[T any](x objectIndex, resource, namespace, name string) (*T, error) {
+	o, ok := x.store.Get(resource + "/" + namespace + "/" + name)
+	if ok {
+		if obj, err := x.codec.Decode(o.Key, o.Raw); err == nil {
+			if t, ok := any(obj).(*T); ok {
+				return t, nil
+			}
+		}
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource(resource), name)
+}
+
+// ServiceAccount implements auth.ObjectGetter.
+func (x objectIndex) ServiceAccount(namespace, name string) (*corev1.ServiceAccount, error) {
+	return getObject[corev1.ServiceAccount](x, "serviceaccounts", namespace, name)
+}
+
+// Pod implements auth.ObjectGetter.
+func (x objectIndex) Pod(namespace, name string) (*corev1.Pod, error) {
+	return getObject[corev1.Pod](x, "pods", namespace, name)
+}
+
+// Secret implements auth.ObjectGetter.
+func (x objectIndex) Secret(namespace, name string) (*corev1.Secret, error) {
+	return getObject[corev1.Secret](x, "secrets", namespace, name)
+}
+
+// Node implements auth.ObjectGetter.
+func (x objectIndex) Node(name string) (*corev1.Node, error) {
+	return getObject[corev1.Node](x, "nodes", "", name)
+}
+
+// PersistentVolume implements auth.VolumeIndex.
+func (x objectIndex) PersistentVolume(name string) (*corev1.PersistentVolume, bool) {
+	pv, err := getObject[corev1.PersistentVolume](x, "persistentvolumes", "", name)
+	return pv, err == nil
+}
