@@ -3,29 +3,35 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
-// patchNode applies a merge patch to the Node as an admin does with kubectl label and kubectl taint.
-func (n *node) patchNode(t *testing.T, patch map[string]any) {
+// kubectl runs the real kubectl as the node's API server's admin.
+func (n *node) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	b, _ := json.Marshal(patch)
-	if _, err := n.client.CoreV1().Nodes().Patch(context.Background(), n.name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
+	kc := filepath.Join(n.dir, "admin.kubeconfig")
+	switch {
+	case n.cp != nil:
+		kc = n.cp.kubeconfig
+	case n.ext != nil:
+		t.Fatal("kubectl against a separately run API server is not wired")
 	}
+	out, err := exec.Command(kubectlPath, append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
 
 // The kubelet admits by its real Node: a pod whose nodeSelector matches a --node-labels label or a label an
-// admin set later runs; a pod bound to the node that does not tolerate a NoExecute taint is rejected with
+// admin set later (kubectl label node) runs; a pod bound to the node that does not tolerate a NoExecute taint is rejected with
 // upstream's reason. On the standalone node the API server's placement decides the rest: a pod that does not
 // tolerate a NoSchedule taint stays Pending.
 func TestKubeletAdmitsByItsNode(t *testing.T) {
@@ -37,14 +43,14 @@ func TestKubeletAdmitsByItsNode(t *testing.T) {
 	n.createPod(p)
 	n.waitPod("on-ssd", 60*time.Second, "the pod on a --node-labels label ready", ready)
 
-	n.patchNode(t, map[string]any{"metadata": map[string]any{"labels": map[string]string{"zone-x": "a"}}})
+	n.kubectl(t, "label", "node", n.name, "zone-x=a")
 	p = bound(busyboxPod("in-zone", "sleep", "3600")) // bound by hand: the kubelet's own admission decides
 	p.Spec.NodeSelector = map[string]string{"zone-x": "a"}
 	time.Sleep(time.Second) // the kubelet's watch of its Node delivers the label
 	n.createPod(p)
 	n.waitPod("in-zone", 60*time.Second, "the pod on a label set by an admin ready", ready)
 
-	n.patchNode(t, map[string]any{"spec": map[string]any{"taints": []v1.Taint{{Key: "evict", Value: "yes", Effect: v1.TaintEffectNoExecute}}}})
+	n.kubectl(t, "taint", "node", n.name, "evict=yes:NoExecute")
 	time.Sleep(time.Second)
 	n.createPod(bound(busyboxPod("untolerated", "sleep", "3600")))
 	rejected := n.waitPod("untolerated", 30*time.Second, "the pod rejected", func(p *v1.Pod) error {
@@ -70,7 +76,7 @@ func TestKubeletAdmitsByItsNode(t *testing.T) {
 	if n.cp != nil {
 		return // no placement on the real control plane here: no scheduler runs
 	}
-	n.patchNode(t, map[string]any{"spec": map[string]any{"taints": []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}}})
+	n.kubectl(t, "taint", "node", n.name, "evict-", "dedicated=gpu:NoSchedule")
 	time.Sleep(time.Second)
 	n.createPod(busyboxPod("not-placed", "sleep", "3600"))
 	time.Sleep(3 * time.Second)
