@@ -526,3 +526,33 @@ func TestUnmountPod(t *testing.T) {
 		t.Errorf("a host file was removed: %v", err)
 	}
 }
+
+func TestUsage(t *testing.T) {
+	f := newFixture(t)
+	pod := podWith(v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	got, err := f.m.MountPod(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := got["scratch"].Path
+	if err := os.WriteFile(filepath.Join(dir, "a"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "hardlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	usage, err := f.m.PodUsage(pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := usage["scratch"]
+	if u.Bytes < 1<<20 || u.Bytes > 1<<20+64<<10 || u.Inodes != 3 { // the dir, the file (once), the link
+		t.Errorf("usage %+v, want about 1 MiB in 3 inodes", u)
+	}
+	if none, err := f.m.PodUsage("no-such-pod"); err != nil || len(none) != 0 {
+		t.Errorf("a pod without volumes: %v %v", none, err)
+	}
+}
