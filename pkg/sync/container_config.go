@@ -83,6 +83,10 @@ func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			return nil, "", fmt.Errorf("%w: cannot find volume %q to mount into container %q", errConfigRef, m.Name, c.Name)
 		}
 		host := vol.Path
+		if m.MountPropagation != nil && *m.MountPropagation == v1.MountPropagationBidirectional &&
+			(c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged) {
+			return nil, "", fmt.Errorf("%w: volume %q: Bidirectional mount propagation is available only to privileged containers", errConfigRef, m.Name)
+		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
 			sub = expandAll([]string{m.SubPathExpr}, envs)[0]
