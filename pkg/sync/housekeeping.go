@@ -22,7 +22,9 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	desired := map[types.UID]*v1.Pod{}
 	for _, p := range k.pods.all() {
-		desired[p.UID] = p
+		if !k.pods.isRejected(p.UID) { // a pod admission refused must not run: what runs of it is an orphan
+			desired[p.UID] = p
+		}
 	}
 	known := k.workers.known()
 	for uid, info := range known {

@@ -128,3 +128,37 @@ func TestRestartBeforeSourcesSyncKillsNothing(t *testing.T) {
 		t.Fatalf("the adopted pod's container: %v", st)
 	}
 }
+
+// A running pod that admission rejects after a restart (the node got a NoExecute taint it does not tolerate
+// while the kubelet was down) is Failed with the reason, and what runs of it is stopped, as upstream.
+func TestRejectedAtRestartIsStopped(t *testing.T) {
+	h := newHarness(t)
+	stop := h.run()
+	pod := newPod("u1", "web", "app")
+	h.createAPIPod(pod)
+	h.src.send(config.Add, pod)
+	eventually(t, "pod running", func() bool { p, ok := h.apiPod("web"); return ok && p.Status.Phase == v1.PodRunning })
+	stop()
+
+	h.k = h.newKubelet(h.k.cfg.RootDir, h.k.cfg.PodLogsDir)
+	tainted := &v1.Node{Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "evict", Effect: v1.TaintEffectNoExecute}}}}
+	tainted.Name = "node1"
+	h.k.cfg.Node = func() *v1.Node { return tainted }
+	stop = h.run()
+	defer stop()
+	p, _ := h.apiPod("web")
+	h.src.send(config.Add, p)
+	eventually(t, "the pod Failed by admission", func() bool {
+		p, ok := h.apiPod("web")
+		return ok && p.Status.Phase == v1.PodFailed && p.Status.Reason == "TaintToleration"
+	})
+	eventually(t, "its container stopped", func() bool {
+		h.clock.Step(housekeepingPeriod)
+		for _, c := range h.containers(pod.UID)["app"] {
+			if c.State.String() == "CONTAINER_RUNNING" {
+				return false
+			}
+		}
+		return true
+	})
+}
