@@ -13,14 +13,18 @@ import (
 // SystemNamespaces exist in every cluster.
 var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
-// bootstrap creates the system namespaces and their default service accounts
-// when missing.
+// bootstrap creates the system namespaces, their default service accounts
+// and their kube-root-ca.crt ConfigMaps when missing, before the server
+// serves (the control loop keeps them, and those of other namespaces, after).
 func (s *Server) bootstrap(ctx context.Context) error {
 	for _, ns := range SystemNamespaces {
 		if err := s.ensure(ctx, "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
 		if err := s.ensureServiceAccount(ctx, ns); err != nil {
+			return err
+		}
+		if err := s.ensure(ctx, "configmaps", rootCAUpdate(nil, ns, s.rootCA)); err != nil {
 			return err
 		}
 	}

@@ -173,6 +173,8 @@ func loopsFor(evs []storage.Event) loops {
 			}
 		case "namespaces":
 			l.namespaces = true
+		case "configmaps":
+			l.namespaces = l.namespaces || ev.Type == watch.Deleted || isRootCAKey(o.Key)
 		case "nodes":
 			l.schedule, l.collect = true, true
 		case "leases", "events":
@@ -220,13 +222,17 @@ func (c *controller) namespacedStorage() []string {
 	return out
 }
 
-// syncNamespaces gives new namespaces their default service account, and
-// empties deleting ones (pods gracefully) before finalizing them.
+// syncNamespaces gives active namespaces their default service account and
+// kube-root-ca.crt ConfigMap (re-created when deleted, repaired when changed),
+// and empties deleting ones (pods gracefully) before finalizing them.
 func (c *controller) syncNamespaces(ctx context.Context, nodes map[string]*corev1.Node) error {
 	objs, _ := c.s.store.List("namespaces/")
 	for _, ns := range decodeAll[corev1.Namespace](c.s, objs) {
 		if ns.DeletionTimestamp == nil {
 			if err := c.s.ensureServiceAccount(ctx, ns.Name); err != nil {
+				return err
+			}
+			if err := c.publishRootCA(ctx, ns.Name); err != nil {
 				return err
 			}
 			continue

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent/kubelet/pkg/apiserver/admission"
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
 	"github.com/nodeagent/kubelet/pkg/apiserver/discovery"
 	"github.com/nodeagent/kubelet/pkg/apiserver/openapi"
@@ -124,7 +125,8 @@ func New(cfg Config) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs},
+	mutate := admission.Mutators{admission.NewServiceAccount(objs, cfg.Clock)}
+	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs}, Mutate: mutate,
 		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes,
 		Reviewer: auth.Reviewer{Tokens: tokens, Audiences: cfg.APIAudiences, Authorizer: s.authz},
 		Tokens: &rest.TokenOptions{Issuer: s.serviceAccounts, Audiences: cfg.APIAudiences,

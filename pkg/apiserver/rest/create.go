@@ -52,12 +52,6 @@ func (q *req) create() {
 		return
 	}
 	acc, _ := meta.Accessor(obj)
-	if q.res.Namespaced {
-		if err := q.checkNamespace(acc.GetNamespace()); err != nil {
-			q.fail(err)
-			return
-		}
-	}
 	key := q.res.Key(acc.GetNamespace(), acc.GetName())
 	o, typed, err := q.write(key, func(cur runtime.Object) (runtime.Object, error) {
 		if cur != nil {
@@ -76,8 +70,9 @@ func (q *req) create() {
 	q.writeObject(http.StatusCreated, o, typed)
 }
 
-// prepareCreate fills in the server-set metadata of a new object, applies the
-// kind's defaults and validates it.
+// prepareCreate checks that a new object's namespace exists and is not
+// terminating, fills in the server-set metadata, applies the kind's defaults
+// and mutating admission, and validates the object.
 func (q *req) prepareCreate(obj runtime.Object) error {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
@@ -92,6 +87,10 @@ func (q *req) prepareCreate(obj runtime.Object) error {
 		}
 		if acc.GetNamespace() == "" {
 			return apierrors.NewBadRequest("the namespace of the object must be set")
+		}
+		// The namespace is checked first, as kube-apiserver's NamespaceLifecycle is the first admission.
+		if err := q.checkNamespace(acc.GetNamespace()); err != nil {
+			return err
 		}
 	} else {
 		acc.SetNamespace("")
@@ -110,6 +109,9 @@ func (q *req) prepareCreate(obj runtime.Object) error {
 	}
 	acc.SetGeneration(0)
 	q.res.Strategy.PrepareForCreate(obj)
+	if err := q.mutate(obj, nil); err != nil {
+		return err
+	}
 	if errs := q.res.Strategy.Validate(obj); len(errs) > 0 {
 		return q.invalid(acc.GetName(), errs)
 	}
@@ -136,6 +138,15 @@ func (q *req) checkNamespace(ns string) error {
 			"unable to create new content in namespace %s because it is being terminated", ns))
 	}
 	return nil
+}
+
+// mutate runs mutating admission on obj, the new state of a create (old nil)
+// or update.
+func (q *req) mutate(obj, old runtime.Object) error {
+	if q.h.opts.Mutate == nil {
+		return nil
+	}
+	return q.h.opts.Mutate.Mutate(q.r.Context(), &Attributes{Info: q.info, User: q.user, Resource: q.res, Object: obj, Old: old})
 }
 
 func (q *req) admit(ctx context.Context, obj, old runtime.Object) error {

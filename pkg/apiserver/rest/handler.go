@@ -34,6 +34,15 @@ type Admitter interface {
 	Admit(ctx context.Context, a *Attributes) error
 }
 
+// Mutator is mutating admission: it may change a.Object (the new state of a
+// create or of an update of the main resource, after the kind's defaults and
+// before its validation) or refuse it. It may read the store and may run
+// more than once for one request, inside the store's update, so it must not
+// write.
+type Mutator interface {
+	Mutate(ctx context.Context, a *Attributes) error
+}
+
 // Proxy serves the proxied subresources (pods log/exec/attach/portforward,
 // nodes proxy).
 type Proxy interface {
@@ -44,6 +53,7 @@ type Proxy interface {
 type Options struct {
 	Clock            clock.PassiveClock
 	Admit            Admitter
+	Mutate           Mutator
 	Proxy            Proxy
 	Reviewer         Reviewer      // answers the create-only reviews; they are refused without it
 	Tokens           *TokenOptions // serves serviceaccounts/token; refused without it

@@ -73,11 +73,6 @@ func (q *req) update() {
 			if err := q.prepareCreate(obj); err != nil {
 				return nil, err
 			}
-			if q.res.Namespaced {
-				if err := q.checkNamespace(q.info.Namespace); err != nil {
-					return nil, err
-				}
-			}
 			created = true
 			return obj, q.admit(ctx, obj, nil)
 		}
@@ -174,6 +169,9 @@ func (q *req) nextState(cur, obj runtime.Object, applied bool) (runtime.Object, 
 			}
 		}
 		q.res.Strategy.PrepareForUpdate(obj, old)
+		if err := q.mutate(obj, old); err != nil {
+			return nil, err
+		}
 		if errs := q.res.Strategy.ValidateUpdate(obj, old); len(errs) > 0 {
 			return nil, q.invalid(name, errs)
 		}
