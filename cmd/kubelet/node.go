@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/node"
@@ -130,6 +133,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Node:                  agent.Node,
 		NodeIPs:               agent.NodeIPs,
 		MaxPods:               o.maxPods,
+		Host:                  hostFeatures(o),
 		SyncFrequency:         o.syncFrequency,
 		MaxParallelImagePulls: o.imagePullParallel,
 		ManifestDir:           o.podManifestPath,
@@ -207,4 +211,22 @@ func ipStrings(ips []net.IP) []string {
 		out = append(out, ip.String())
 	}
 	return out
+}
+
+// hostFeatures is what this node can honour of what pods ask for, so that admission rejects the rest
+// rather than running a pod without it. The built-in runtime applies no AppArmor profile; a remote runtime
+// applies them when the kernel enforces AppArmor. Neither runtime is given user namespaces or the Strict
+// supplemental groups policy by this kubelet, so those are refused on both.
+func hostFeatures(o *options) admission.Host {
+	return admission.Host{
+		OS:                   goruntime.GOOS,
+		AllowedUnsafeSysctls: o.allowedUnsafeSysctls,
+		AppArmor:             o.runtimeEndpoint != "" && appArmorEnabled(),
+	}
+}
+
+// appArmorEnabled reports whether the kernel enforces AppArmor, as upstream's apparmor.IsEnabled.
+func appArmorEnabled() bool {
+	b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled")
+	return err == nil && strings.HasPrefix(string(b), "Y")
 }

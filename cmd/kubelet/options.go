@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/node"
 )
 
@@ -46,8 +47,10 @@ type options struct {
 	pauseImage        string
 	pauseImageArchive string
 
-	clusterDNS    []string
-	clusterDomain string
+	clusterDNS []string
+	// allowedUnsafeSysctls are sysctls (or prefixes ending in '*') pods may set beyond upstream's safe set.
+	allowedUnsafeSysctls []string
+	clusterDomain        string
 
 	healthzPort       int
 	port              int
@@ -124,6 +127,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pauseImage, "pod-infra-container-image", o.pauseImage, "Built-in runtime: the pause image.")
 	fs.StringVar(&o.pauseImageArchive, "pod-infra-container-image-archive", o.pauseImageArchive, "Built-in runtime: OCI archive imported when the pause image is missing.")
 	fs.StringSliceVar(&o.clusterDNS, "cluster-dns", o.clusterDNS, "Comma-separated DNS server IPs written into the /etc/resolv.conf of pods with dnsPolicy ClusterFirst; empty: those pods get the host's resolver configuration, as upstream.")
+	fs.StringSliceVar(&o.allowedUnsafeSysctls, "allowed-unsafe-sysctls", o.allowedUnsafeSysctls, "Comma-separated sysctls, or prefixes ending in '*' (net.core.*), that pods may set beyond the safe set; each must be namespaced. Pods asking for others are rejected with SysctlForbidden.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", o.clusterDomain, "The cluster's DNS domain (for example cluster.local): pods' search domains and their FQDNs in /etc/hosts.")
 	fs.IntVar(&o.healthzPort, "healthz-port", o.healthzPort, "Plain-HTTP /healthz port on 127.0.0.1; 0 disables.")
 	fs.IntVar(&o.port, "port", o.port, "HTTPS port of the kubelet's endpoint.")
@@ -172,6 +176,9 @@ func (o *options) validate() error {
 	}
 	if _, err := node.ParseTaints(o.registerTaints); err != nil {
 		return fmt.Errorf("--register-with-taints: %w", err)
+	}
+	if err := admission.ValidateUnsafeSysctls(o.allowedUnsafeSysctls); err != nil {
+		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	for _, ip := range o.clusterDNS {
 		if net.ParseIP(strings.TrimSpace(ip)) == nil {

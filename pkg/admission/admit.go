@@ -27,6 +27,8 @@ type Node struct {
 	Allocatable v1.ResourceList
 	// MaxPods is the most pods the node runs; 0 means no limit.
 	MaxPods int
+	// Host is what the node's kernel and runtime can do.
+	Host Host
 }
 
 // Result is the admission decision. Reason and Message are set when Admit is false.
@@ -37,8 +39,18 @@ type Result struct {
 }
 
 // Admit decides whether pod may run on node, next to the already admitted, still active pods. It returns the
-// first failure, in upstream's order: pod count, cpu, memory, node affinity, taints.
+// first failure, in upstream's order: sysctls; the pod's OS; supplementalGroupsPolicy; pod count, cpu,
+// memory, node affinity, taints; AppArmor and user namespaces.
 func Admit(pod *v1.Pod, node Node, active []*v1.Pod) Result {
+	for _, check := range []func() *Result{
+		func() *Result { return checkSysctls(pod, node.Host.AllowedUnsafeSysctls) },
+		func() *Result { return checkOS(pod, node.Host.OS) },
+		func() *Result { return checkSupplementalGroupsPolicy(pod, node.Host) },
+	} {
+		if r := check(); r != nil {
+			return *r
+		}
+	}
 	if node.MaxPods > 0 && len(active)+1 > node.MaxPods {
 		return insufficient(ReasonOutOfPods, "pods", 1, int64(len(active)), int64(node.MaxPods))
 	}
@@ -66,6 +78,9 @@ func Admit(pod *v1.Pod, node Node, active []*v1.Pod) Result {
 		if _, bad := podfacts.UntoleratedTaint(node.Taints, pod.Spec.Tolerations, podfacts.NoExecute); bad {
 			return Result{Reason: ReasonTaint, Message: messageTaint}
 		}
+	}
+	if r := checkHostFeatures(pod, node.Host); r != nil {
+		return *r
 	}
 	return Result{Admit: true}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
@@ -86,6 +87,8 @@ type Config struct {
 	// labels only, no taints.
 	Node    func() *v1.Node
 	MaxPods int // default 110
+	// Host is what the node's kernel and runtime can do (sysctls, AppArmor, user namespaces) for admission.
+	Host admission.Host
 	// SyncFrequency is the most time between two syncs of a running pod (--sync-frequency); default 1 min.
 	SyncFrequency         time.Duration
 	MaxParallelImagePulls int // default 5

@@ -146,6 +146,7 @@ func (k *Kubelet) nodeInfo() admission.Node {
 	n := admission.Node{
 		Name:    k.cfg.NodeName,
 		MaxPods: k.cfg.MaxPods,
+		Host:    k.cfg.Host,
 		Labels: map[string]string{
 			v1.LabelHostname: k.cfg.NodeName, v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH,
 		},

@@ -88,10 +88,10 @@ var runtimes = []struct {
 }
 
 // forEachRuntime runs fn as a subtest per runtime backend, with a standalone node started on it.
-func forEachRuntime(t *testing.T, fn func(t *testing.T, n *node)) {
+func forEachRuntime(t *testing.T, fn func(t *testing.T, n *node), extraArgs ...string) {
 	for _, rt := range runtimes {
 		t.Run(rt.name, func(t *testing.T) {
-			n := startNode(t, rt.args...)
+			n := startNode(t, append(append([]string(nil), rt.args...), extraArgs...)...)
 			fn(t, n)
 		})
 	}
