@@ -14,8 +14,9 @@ import (
 var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
 // bootstrap creates the system namespaces, their default service accounts
-// and their kube-root-ca.crt ConfigMaps when missing, before the server
-// serves (the control loop keeps them, and those of other namespaces, after).
+// and their kube-root-ca.crt ConfigMaps when missing, and the kubernetes
+// Service with the server's port, before the server serves (the control loop
+// keeps them, and those of other namespaces, after).
 func (s *Server) bootstrap(ctx context.Context) error {
 	for _, ns := range SystemNamespaces {
 		if err := s.ensure(ctx, "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -28,7 +29,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.ensureKubernetesService(ctx)
 }
 
 func (s *Server) ensureServiceAccount(ctx context.Context, ns string) error {

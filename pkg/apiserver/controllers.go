@@ -24,8 +24,9 @@ import (
 const controllerResync = time.Second
 
 // startControllers starts the control loop that does what upstream's
-// namespace, service-account and pod GC controllers and its scheduler do, in
-// the small: it observes the store directly and acts through the API as an
+// namespace, service-account, root CA publisher, persistent volume binder and
+// pod GC controllers, its scheduler and kube-apiserver's kubernetes Service
+// reconciler do, in the small: it observes the store directly and acts through the API as an
 // admin client, so every write goes through the same rules as a user's.
 func (s *Server) startControllers(ctx context.Context) error {
 	rc, err := s.ClientConfig("system:apiserver", []string{auth.GroupMasters})
@@ -116,6 +117,8 @@ func (c *controller) sync(ctx context.Context) {
 	c.graph.requeue()
 	c.report(ctx, "Garbage collection", c.collectGarbage(ctx))
 	c.report(ctx, "Event expiry", c.expireEvents(ctx))
+	c.report(ctx, "Volume binding", c.bindVolumes(ctx))
+	c.report(ctx, "Kubernetes service", c.syncKubernetesService(ctx))
 }
 
 // syncChanges runs the loops the changes in evs concern (see loopsFor);
@@ -141,6 +144,12 @@ func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
 	if len(c.graph.pending) > 0 {
 		c.report(ctx, "Garbage collection", c.collectGarbage(ctx))
 	}
+	if need.volumes {
+		c.report(ctx, "Volume binding", c.bindVolumes(ctx))
+	}
+	if need.kubernetesService {
+		c.report(ctx, "Kubernetes service", c.syncKubernetesService(ctx))
+	}
 }
 
 func (c *controller) report(ctx context.Context, what string, err error) {
@@ -150,12 +159,13 @@ func (c *controller) report(ctx context.Context, what string, err error) {
 }
 
 // loops says which control loops have work.
-type loops struct{ schedule, collect, namespaces bool }
+type loops struct{ schedule, collect, namespaces, volumes, kubernetesService bool }
 
 // loopsFor returns the loops a batch of changes concerns, so that a write
 // costs the loops nothing unless it is theirs: a pod waiting for a node, a
 // terminating pod (its node may be gone), a namespace, an object leaving a
-// namespace (which may be terminating), a node. The garbage collector keeps
+// namespace (which may be terminating), a node, a namespace's
+// kube-root-ca.crt, a volume or claim, the kubernetes Service. The garbage collector keeps
 // its own account of the changes it needs (ownerGraph.observe).
 func loopsFor(evs []storage.Event) loops {
 	var l loops
@@ -177,6 +187,12 @@ func loopsFor(evs []storage.Event) loops {
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted || isRootCAKey(o.Key)
 		case "nodes":
 			l.schedule, l.collect = true, true
+		case "persistentvolumes", "persistentvolumeclaims":
+			l.volumes = true
+			l.namespaces = l.namespaces || ev.Type == watch.Deleted
+		case "services":
+			l.kubernetesService = l.kubernetesService || o.Key == "services/default/"+KubernetesService
+			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		case "leases", "events":
 		default:
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted

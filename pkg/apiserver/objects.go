@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/nodeagent/kubelet/pkg/apiserver/admission"
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
 	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
@@ -19,9 +20,10 @@ type objectIndex struct {
 }
 
 var (
-	_ auth.PodIndex     = objectIndex{}
-	_ auth.ObjectGetter = objectIndex{}
-	_ auth.VolumeIndex  = objectIndex{}
+	_ auth.PodIndex           = objectIndex{}
+	_ auth.ObjectGetter       = objectIndex{}
+	_ auth.VolumeIndex        = objectIndex{}
+	_ admission.ServiceLister = objectIndex{}
 )
 
 // PodsOnNode implements auth.PodIndex.
@@ -74,4 +76,18 @@ func (x objectIndex) Node(name string) (*corev1.Node, error) {
 func (x objectIndex) PersistentVolume(name string) (*corev1.PersistentVolume, bool) {
 	pv, err := getObject[corev1.PersistentVolume](x, "persistentvolumes", "", name)
 	return pv, err == nil
+}
+
+// Services implements admission.ServiceLister.
+func (x objectIndex) Services() []*corev1.Service {
+	objs, _ := x.store.List("services/")
+	out := make([]*corev1.Service, 0, len(objs))
+	for _, o := range objs {
+		if obj, err := x.codec.Decode(o.Key, o.Raw); err == nil {
+			if svc, ok := obj.(*corev1.Service); ok {
+				out = append(out, svc)
+			}
+		}
+	}
+	return out
 }

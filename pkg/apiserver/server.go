@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,14 +37,17 @@ type Server struct {
 	store  *storage.Store
 	ca     *auth.CA
 	rootCA []byte // published as kube-root-ca.crt
-	authn  *auth.Authenticator
-	authz  *auth.Authorizer
+	// serviceCIDR holds the Services' cluster IPs; its first is the kubernetes Service's.
+	serviceCIDR netip.Prefix
+	authn       *auth.Authenticator
+	authz       *auth.Authorizer
 	// serviceAccounts issues and authenticates service account tokens.
 	serviceAccounts *auth.ServiceAccounts
 	rest            *rest.Handler
 	discovery       *discovery.Handler
 	openapi         *openapi.Handler
 	listener        net.Listener
+	port            int32 // the port it listens on
 	http            *http.Server
 	url             string
 	inFlight        *inFlight
@@ -76,7 +80,13 @@ func New(cfg Config) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	hosts := append([]string{"localhost", "127.0.0.1", "::1", cfg.BindAddress}, cfg.ServingHosts...)
+	cidr, err := admission.ParseServiceCIDR(cfg.ServiceClusterIPRange)
+	if err != nil {
+		return nil, err
+	}
+	// Pods reach the server as the kubernetes Service: its names and address are the certificate's too.
+	hosts := append([]string{"localhost", "127.0.0.1", "::1", cfg.BindAddress, admission.FirstServiceIP(cidr).String(),
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}, cfg.ServingHosts...)
 	if h, err := os.Hostname(); err == nil {
 		hosts = append(hosts, h)
 	}
@@ -125,16 +135,14 @@ func New(cfg Config) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	mutate := admission.Mutators{admission.NewServiceAccount(objs, cfg.Clock)}
+	s.serviceCIDR = cidr
+	mutate := admission.Mutators{admission.NewServiceAccount(objs, cfg.Clock),
+		admission.NewServices(cidr, admission.DefaultNodePorts, objs)}
 	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs}, Mutate: mutate,
 		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes,
 		Reviewer: auth.Reviewer{Tokens: tokens, Audiences: cfg.APIAudiences, Authorizer: s.authz},
 		Tokens: &rest.TokenOptions{Issuer: s.serviceAccounts, Audiences: cfg.APIAudiences,
 			MaxExpiration: cfg.ServiceAccountMaxTokenExpiration}})
-	if err := s.bootstrap(context.Background()); err != nil {
-		return nil, err
-	}
-
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
@@ -149,6 +157,11 @@ func New(cfg Config) (s *Server, retErr error) {
 		NextProtos:   []string{"h2", "http/1.1"},
 	})
 	s.url = "https://" + ln.Addr().String()
+	s.port = int32(ln.Addr().(*net.TCPAddr).Port)
+	if err := s.bootstrap(context.Background()); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	// Read and write timeouts are set per request (see ServeHTTP): watches and streams have none.
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: 1 << 20, BaseContext: func(net.Listener) context.Context { return context.Background() }}

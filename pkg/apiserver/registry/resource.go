@@ -63,6 +63,10 @@ type Resource struct {
 	// AllowCreateOnUpdate lets a PUT create a missing object.
 	AllowCreateOnUpdate bool
 	Converter           Converter // nil when served in its stored form
+	// SerializeWrites makes creates and updates of the resource run one at a
+	// time, so that admission may allocate from what is stored (Services'
+	// cluster IPs and node ports).
+	SerializeWrites bool
 	// CreateOnly marks a resource that is not stored: a create is answered in
 	// its response (the token and access reviews). It has no Storage, NewList
 	// or Strategy.

@@ -47,6 +47,7 @@ func (q *req) create() {
 		q.fail(err)
 		return
 	}
+	defer q.serialize()()
 	if err := q.prepareCreate(obj); err != nil {
 		q.fail(err)
 		return

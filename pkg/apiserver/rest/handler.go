@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +70,9 @@ type Handler struct {
 	store  *storage.Store
 	opts   Options
 	fields fieldManagers
+	// serial is held by the creates and updates of resources that serialize
+	// their writes, for the whole write.
+	serial sync.Mutex
 }
 
 // NewHandler returns a Handler over store for the resources in reg.
@@ -199,6 +203,16 @@ func parseDryRun(vals []string) (bool, error) {
 		dry = true
 	}
 	return dry, nil
+}
+
+// serialize takes the lock of resources that serialize their writes (see
+// registry.Resource.SerializeWrites) and returns its release.
+func (q *req) serialize() func() {
+	if !q.res.SerializeWrites {
+		return func() {}
+	}
+	q.h.serial.Lock()
+	return q.h.serial.Unlock
 }
 
 // write applies fn to the object at key: through the store, or only computed

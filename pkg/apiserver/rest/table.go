@@ -117,6 +117,12 @@ func tableColumns(res *registry.Resource) ([]column, cellFunc) {
 			}
 			return []interface{}{name, holder, age}
 		}
+	case *corev1.Service:
+		return serviceColumns, serviceCells
+	case *corev1.PersistentVolume:
+		return volumeColumns, volumeCells
+	case *corev1.PersistentVolumeClaim:
+		return claimColumns, claimCells
 	case *corev1.Event, *eventsv1.Event:
 		_ = obj
 		return []column{{"Last Seen", "string", 0}, {"Type", "string", 0}, {"Reason", "string", 0},

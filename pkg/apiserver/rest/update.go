@@ -54,6 +54,7 @@ func (q *req) update() {
 	}
 	ctx := q.r.Context()
 	created := false
+	defer q.serialize()()
 	o, typed, err := q.write(q.key(), func(cur runtime.Object) (runtime.Object, error) {
 		created = false
 		if cur == nil {

@@ -1,0 +1,188 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+func hostPathPV(mod func(*corev1.PersistentVolumeSpec)) *corev1.PersistentVolume {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1", ResourceVersion: "1"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}}
+	if mod != nil {
+		mod(&pv.Spec)
+	}
+	return pv
+}
+
+func errText(errs field.ErrorList) string { return errs.ToAggregate().Error() }
+
+// A new volume gets kube-apiserver's defaults and starts Pending; its spec is validated as upstream's.
+func TestPersistentVolumeStrategy(t *testing.T) {
+	pv := hostPathPV(nil)
+	pv.Status.Phase = corev1.VolumeBound
+	persistentVolumeStrategy{}.PrepareForCreate(pv)
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain || *pv.Spec.VolumeMode != corev1.PersistentVolumeFilesystem ||
+		*pv.Spec.HostPath.Type != corev1.HostPathUnset || pv.Status.Phase != corev1.VolumePending {
+		t.Errorf("defaults: %+v", pv)
+	}
+	for _, tc := range []struct {
+		name    string
+		mod     func(*corev1.PersistentVolumeSpec)
+		wantErr string
+	}{
+		{"valid", nil, ""},
+		{"no capacity", func(s *corev1.PersistentVolumeSpec) { s.Capacity = nil }, "spec.capacity[storage]: Required"},
+		{"no access mode", func(s *corev1.PersistentVolumeSpec) { s.AccessModes = nil }, "spec.accessModes: Required"},
+		{"ReadWriteOncePod with another", func(s *corev1.PersistentVolumeSpec) {
+			s.AccessModes = append(s.AccessModes, corev1.ReadWriteOncePod)
+		}, "may not use ReadWriteOncePod"},
+		{"no source", func(s *corev1.PersistentVolumeSpec) { s.HostPath = nil }, "must specify a volume type"},
+		{"two sources", func(s *corev1.PersistentVolumeSpec) { s.NFS = &corev1.NFSVolumeSource{Server: "s", Path: "/"} },
+			"may not specify more than 1 volume type"},
+		{"hostPath without a path", func(s *corev1.PersistentVolumeSpec) { s.HostPath.Path = "" }, "spec.hostPath.path: Required"},
+		{"local without node affinity", func(s *corev1.PersistentVolumeSpec) {
+			s.HostPath, s.Local = nil, &corev1.LocalVolumeSource{Path: "/mnt/disk"}
+		}, "Local volume requires node affinity"},
+		{"bad reclaim policy", func(s *corev1.PersistentVolumeSpec) { s.PersistentVolumeReclaimPolicy = "Keep" }, "persistentVolumeReclaimPolicy"},
+		{"bad storage class", func(s *corev1.PersistentVolumeSpec) { s.StorageClassName = "Fast!" }, "spec.storageClassName"},
+	} {
+		pv := hostPathPV(tc.mod)
+		persistentVolumeStrategy{}.PrepareForCreate(pv)
+		errs := persistentVolumeStrategy{}.Validate(pv)
+		if tc.wantErr == "" && len(errs) > 0 || tc.wantErr != "" && (len(errs) == 0 || !strings.Contains(errText(errs), tc.wantErr)) {
+			t.Errorf("%s: %v", tc.name, errs)
+		}
+	}
+	old := hostPathPV(nil)
+	persistentVolumeStrategy{}.PrepareForCreate(old)
+	changed := old.DeepCopy()
+	changed.Spec.HostPath.Path = "/other"
+	if errs := (persistentVolumeStrategy{}).ValidateUpdate(changed, old); !strings.Contains(errText(errs), "immutable") {
+		t.Errorf("source changed: %v", errs)
+	}
+	relabelled := old.DeepCopy()
+	relabelled.Labels = map[string]string{"a": "b"}
+	if errs := (persistentVolumeStrategy{}).ValidateUpdate(relabelled, old); len(errs) > 0 {
+		t.Errorf("labels changed: %v", errs)
+	}
+}
+
+func claim(mod func(*corev1.PersistentVolumeClaimSpec)) *corev1.PersistentVolumeClaim {
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data", ResourceVersion: "1"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if mod != nil {
+		mod(&c.Spec)
+	}
+	return c
+}
+
+// A claim starts Pending; its spec is fixed but for its volume (set once) and a larger request once bound.
+func TestPersistentVolumeClaimStrategy(t *testing.T) {
+	s := persistentVolumeClaimStrategy{}
+	for _, tc := range []struct {
+		name    string
+		mod     func(*corev1.PersistentVolumeClaimSpec)
+		wantErr string
+	}{
+		{"valid", nil, ""},
+		{"no request", func(s *corev1.PersistentVolumeClaimSpec) { s.Resources.Requests = nil }, "spec.resources.requests[storage]: Required"},
+		{"zero request", func(s *corev1.PersistentVolumeClaimSpec) {
+			s.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("0")
+		}, "must be greater than zero"},
+		{"no access mode", func(s *corev1.PersistentVolumeClaimSpec) { s.AccessModes = nil }, "spec.accessModes: Required"},
+		{"bad volume mode", func(s *corev1.PersistentVolumeClaimSpec) { s.VolumeMode = ptr.To(corev1.PersistentVolumeMode("Raw")) }, "spec.volumeMode"},
+	} {
+		c := claim(tc.mod)
+		s.PrepareForCreate(c)
+		errs := s.Validate(c)
+		if tc.wantErr == "" && len(errs) > 0 || tc.wantErr != "" && (len(errs) == 0 || !strings.Contains(errText(errs), tc.wantErr)) {
+			t.Errorf("%s: %v", tc.name, errs)
+		}
+	}
+	old := claim(nil)
+	s.PrepareForCreate(old)
+	if old.Status.Phase != corev1.ClaimPending || *old.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
+		t.Errorf("defaults %+v", old)
+	}
+	bound := old.DeepCopy()
+	bound.Spec.VolumeName = "pv1"
+	if errs := s.ValidateUpdate(bound, old); len(errs) > 0 {
+		t.Errorf("binding: %v", errs)
+	}
+	rebound := bound.DeepCopy()
+	rebound.Spec.VolumeName = "pv2"
+	if errs := s.ValidateUpdate(rebound, bound); len(errs) == 0 {
+		t.Error("rebinding allowed")
+	}
+	bigger := bound.DeepCopy()
+	bigger.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+	if errs := s.ValidateUpdate(bigger, bound); len(errs) == 0 {
+		t.Error("a Pending claim grew")
+	}
+	bound.Status.Phase = corev1.ClaimBound
+	if errs := s.ValidateUpdate(bigger, bound); len(errs) > 0 {
+		t.Errorf("a Bound claim grew: %v", errs)
+	}
+	smaller := bound.DeepCopy()
+	smaller.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("1Mi")
+	if errs := s.ValidateUpdate(smaller, bound); len(errs) == 0 {
+		t.Error("a Bound claim shrank")
+	}
+}
+
+// Services get kube-apiserver's defaults and validation.
+func TestServiceStrategy(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", ResourceVersion: "1"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{{Port: 80}},
+			SessionAffinity: corev1.ServiceAffinityClientIP}}
+	serviceStrategy{}.PrepareForCreate(svc)
+	s := svc.Spec
+	if s.Type != corev1.ServiceTypeClusterIP || s.Ports[0].Protocol != corev1.ProtocolTCP || s.Ports[0].TargetPort != intstr.FromInt32(80) ||
+		*s.SessionAffinityConfig.ClientIP.TimeoutSeconds != 10800 || *s.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyCluster {
+		t.Errorf("defaults %+v", s)
+	}
+	for _, tc := range []struct {
+		name    string
+		mod     func(*corev1.ServiceSpec)
+		wantErr string
+	}{
+		{"valid", nil, ""},
+		{"no ports", func(s *corev1.ServiceSpec) { s.Ports = nil }, "spec.ports: Required"},
+		{"headless without ports", func(s *corev1.ServiceSpec) { s.Ports, s.ClusterIP = nil, corev1.ClusterIPNone }, ""},
+		{"two ports without names", func(s *corev1.ServiceSpec) {
+			s.Ports = append(s.Ports, corev1.ServicePort{Port: 81, Protocol: "TCP",
+				TargetPort: intstr.FromInt32(81)})
+		}, "spec.ports[0].name: Required"},
+		{"a bad port", func(s *corev1.ServiceSpec) { s.Ports[0].Port = 70000 }, "spec.ports[0].port"},
+		{"a bad protocol", func(s *corev1.ServiceSpec) { s.Ports[0].Protocol = "HTTP" }, "spec.ports[0].protocol"},
+		{"a node port on a ClusterIP service", func(s *corev1.ServiceSpec) { s.Ports[0].NodePort = 30000 }, "may not be used when `type` is 'ClusterIP'"},
+		{"a bad type", func(s *corev1.ServiceSpec) { s.Type = "Ingress" }, "spec.type"},
+		{"ExternalName with a cluster IP", func(s *corev1.ServiceSpec) { s.Type, s.ExternalName = corev1.ServiceTypeExternalName, "x.example" },
+			"may not be set for ExternalName services"},
+		{"a bad selector", func(s *corev1.ServiceSpec) { s.Selector = map[string]string{"a b": "c"} }, "spec.selector"},
+	} {
+		svc := svc.DeepCopy()
+		if tc.mod != nil {
+			tc.mod(&svc.Spec)
+		}
+		errs := serviceStrategy{}.Validate(svc)
+		if tc.wantErr == "" && len(errs) > 0 || tc.wantErr != "" && (len(errs) == 0 || !strings.Contains(errText(errs), tc.wantErr)) {
+			t.Errorf("%s: %v", tc.name, errs)
+		}
+	}
+	moved := svc.DeepCopy()
+	moved.Spec.ClusterIP, moved.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
+	if errs := (serviceStrategy{}).ValidateUpdate(moved, svc); !strings.Contains(errText(errs), "may not change once set") {
+		t.Errorf("cluster IP changed: %v", errs)
+	}
+}
