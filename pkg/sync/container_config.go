@@ -37,6 +37,21 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	if needsImageUser(pod, c) {
+		st, err := k.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
+		if err != nil {
+			return nil, fmt.Errorf("inspect image %q for its user: %w", c.Image, err)
+		}
+		var uid *int64
+		if v := st.GetImage().GetUid(); v != nil {
+			uid = &v.Value
+		}
+		if err := verifyRunAsNonRoot(pod, c, uid, st.GetImage().GetUsername()); err != nil {
+			return nil, err
+		}
+	} else if err := verifyRunAsNonRoot(pod, c, nil, ""); err != nil {
+		return nil, err
+	}
 	hostIPs := env.podIPs
 	if pod.Spec.HostNetwork {
 		hostIPs = nil // the node's /etc/hosts, with the pod's hostAliases

@@ -45,8 +45,11 @@ func matchCredentials(secrets []*v1.Secret, image string) []*runtimeapi.AuthConf
 			if regPath != "" && !strings.HasPrefix(reference.Path(named)+"/", regPath+"/") {
 				continue
 			}
+			// No ServerAddress, as upstream: containerd's CRI plugin parses it as a URL and, for a bare
+			// host (127.0.0.1:5000) or one that is not the host it contacts (docker.io is served by
+			// registry-1.docker.io), sends no credentials at all. The secret was already matched here.
 			auth := &runtimeapi.AuthConfig{
-				Username: e.Username, Password: e.Password, ServerAddress: host,
+				Username: e.Username, Password: e.Password,
 				IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken,
 			}
 			if e.Auth != "" && auth.Username == "" {

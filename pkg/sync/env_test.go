@@ -120,32 +120,6 @@ func TestStaticPodsCannotReadSecrets(t *testing.T) {
 	}
 }
 
-func TestMatchCredentials(t *testing.T) {
-	secret := &v1.Secret{Type: v1.SecretTypeDockerConfigJson, Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(
-		`{"auths":{"127.0.0.1:5000":{"auth":"dXNlcjpwYXNz"},"https://index.docker.io/v1/":{"username":"hub","password":"p"},` +
-			`"127.0.0.1:5000/team":{"username":"team","password":"t"}}}`)}}
-	tests := []struct {
-		image string
-		users []string
-	}{
-		{"127.0.0.1:5000/team/app:1", []string{"team", "user"}},
-		{"127.0.0.1:5000/other:1", []string{"user"}},
-		{"busybox", []string{"hub"}},
-		{"quay.io/x/y", nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.image, func(t *testing.T) {
-			var users []string
-			for _, a := range matchCredentials([]*v1.Secret{secret}, tc.image) {
-				users = append(users, a.Username)
-			}
-			if strings.Join(users, ",") != strings.Join(tc.users, ",") {
-				t.Errorf("users %v, want %v", users, tc.users)
-			}
-		})
-	}
-}
-
 func TestTerminationMessage(t *testing.T) {
 	dir := t.TempDir()
 	msgFile := filepath.Join(dir, "msg")

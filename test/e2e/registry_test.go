@@ -77,8 +77,8 @@ auth:
 	})
 }
 
-// pushBusybox pushes the host's busybox as repo:tag to the test registry.
-func pushBusybox(t *testing.T, repo, tag string) {
+// pushBusybox pushes the host's busybox as repo:tag to the test registry, its image spec changed by edits.
+func pushBusybox(t *testing.T, repo, tag string, edits ...func(*ociimage.Spec)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -89,6 +89,9 @@ func pushBusybox(t *testing.T, repo, tag string) {
 	spec := ociimage.Busybox("/bin/busybox", applets)
 	// A file of its own makes the pushed image differ from the local busybox, so the pull transfers it.
 	spec.Files = append(spec.Files, ociimage.File{Path: "/etc/e2e-pushed", Data: []byte(time.Now().String())})
+	for _, edit := range edits {
+		edit(&spec)
+	}
 	img, err := ociimage.Build(spec)
 	if err != nil {
 		t.Fatal(err)
