@@ -60,11 +60,12 @@ func authzPods() []*v1.Pod {
 	}
 }
 
-// authzTarget is one API server seen by its administrator and by the node authzNode.
+// authzTarget is one API server seen by its administrator, by the node authzNode and by the node
+// authzVolNode (whose pod uses a service account token, configmaps, a pull secret and a claim).
 type authzTarget struct {
-	name        string
-	admin, node kubernetes.Interface
-	nodeUID     types.UID
+	name                 string
+	admin, node, volNode kubernetes.Interface
+	nodeUID              types.UID
 }
 
 // authzCase is one request of the node; the servers must agree on whether it is forbidden.
@@ -283,7 +284,20 @@ func TestControlPlaneNodeAuthorizationMatches(t *testing.T) {
 		_, err := kube.node.CoreV1().Secrets("default").Get(ctx, "authz-sec", metav1.GetOptions{})
 		return err
 	})
-	for _, c := range authzCases() {
+	for _, tg := range []*authzTarget{kube, ours} {
+		setUpAuthzVolumeFixtures(t, ctx, tg)
+	}
+	eventually(t, 30*time.Second, "kube-apiserver relates the claim, the volume and the configmap to the node", func() error {
+		if _, err := kube.volNode.CoreV1().PersistentVolumeClaims("default").Get(ctx, "authz-pvc", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if _, err := kube.volNode.CoreV1().PersistentVolumes().Get(ctx, "authz-pv", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := kube.volNode.CoreV1().ConfigMaps("default").Get(ctx, "authz-cm-proj", metav1.GetOptions{})
+		return err
+	})
+	for _, c := range append(authzCases(), authzVolumeCases()...) {
 		kubeErr, oursErr := c.do(ctx, kube), c.do(ctx, ours)
 		if apierrors.IsForbidden(kubeErr) != apierrors.IsForbidden(oursErr) {
 			t.Errorf("%s: kube-apiserver: %v; ours: %v", c.name, errText(kubeErr), errText(oursErr))
@@ -315,7 +329,14 @@ func errText(err error) string {
 func realAuthzTarget(t *testing.T) *authzTarget {
 	t.Helper()
 	cp := realControlPlane(t)
-	out, err := exec.Command(controlPlaneScript, "node-kubeconfig", authzNode).Output()
+	return &authzTarget{name: "kube-apiserver", admin: cp.client, node: realNodeClient(t, authzNode),
+		volNode: realNodeClient(t, authzVolNode)}
+}
+
+// realNodeClient returns a client of the real control plane for system:node:<name>.
+func realNodeClient(t *testing.T, name string) kubernetes.Interface {
+	t.Helper()
+	out, err := exec.Command(controlPlaneScript, "node-kubeconfig", name).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -327,7 +348,7 @@ func realAuthzTarget(t *testing.T) *authzTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &authzTarget{name: "kube-apiserver", admin: cp.client, node: kubernetes.NewForConfigOrDie(cfg)}
+	return kubernetes.NewForConfigOrDie(cfg)
 }
 
 func embeddedAuthzTarget(t *testing.T) *authzTarget {
@@ -352,7 +373,12 @@ func embeddedAuthzTarget(t *testing.T) *authzTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &authzTarget{name: "lightweight", admin: kubernetes.NewForConfigOrDie(adminCfg), node: kubernetes.NewForConfigOrDie(nodeCfg)}
+	volCfg, err := srv.NodeClientConfig(authzVolNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &authzTarget{name: "lightweight", admin: kubernetes.NewForConfigOrDie(adminCfg), node: kubernetes.NewForConfigOrDie(nodeCfg),
+		volNode: kubernetes.NewForConfigOrDie(volCfg)}
 }
 
 // setUpAuthzFixtures creates the nodes, pods and secrets of authzNodes and authzPods, and removes them when
