@@ -139,6 +139,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		ManifestDir:           o.podManifestPath,
 		ClusterDNS:            o.clusterDNSIPs(),
 		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),
+		ResolvConf:            o.resolvConf,
 	})
 	if err != nil {
 		return err

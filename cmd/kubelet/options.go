@@ -51,6 +51,7 @@ type options struct {
 	// allowedUnsafeSysctls are sysctls (or prefixes ending in '*') pods may set beyond upstream's safe set.
 	allowedUnsafeSysctls []string
 	clusterDomain        string
+	resolvConf           string
 
 	healthzPort       int
 	port              int
@@ -71,6 +72,7 @@ func defaultOptions() *options {
 		apiserverDir:      "/var/lib/kubelet/apiserver",
 		apiserverPort:     6443,
 		rootDir:           "/var/lib/kubelet",
+		resolvConf:        "/etc/resolv.conf",
 		podLogsDir:        "/var/log/pods",
 		maxPods:           110,
 		cgroupDriver:      "cgroupfs",
@@ -128,6 +130,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pauseImageArchive, "pod-infra-container-image-archive", o.pauseImageArchive, "Built-in runtime: OCI archive imported when the pause image is missing.")
 	fs.StringSliceVar(&o.clusterDNS, "cluster-dns", o.clusterDNS, "Comma-separated DNS server IPs written into the /etc/resolv.conf of pods with dnsPolicy ClusterFirst; empty: those pods get the host's resolver configuration, as upstream.")
 	fs.StringSliceVar(&o.allowedUnsafeSysctls, "allowed-unsafe-sysctls", o.allowedUnsafeSysctls, "Comma-separated sysctls, or prefixes ending in '*' (net.core.*), that pods may set beyond the safe set; each must be namespaced. Pods asking for others are rejected with SysctlForbidden.")
+	fs.StringVar(&o.resolvConf, "resolv-conf", o.resolvConf, "The node's resolver configuration, which pods with dnsPolicy Default (and ClusterFirst without --cluster-dns) get; on hosts with systemd-resolved use /run/systemd/resolve/resolv.conf. Empty: those pods get only the local resolver.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", o.clusterDomain, "The cluster's DNS domain (for example cluster.local): pods' search domains and their FQDNs in /etc/hosts.")
 	fs.IntVar(&o.healthzPort, "healthz-port", o.healthzPort, "Plain-HTTP /healthz port on 127.0.0.1; 0 disables.")
 	fs.IntVar(&o.port, "port", o.port, "HTTPS port of the kubelet's endpoint.")

@@ -336,11 +336,10 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
-			name: "transition time and foreign conditions are kept",
+			name: "transition time and the API's foreign conditions are kept",
 			in: Input{
-				Pod: testPod(v1.RestartPolicyAlways, "app"),
+				Pod: withAPIConditions(testPod(v1.RestartPolicyAlways, "app"), v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}),
 				Previous: &v1.PodStatus{Conditions: []v1.PodCondition{
-					{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 					{Type: v1.PodReady, Status: v1.ConditionFalse, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
 				}},
 			},
@@ -407,5 +406,48 @@ func TestComputeTimesAtAPIPrecision(t *testing.T) {
 	}
 	if z := Compute(Input{Pod: pod}); z.StartTime == nil || !z.StartTime.IsZero() {
 		t.Errorf("zero Now gave start time %v", z.StartTime)
+	}
+}
+
+func withAPIConditions(p *v1.Pod, conds ...v1.PodCondition) *v1.Pod {
+	p.Status.Conditions = append(p.Status.Conditions, conds...)
+	return p
+}
+
+func TestReadinessGates(t *testing.T) {
+	gated := func(conds ...v1.PodCondition) *v1.Pod {
+		p := &v1.Pod{Spec: v1.PodSpec{ReadinessGates: []v1.PodReadinessGate{{ConditionType: "a"}, {ConditionType: "b"}}}}
+		p.Status.Conditions = conds
+		return p
+	}
+	cond := func(t v1.PodConditionType, s v1.ConditionStatus) v1.PodCondition {
+		return v1.PodCondition{Type: t, Status: s}
+	}
+	for _, tt := range []struct {
+		name      string
+		pod       *v1.Pod
+		ready     v1.ConditionStatus
+		message   string
+		reconcile bool
+	}{
+		{"no gate condition", gated(), v1.ConditionFalse, `corresponding condition of pod readiness gate "a" does not exist., corresponding condition of pod readiness gate "b" does not exist.`, false},
+		{"one false", gated(cond("a", v1.ConditionTrue), cond("b", v1.ConditionFalse)), v1.ConditionFalse, `the status of pod readiness gate "b" is not "True", but False`, false},
+		{"all true", gated(cond("a", v1.ConditionTrue), cond("b", v1.ConditionTrue)), v1.ConditionTrue, "", false},
+		{"all true, API says not ready", gated(cond("a", v1.ConditionTrue), cond("b", v1.ConditionTrue),
+			cond(v1.ContainersReady, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionFalse)), v1.ConditionTrue, "", true},
+		{"gate turned false, API says ready", gated(cond("a", v1.ConditionTrue), cond("b", v1.ConditionFalse),
+			cond(v1.ContainersReady, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionTrue)), v1.ConditionFalse, "", true},
+		{"containers not ready: nothing to reconcile", gated(cond("a", v1.ConditionTrue), cond("b", v1.ConditionTrue),
+			cond(v1.ContainersReady, v1.ConditionFalse), cond(v1.PodReady, v1.ConditionFalse)), v1.ConditionTrue, "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := readinessGates(tt.pod)
+			if got.Status != tt.ready || tt.message != "" && got.Message != tt.message {
+				t.Errorf("Ready %s %q, want %s %q", got.Status, got.Message, tt.ready, tt.message)
+			}
+			if r := NeedsReadinessReconcile(tt.pod); r != tt.reconcile {
+				t.Errorf("NeedsReadinessReconcile = %v, want %v", r, tt.reconcile)
+			}
+		})
 	}
 }

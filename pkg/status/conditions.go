@@ -35,7 +35,7 @@ func conditions(pod *v1.Pod, prev, s *v1.PodStatus, sandboxes []*runtimeapi.PodS
 	ready := containersReady
 	ready.Type = v1.PodReady
 	if ready.Status == v1.ConditionTrue {
-		ready = readinessGates(pod, prev)
+		ready = readinessGates(pod)
 	}
 	want := []v1.PodCondition{
 		sandboxCondition(pod, sandboxes),
@@ -44,8 +44,9 @@ func conditions(pod *v1.Pod, prev, s *v1.PodStatus, sandboxes []*runtimeapi.PodS
 		containersReady,
 	}
 	var out []v1.PodCondition
-	// Conditions the kubelet does not own (PodScheduled, DisruptionTarget, readiness gates) are kept.
-	for _, c := range prev.Conditions {
+	// Conditions the kubelet does not own (PodScheduled, DisruptionTarget, readiness gates) are the API's,
+	// as upstream keeps them: others set them on pods/status.
+	for _, c := range pod.Status.Conditions {
 		if !KubeletOwned(c.Type) {
 			out = append(out, c)
 		}
@@ -138,33 +139,27 @@ func containersReadyCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase 
 	}
 }
 
-// readinessGates returns the Ready condition for a pod whose containers are ready: false while a gate
-// condition is missing or not true.
-func readinessGates(pod *v1.Pod, prev *v1.PodStatus) v1.PodCondition {
-	var missing, notTrue []string
+// readinessGates returns the Ready condition for a pod whose containers are ready: false while a gate's
+// condition, as the API has it, is missing or not true, with upstream's message per gate.
+func readinessGates(pod *v1.Pod) v1.PodCondition {
+	var msgs []string
 	for _, g := range pod.Spec.ReadinessGates {
-		found := false
-		for _, c := range prev.Conditions {
-			if c.Type == g.ConditionType {
-				found = true
-				if c.Status != v1.ConditionTrue {
-					notTrue = append(notTrue, string(g.ConditionType))
-				}
+		var found *v1.PodCondition
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == g.ConditionType {
+				found = &pod.Status.Conditions[i]
+				break
 			}
 		}
-		if !found {
-			missing = append(missing, string(g.ConditionType))
+		switch {
+		case found == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case found.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), found.Status))
 		}
 	}
-	if len(missing) == 0 && len(notTrue) == 0 {
+	if len(msgs) == 0 {
 		return v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue}
-	}
-	var msgs []string
-	if len(missing) > 0 {
-		msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", missing))
-	}
-	if len(notTrue) > 0 {
-		msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\"", notTrue))
 	}
 	return v1.PodCondition{
 		Type: v1.PodReady, Status: v1.ConditionFalse,
@@ -191,4 +186,26 @@ func isReady(st v1.PodStatus) bool {
 		}
 	}
 	return false
+}
+
+// NeedsReadinessReconcile reports whether the Ready condition the API has for a pod with readiness gates no
+// longer agrees with its gates' conditions (someone set one), so that the pod must be synced again, as
+// upstream's NeedToReconcilePodReadiness.
+func NeedsReadinessReconcile(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	var ready, containersReady *v1.PodCondition
+	for i, c := range pod.Status.Conditions {
+		switch c.Type {
+		case v1.PodReady:
+			ready = &pod.Status.Conditions[i]
+		case v1.ContainersReady:
+			containersReady = &pod.Status.Conditions[i]
+		}
+	}
+	if ready == nil || containersReady == nil || containersReady.Status != v1.ConditionTrue {
+		return false
+	}
+	return (ready.Status == v1.ConditionTrue) != (readinessGates(pod).Status == v1.ConditionTrue)
 }

@@ -93,9 +93,13 @@ type Config struct {
 	SyncFrequency         time.Duration
 	MaxParallelImagePulls int // default 5
 	ManifestDir           string
-	// ClusterDNS and ClusterDomain configure pod DNS for dnsPolicy ClusterFirst; empty uses the host's.
+	// ClusterDNS and ClusterDomain configure pod DNS for dnsPolicy ClusterFirst; without ClusterDNS those
+	// pods get the node's settings, as upstream.
 	ClusterDNS    []net.IP
 	ClusterDomain string
+	// ResolvConf is the node's resolver configuration that dnsPolicy Default pods get (--resolv-conf);
+	// empty gives them the local resolver only, as upstream.
+	ResolvConf string
 	// Source overrides the pod sources built from Client and ManifestDir.
 	Source PodSource
 	// Mirrors overrides the mirror pod client built from Client.

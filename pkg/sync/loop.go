@@ -100,6 +100,9 @@ func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
 		case config.Reconcile:
 			k.pods.set(pod)
 			k.status.Reconcile(pod)
+			if status.NeedsReadinessReconcile(pod) {
+				k.dispatchSync(pod.UID) // a readiness gate's condition changed
+			}
 		}
 	}
 }

@@ -22,7 +22,7 @@ func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string
 		},
 		Hostname:     podHostname(pod, k.cfg.ClusterDomain),
 		LogDirectory: k.podLogDir(pod),
-		DnsConfig:    k.dnsConfig(pod),
+		DnsConfig:    k.podDNS(pod),
 		PortMappings: portMappings(pod),
 		Labels:       sandboxLabels(pod),
 		Annotations:  annotations,
@@ -93,45 +93,6 @@ func truncateHostname(h string) (string, error) {
 		return "", fmt.Errorf("hostname %q is invalid", h)
 	}
 	return t, nil
-}
-
-// dnsConfig returns the pod's DNS settings; nil lets the runtime use the host's resolver configuration.
-func (k *Kubelet) dnsConfig(pod *v1.Pod) *runtimeapi.DNSConfig {
-	policy := pod.Spec.DNSPolicy
-	if policy == "" {
-		policy = v1.DNSClusterFirst
-	}
-	var cfg *runtimeapi.DNSConfig
-	switch policy {
-	case v1.DNSNone:
-		cfg = &runtimeapi.DNSConfig{}
-	case v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet:
-		if len(k.cfg.ClusterDNS) == 0 || (pod.Spec.HostNetwork && policy == v1.DNSClusterFirst) {
-			break
-		}
-		cfg = &runtimeapi.DNSConfig{Options: []string{"ndots:5"}}
-		for _, ip := range k.cfg.ClusterDNS {
-			cfg.Servers = append(cfg.Servers, ip.String())
-		}
-		if d := k.cfg.ClusterDomain; d != "" {
-			cfg.Searches = []string{pod.Namespace + ".svc." + d, "svc." + d, d}
-		}
-	}
-	if extra := pod.Spec.DNSConfig; extra != nil {
-		if cfg == nil {
-			cfg = &runtimeapi.DNSConfig{}
-		}
-		cfg.Servers = append(cfg.Servers, extra.Nameservers...)
-		cfg.Searches = append(cfg.Searches, extra.Searches...)
-		for _, o := range extra.Options {
-			opt := o.Name
-			if o.Value != nil {
-				opt += ":" + *o.Value
-			}
-			cfg.Options = append(cfg.Options, opt)
-		}
-	}
-	return cfg
 }
 
 func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {

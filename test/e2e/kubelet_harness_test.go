@@ -69,6 +69,13 @@ type node struct {
 	remote bool           // the kubelet runs containerd's CRI plugin instead of the built-in runtime
 }
 
+// in returns the node with t as the test its helpers fail, for subtests sharing one node.
+func (n *node) in(t *testing.T) *node {
+	c := *n
+	c.t = t
+	return &c
+}
+
 // criSocket is where the node's runtime answers CRI: the built-in runtime's socket, or containerd's.
 func (n *node) criSocket() string {
 	if n.remote {
