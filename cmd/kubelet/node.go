@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/server"
+	"github.com/nodeagent/kubelet/pkg/svcenv"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
@@ -116,6 +117,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		return fmt.Errorf("container runtime version: %w", err)
 	}
 	events := make(chan *runtimeapi.ContainerEventResponse, 1024)
+	services := svcenv.NewWatcher(d.clients.pods)
 	kl, err = podsync.New(podsync.Config{
 		NodeName:              d.name,
 		RootDir:               o.rootDir,
@@ -140,6 +142,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		ClusterDNS:            o.clusterDNSIPs(),
 		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),
 		ResolvConf:            o.resolvConf,
+		ServiceEnv:            services.Env,
 	})
 	if err != nil {
 		return err
@@ -171,6 +174,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return followRuntimeEvents(gctx, d.runtime, events) })
 	g.Go(func() error { return agent.Run(gctx) })
+	g.Go(func() error { services.Run(gctx); return nil })
 	g.Go(func() error { return kl.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx) })
 	err = g.Wait()

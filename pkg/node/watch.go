@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // watched holds the Node as the API last showed it to the node's own watch.
@@ -22,17 +24,16 @@ type watched struct{ node atomic.Pointer[v1.Node] }
 func (a *Agent) watchNode(ctx context.Context) {
 	selector := fields.OneTermEqualSelector("metadata.name", a.cfg.Name).String()
 	nodes := a.cfg.Client.CoreV1().Nodes()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	lw := kubeclient.ListerWatcher(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
 			return nodes.List(ctx, o)
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
 			return nodes.Watch(ctx, o)
-		},
-	}
-	informer := cache.NewSharedIndexInformer(listThenWatch{lw}, &v1.Node{}, 0, cache.Indexers{})
+		})
+	informer := cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})
 	set := func(obj interface{}) {
 		if n, ok := obj.(*v1.Node); ok && n.Name == a.cfg.Name {
 			a.watched.node.Store(n)
@@ -48,12 +49,6 @@ func (a *Agent) watchNode(ctx context.Context) {
 	}
 	informer.RunWithContext(ctx)
 }
-
-// listThenWatch makes the reflector use a plain list and watch rather than a streaming watch-list, which not
-// every API server (the bundled one) serves.
-type listThenWatch struct{ *cache.ListWatch }
-
-func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Node returns the Node as the API last showed it, or, until the API has (at start, or with the API away),
 // the Node this agent registers: its labels (default ones and --node-labels), --register-with-taints and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,9 +30,17 @@ type envResolver struct {
 }
 
 // makeEnv resolves a container's environment, in upstream's order: envFrom first, then env (later entries
-// win; $(VAR) references expand against what is defined before them).
+// win; $(VAR) references expand against what is defined before them, then against the service variables),
+// then the service variables the container does not define itself.
 func (k *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
 	r := &envResolver{k: k, pod: pod, podIPs: podIPs, configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}
+	var services map[string]string
+	if k.cfg.ServiceEnv != nil {
+		var err error
+		if services, err = k.cfg.ServiceEnv(pod); err != nil {
+			return nil, fmt.Errorf("%w: %v", errConfigRef, err)
+		}
+	}
 	vars := map[string]string{}
 	var order []string
 	set := func(name, value string) {
@@ -69,7 +79,13 @@ func (k *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, pod
 			}
 		}
 	}
-	lookup := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
+	lookup := func(name string) (string, bool) {
+		if v, ok := vars[name]; ok {
+			return v, true
+		}
+		v, ok := services[name]
+		return v, ok
+	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
 			set(e.Name, expand(e.Value, lookup))
@@ -83,9 +99,14 @@ func (k *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, pod
 			set(e.Name, v)
 		}
 	}
-	out := make([]*runtimeapi.KeyValue, 0, len(order))
+	out := make([]*runtimeapi.KeyValue, 0, len(order)+len(services))
 	for _, name := range order {
 		out = append(out, &runtimeapi.KeyValue{Key: name, Value: vars[name]})
+	}
+	for _, name := range slices.Sorted(maps.Keys(services)) {
+		if _, own := vars[name]; !own {
+			out = append(out, &runtimeapi.KeyValue{Key: name, Value: services[name]})
+		}
 	}
 	return out, nil
 }

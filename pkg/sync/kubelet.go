@@ -97,6 +97,9 @@ type Config struct {
 	// pods get the node's settings, as upstream.
 	ClusterDNS    []net.IP
 	ClusterDomain string
+	// ServiceEnv returns the service variables of a pod's containers (svcenv.Watcher.Env); nil: none, as
+	// for a node without an API server.
+	ServiceEnv func(*v1.Pod) (map[string]string, error)
 	// ResolvConf is the node's resolver configuration that dnsPolicy Default pods get (--resolv-conf);
 	// empty gives them the local resolver only, as upstream.
 	ResolvConf string

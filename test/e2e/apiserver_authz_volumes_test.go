@@ -190,6 +190,8 @@ func authzVolumeCases() []authzCase {
 		{"get the volume of another node's pod's claim", get("persistentvolumes", "", "authz-pv-b")},
 		{"get an unbound volume", get("persistentvolumes", "", "authz-pv-free")},
 		{"list volumes", list("persistentvolumes", "")},
+		{"list services of all namespaces", list("services", "")},
+		{"get the kubernetes service", get("services", "default", "kubernetes")},
 		{"add a condition to its pod's claim's status", patchClaim("authz-pvc", condition, "status")},
 		{"change its pod's claim's phase", patchClaim("authz-pvc", `{"status":{"phase":"Lost"}}`, "status")},
 		{"add a condition to another node's pod's claim's status", patchClaim("authz-pvc-b", condition, "status")},

@@ -282,6 +282,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("StaticPod", TestKubeletStaticPod)
 	t.Run("EndpointAuthorization", TestKubeletEndpointAuthorization)
 	t.Run("AdmitsByItsNode", TestKubeletAdmitsByItsNode)
+	t.Run("ServiceEnv", TestKubeletServiceEnv)
 }
 
 func nodeReady(n *v1.Node) error {

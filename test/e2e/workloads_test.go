@@ -161,3 +161,50 @@ func TestKubeletEtcHosts(t *testing.T) {
 		}
 	})
 }
+
+// Containers get the service variables of their namespace's Services, and always those of the kubernetes
+// Service, as upstream computes them; $(VAR) references expand against them; enableServiceLinks: false
+// leaves only the kubernetes Service's.
+func TestKubeletServiceEnv(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, n *node) {
+		ctx := context.Background()
+		svc, err := n.client.CoreV1().Services("default").Create(ctx, &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-front"},
+			Spec: v1.ServiceSpec{Ports: []v1.ServicePort{
+				{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)},
+				{Name: "metrics", Port: 9090, Protocol: v1.ProtocolUDP},
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.client.CoreV1().Services("default").Delete(ctx, "web-front", metav1.DeleteOptions{})
+		kube, err := n.client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the kubelet's watch of Services delivers the new one
+		show := "echo host=$WEB_FRONT_SERVICE_HOST port=$WEB_FRONT_SERVICE_PORT metrics=$WEB_FRONT_SERVICE_PORT_METRICS " +
+			"link=$WEB_FRONT_PORT udp=$WEB_FRONT_PORT_9090_UDP_ADDR:$WEB_FRONT_PORT_9090_UDP_PORT/$WEB_FRONT_PORT_9090_UDP_PROTO " +
+			"kube=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT url=$URL; exec sleep 3600"
+		links := busyboxPod("svc-links", "sh", "-c", show)
+		links.Spec.Containers[0].Env = []v1.EnvVar{{Name: "URL", Value: "http://$(WEB_FRONT_SERVICE_HOST):$(WEB_FRONT_SERVICE_PORT)/"}}
+		off := false
+		noLinks := busyboxPod("svc-nolinks", "sh", "-c", show)
+		noLinks.Spec.EnableServiceLinks = &off
+		n.createPod(links)
+		n.createPod(noLinks)
+		ip := svc.Spec.ClusterIP
+		kubeVars := "kube=" + kube.Spec.ClusterIP + ":" + strconv.Itoa(int(kube.Spec.Ports[0].Port))
+		for pod, want := range map[string]string{
+			"svc-links": "host=" + ip + " port=80 metrics=9090 link=tcp://" + ip + ":80 udp=" + ip + ":9090/udp " +
+				kubeVars + " url=http://" + ip + ":80/\n",
+			"svc-nolinks": "host= port= metrics= link= udp=:/ " + kubeVars + " url=\n",
+		} {
+			n.waitPod(pod, 60*time.Second, pod+" ready", ready)
+			if out := n.podLogs(t, pod, "main"); out != want {
+				t.Errorf("%s: %q, want %q", pod, out, want)
+			}
+		}
+	})
+}

@@ -11,9 +11,6 @@ import (
 // NodeLeaseNamespace holds the nodes' heartbeat Leases.
 const NodeLeaseNamespace = "kube-node-lease"
 
-// MirrorPodAnnotation marks a pod the kubelet created for a static pod.
-const MirrorPodAnnotation = "kubernetes.io/config.mirror"
-
 // PodIndex gives the pods bound to a node; the objects are read-only.
 type PodIndex interface {
 	PodsOnNode(node string) []*corev1.Pod
@@ -61,6 +58,9 @@ func (a *Authorizer) nodeMay(node string, info *request.Info) bool {
 		case "eviction":
 			return info.Verb == "create"
 		}
+	case "/services":
+		// Every node reads all Services: pods' service environment variables (upstream's system:node rules).
+		return info.Subresource == "" && isRead(info.Verb)
 	case "/events", "events.k8s.io/events":
 		return info.Subresource == "" && (info.Verb == "create" || info.Verb == "update" || info.Verb == "patch")
 	case "coordination.k8s.io/leases":
@@ -140,7 +140,7 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 		if pod.Namespace != namespace {
 			continue
 		}
-		if _, mirror := pod.Annotations[MirrorPodAnnotation]; mirror {
+		if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 			continue
 		}
 		var refs []string

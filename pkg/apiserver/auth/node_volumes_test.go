@@ -62,7 +62,7 @@ func testVolumePods() volumePods {
 					LocalObjectReference: corev1.LocalObjectReference{Name: "debug-sec"}, Key: "k"}}}}}}},
 		}}
 	mirror := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "static",
-		Annotations: map[string]string{MirrorPodAnnotation: "h"}},
+		Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "h"}},
 		Spec: corev1.PodSpec{NodeName: "n1", ServiceAccountName: "mirror-sa", Volumes: []corev1.Volume{
 			{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "mirror-cm"}}}}}}}
@@ -121,6 +121,11 @@ func TestNodeMayUseWhatItsPodsUse(t *testing.T) {
 		{"missing volume", res("get", "", "persistentvolumes", "", "", "pv-none"), false},
 		{"list of volumes", res("list", "", "persistentvolumes", "", "", ""), false},
 		{"update of its volume", res("update", "", "persistentvolumes", "", "", "pv-data"), false},
+		{"list of all services", res("list", "", "services", "", "", ""), true},
+		{"watch of all services", res("watch", "", "services", "", "", ""), true},
+		{"get of a service", res("get", "", "services", "", "default", "kubernetes"), true},
+		{"update of a service", res("update", "", "services", "", "default", "kubernetes"), false},
+		{"service status", res("patch", "", "services", "status", "default", "kubernetes"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if d := a.Decide(node1, tc.info); d.Allowed != tc.allow {

@@ -46,7 +46,7 @@ func (nr NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 	case "/pods":
 		if a.Old == nil {
 			pod := a.Object.(*corev1.Pod)
-			if _, mirror := pod.Annotations[MirrorPodAnnotation]; !mirror {
+			if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
 				return deny("can only create mirror pods")
 			}
 			if pod.Spec.NodeName != node {
