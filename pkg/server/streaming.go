@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/kubelet/pkg/cri/streaming/portforward"
@@ -66,6 +67,15 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		run, err := s.execSession(r.Context(), id, r.URL.Query()["command"], opts)
+		if err != nil {
+			writeError(w, errorf(http.StatusInternalServerError, "exec: %v", err))
+			return
+		}
+		serveWebSocketV5(w, r, opts, s.cfg.StreamIdleTimeout, run)
+		return
+	}
 	if s.cfg.Streaming == nil {
 		s.proxyExec(w, r, id, opts)
 		return
@@ -83,6 +93,15 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	id, ok := s.containerID(w, r)
 	if !ok {
+		return
+	}
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		run, err := s.attachSession(r.Context(), id, opts)
+		if err != nil {
+			writeError(w, errorf(http.StatusInternalServerError, "attach: %v", err))
+			return
+		}
+		serveWebSocketV5(w, r, opts, s.cfg.StreamIdleTimeout, run)
 		return
 	}
 	if s.cfg.Streaming == nil {
