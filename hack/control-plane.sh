@@ -295,8 +295,9 @@ start_apiserver() {
 	wait_for kube-apiserver 90 apiserver_ready
 }
 
-# bootstrap makes what a controller manager would: the default ServiceAccount of the default namespace,
-# without a mounted token (its admission plugin refuses pods whose ServiceAccount is missing).
+# bootstrap makes what a controller manager would for the default namespace: its default ServiceAccount and
+# the kube-root-ca.crt ConfigMap, so that pods carry the kube-api-access volume kube-apiserver injects, as on
+# any cluster (its admission plugin refuses pods whose ServiceAccount is missing).
 bootstrap() {
 	local i
 	for i in $(seq 50); do
@@ -309,8 +310,10 @@ kind: ServiceAccount
 metadata:
   name: default
   namespace: default
-automountServiceAccountToken: false
 EOF
+	"$KUBECTL" --kubeconfig "$CP_DIR/admin.kubeconfig" -n default create configmap kube-root-ca.crt \
+		--from-file=ca.crt="$PKI/ca.crt" --dry-run=client -o yaml |
+		"$KUBECTL" --kubeconfig "$CP_DIR/admin.kubeconfig" apply -f - >/dev/null || die "publishing kube-root-ca.crt failed"
 }
 
 print_env() {

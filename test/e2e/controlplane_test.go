@@ -283,6 +283,8 @@ func TestControlPlane(t *testing.T) {
 	t.Run("EndpointAuthorization", TestKubeletEndpointAuthorization)
 	t.Run("AdmitsByItsNode", TestKubeletAdmitsByItsNode)
 	t.Run("ServiceEnv", TestKubeletServiceEnv)
+	t.Run("ServiceAccountToken", TestKubeletServiceAccountToken)
+	t.Run("PersistentVolumeClaim", TestKubeletPersistentVolumeClaim)
 }
 
 func nodeReady(n *v1.Node) error {

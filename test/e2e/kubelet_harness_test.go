@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -366,3 +367,30 @@ func busyboxPod(name string, cmd ...string) *v1.Pod {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// events returns the events of the named pod in the default namespace.
+func (n *node) events(t *testing.T, pod string) []v1.Event {
+	t.Helper()
+	evs, err := n.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+	if err != nil {
+		t.Fatalf("events of %s: %v", pod, err)
+	}
+	return evs.Items
+}
+
+// deletePodAndWait deletes a pod and waits until the API no longer has it (the kubelet confirmed its end).
+func (n *node) deletePodAndWait(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := n.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, name+" gone", func() error {
+		if _, err := n.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("still there")
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+}
