@@ -72,6 +72,8 @@ bench: setup
 	$(GO) run ./hack/bench runtime
 	$(GO) run ./hack/bench apiserver
 	$(GO) run ./hack/bench nodeready
+	$(GO) run ./hack/bench kubelet
+	$(GO) run ./hack/bench kubelet --only volumes
 
 vet:
 	$(GO) vet ./...

@@ -104,6 +104,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		RootDir: o.rootDir,
 		API:     volumeAPI{d.clients.pods},
 		Node:    func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: agent.Allocatable()} },
+		Reuse:   o.syncFrequency / 2,
 	})
 	if err != nil {
 		return err

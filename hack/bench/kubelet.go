@@ -40,6 +40,8 @@ type kubeletBench struct {
 	floorLogs    string
 	sampleRelist bool
 	rounds       int
+	// mutate, when set, changes each pod create makes (the volumes phase).
+	mutate func(*corev1.Pod)
 }
 
 // benchKubelet starts the kubelet as a child process and measures, through the API, pods created at once and
@@ -56,9 +58,13 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
+	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods)")
 	rounds := fs.Int("rounds", 3, "rounds of the 30-pod burst beside the floor and its deletion; the first prints every figure, the later ones their own under _roundN, and the medians and worst of all rounds follow")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *only != "" && *only != "volumes" {
+		return fmt.Errorf("--only: unknown phase %q", *only)
 	}
 	// An interrupt ends the run through the same cleanup as an error.
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -165,6 +171,9 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	}
 	if err := b.watch.start(wctx); err != nil {
 		return err
+	}
+	if *only == "volumes" {
+		return b.runVolumes(ctx)
 	}
 	return b.run(ctx, floorRT)
 }
@@ -363,6 +372,9 @@ func (b *kubeletBench) create(ctx context.Context, pods []string, interval time.
 			}
 		}
 		pod := benchPodSpec(name, benchNode, pods[0], restart, cmd(i)...)
+		if b.mutate != nil {
+			b.mutate(pod)
+		}
 		wg.Add(1)
 		go func(i int, pod *corev1.Pod) {
 			defer wg.Done()

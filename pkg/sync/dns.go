@@ -62,10 +62,10 @@ func parseResolvConf(r io.Reader) (hostDNS, error) {
 	return h, sc.Err()
 }
 
-// podDNS returns the pod's DNS settings as upstream's kubelet builds them, with an event on the pod when
-// they had to be cut to the limits. The node's file is read on each call, as upstream does, so that an
-// edited one applies to the next sandbox.
-func (k *Kubelet) podDNS(pod *v1.Pod) *runtimeapi.DNSConfig {
+// podDNS returns the pod's DNS settings as upstream's kubelet builds them, and what to warn of (no cluster
+// DNS, limits). The node's file is read on each call, as upstream does, so that an edited one applies to the
+// next sandbox.
+func (k *Kubelet) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, []dnsWarning) {
 	var host hostDNS
 	if path := k.cfg.ResolvConf; path != "" {
 		f, err := os.Open(path)
@@ -83,11 +83,7 @@ func (k *Kubelet) podDNS(pod *v1.Pod) *runtimeapi.DNSConfig {
 			host.servers = []string{"::1"}
 		}
 	}
-	cfg, warnings := dnsConfigFor(pod, k.cfg.ClusterDNS, k.cfg.ClusterDomain, host)
-	for _, w := range warnings {
-		k.recorder.Event(podRef(pod, ""), v1.EventTypeWarning, w.reason, w.message)
-	}
-	return cfg
+	return dnsConfigFor(pod, k.cfg.ClusterDNS, k.cfg.ClusterDomain, host)
 }
 
 type dnsWarning struct{ reason, message string }

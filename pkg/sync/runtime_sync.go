@@ -76,9 +76,16 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	}
 
 	env := &startEnv{sandboxID: a.SandboxID, volumes: volumes, state: state}
-	env.sandboxConfig = k.sandboxConfig(pod, a.Attempt, cgroupParent)
+	if !a.CreateSandbox && len(a.InitToStart)+len(a.ContainersToStart) == 0 {
+		return r // nothing to start: no sandbox config to build
+	}
+	var dnsWarnings []dnsWarning
+	env.sandboxConfig, dnsWarnings = k.sandboxConfig(pod, a.Attempt, cgroupParent)
 	if a.CreateSandbox {
 		r.changed = true
+		for _, w := range dnsWarnings { // once per sandbox, not per sync
+			k.recorder.Event(podRef(pod, ""), v1.EventTypeWarning, w.reason, w.message)
+		}
 		if err := os.MkdirAll(k.podLogDir(pod), 0o755); err != nil {
 			r.fail(fmt.Errorf("create pod log directory: %w", err))
 			return r

@@ -9,20 +9,22 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// sandboxConfig builds the CRI sandbox config of a pod. It is a function of the pod, the attempt and the
-// cgroup parent only, so every sync builds the same one.
-func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string) *runtimeapi.PodSandboxConfig {
+// sandboxConfig builds the CRI sandbox config of a pod, with the warnings its DNS settings raised. It is a
+// function of the pod, the attempt, the cgroup parent and the node's resolver configuration only, so every
+// sync builds the same one.
+func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string) (*runtimeapi.PodSandboxConfig, []dnsWarning) {
 	annotations := make(map[string]string, len(pod.Annotations))
 	for key, v := range pod.Annotations {
 		annotations[key] = v
 	}
+	dns, warnings := k.podDNS(pod)
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
 		Hostname:     podHostname(pod, k.cfg.ClusterDomain),
 		LogDirectory: k.podLogDir(pod),
-		DnsConfig:    k.podDNS(pod),
+		DnsConfig:    dns,
 		PortMappings: portMappings(pod),
 		Labels:       sandboxLabels(pod),
 		Annotations:  annotations,
@@ -32,7 +34,7 @@ func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string
 			Sysctls:         sysctls(pod),
 		},
 	}
-	return cfg
+	return cfg, warnings
 }
 
 // podHostname is the pod's hostname for its UTS namespace: spec.hostname or the pod name, cut to a DNS

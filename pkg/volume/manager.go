@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -47,6 +48,11 @@ type Config struct {
 	Clock clock.PassiveClock
 	// Mounter mounts tmpfs and binds; the host's when nil.
 	Mounter Mounter
+	// Reuse is how long a configMap or secret read for a pod's volume serves the later syncs of the pods of
+	// its namespace before it is read again (0: every sync reads it). The kubelet uses half its sync period: a
+	// change reaches running pods within the sync period, and a burst of starting pods, each synced several
+	// times in its first seconds, reads each object once.
+	Reuse time.Duration
 }
 
 // NodeInfo is what volumes read of the node.
@@ -72,11 +78,20 @@ type Manager struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podState
+	// recent holds the configMaps and secrets read within Config.Reuse, by "<kind>/<namespace>/<name>": the
+	// pods of a namespace share them (kube-root-ca.crt is in every pod's token volume).
+	recent map[string]readObject
 }
 
 // podState is what the manager remembers of one pod's volumes between syncs.
 type podState struct {
 	immutable map[string]any // objects read once: "configmap/<name>" and "secret/<name>"
+}
+
+// readObject is an object read for a pod's volume, and when.
+type readObject struct {
+	obj any
+	at  time.Time
 }
 
 // New returns a manager for cfg.
@@ -93,7 +108,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Node == nil {
 		cfg.Node = func() NodeInfo { return NodeInfo{} }
 	}
-	return &Manager{cfg: cfg, tokens: newTokenCache(cfg.Clock), pods: map[types.UID]*podState{}}, nil
+	return &Manager{cfg: cfg, tokens: newTokenCache(cfg.Clock), pods: map[types.UID]*podState{}, recent: map[string]readObject{}}, nil
 }
 
 // PodDir is <root>/pods/<uid>.

@@ -310,6 +310,51 @@ func TestImmutableIsReadOnce(t *testing.T) {
 	}
 }
 
+// A configMap read for a pod serves its syncs for Config.Reuse, then is read again; a missing one is read at
+// every sync until it exists.
+func TestObjectsReusedForAWhile(t *testing.T) {
+	f := newFixture(t)
+	f.m.cfg.Reuse = 30 * time.Second
+	f.api.configMaps["cfg"] = &v1.ConfigMap{Data: map[string]string{"k": "v1"}}
+	pod := podWith(
+		v1.Volume{Name: "c", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
+		v1.Volume{Name: "later", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "later"}}})
+	mount := func() map[string]Mounted {
+		got, _ := f.m.MountPod(context.Background(), pod)
+		return got
+	}
+	for i := 0; i < 3; i++ {
+		mount()
+		f.clock.Step(5 * time.Second)
+	}
+	if n := f.api.reads["configmap/cfg"]; n != 1 {
+		t.Errorf("read %d times within the reuse period, want 1", n)
+	}
+	if n := f.api.reads["secret/later"]; n != 3 {
+		t.Errorf("a missing secret was read %d times in 3 syncs, want 3", n)
+	}
+	f.api.configMaps["cfg"] = &v1.ConfigMap{Data: map[string]string{"k": "v2"}}
+	f.clock.Step(15 * time.Second) // 30 s after the read
+	got := mount()
+	if c, _ := fileOf(t, got["c"].Path, "k"); c != "v2" || f.api.reads["configmap/cfg"] != 2 {
+		t.Errorf("after the reuse period: %q, %d reads", c, f.api.reads["configmap/cfg"])
+	}
+	// Another pod of the namespace shares the read; one of another namespace reads its own.
+	other := pod.DeepCopy()
+	other.UID = "uid-2"
+	mount2 := func(p *v1.Pod) { _, _ = f.m.MountPod(context.Background(), p) }
+	mount2(other)
+	if n := f.api.reads["configmap/cfg"]; n != 2 {
+		t.Errorf("a second pod of the namespace read the configMap again: %d reads", n)
+	}
+	elsewhere := pod.DeepCopy()
+	elsewhere.UID, elsewhere.Namespace = "uid-3", "other"
+	mount2(elsewhere)
+	if n := f.api.reads["configmap/cfg"]; n != 3 {
+		t.Errorf("a pod of another namespace used this namespace's read: %d reads", n)
+	}
+}
+
 func TestSetupErrorsNameTheVolume(t *testing.T) {
 	f := newFixture(t)
 	f.api.configMaps["cfg"] = &v1.ConfigMap{Data: map[string]string{"a": "1"}}
@@ -554,5 +599,14 @@ func TestUsage(t *testing.T) {
 	}
 	if none, err := f.m.PodUsage("no-such-pod"); err != nil || len(none) != 0 {
 		t.Errorf("a pod without volumes: %v %v", none, err)
+	}
+}
+
+func TestMounted(t *testing.T) {
+	dir := t.TempDir()
+	for path, want := range map[string]bool{"/": true, "/proc": true, dir: false, filepath.Join(dir, "missing"): false} {
+		if got := mounted(path); got != want {
+			t.Errorf("mounted(%s) = %v, want %v", path, got, want)
+		}
 	}
 }

@@ -2,10 +2,13 @@ package volume
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // MountsBelow returns the mount points at or below dir, in the order of /proc/self/mountinfo (parents before
@@ -43,7 +46,18 @@ func HasMounts(dir string) bool {
 	return err != nil || len(m) > 0
 }
 
+// mounted reports whether path is a mount point. statx says so directly (STATX_ATTR_MOUNT_ROOT, Linux 5.8 and
+// later), for tmpfs and bind mounts alike, without reading the whole mount table, which grows with every pod;
+// older kernels fall back to the table.
 func mounted(path string) bool {
+	var st unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_BASIC_STATS, &st)
+	if err == nil && st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	}
+	if errors.Is(err, unix.ENOENT) {
+		return false
+	}
 	m, err := MountsBelow(path)
 	return err == nil && slices.Contains(m, filepath.Clean(path))
 }

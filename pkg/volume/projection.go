@@ -133,7 +133,9 @@ func (m *Manager) secretFiles(ctx context.Context, pod *v1.Pod, name string, ite
 }
 
 // object reads an object for a pod's volume: from the API server, or, for an immutable object already read,
-// from what the manager kept (an immutable object never changes, so it is not read again).
+// from what the manager kept (an immutable object never changes, so it is not read again), or, for one read
+// less than Config.Reuse ago for any pod of the namespace, that read. A failed read is not kept. The objects
+// are read-only to callers.
 func (m *Manager) object(ctx context.Context, pod *v1.Pod, kind, name string, st *podState, read func() (any, bool, error)) (any, error) {
 	if podfacts.IsStatic(pod) {
 		return nil, fmt.Errorf("static pods cannot refer to %s %q", kind, name)
@@ -141,22 +143,34 @@ func (m *Manager) object(ctx context.Context, pod *v1.Pod, kind, name string, st
 	if m.cfg.API == nil {
 		return nil, fmt.Errorf("no API server to read %s %q from", kind, name)
 	}
-	key := kind + "/" + name
+	key, shared := kind+"/"+name, kind+"/"+pod.Namespace+"/"+name
+	now := m.cfg.Clock.Now()
 	m.mu.Lock()
 	kept, ok := st.immutable[key]
+	recent, fresh := m.recent[shared]
 	m.mu.Unlock()
 	if ok {
 		return kept, nil
+	}
+	if fresh && now.Sub(recent.at) < m.cfg.Reuse {
+		return recent.obj, nil
 	}
 	obj, immutable, err := read()
 	if err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
 	if immutable {
-		m.mu.Lock()
 		st.immutable[key] = obj
-		m.mu.Unlock()
+	} else if m.cfg.Reuse > 0 {
+		for k, r := range m.recent { // forget what has gone stale, so that the map holds only recent reads
+			if now.Sub(r.at) >= m.cfg.Reuse {
+				delete(m.recent, k)
+			}
+		}
+		m.recent[shared] = readObject{obj: obj, at: now}
 	}
+	m.mu.Unlock()
 	return obj, nil
 }
 
