@@ -152,7 +152,7 @@ func (r *Runtime) UpdatePodSandboxResources(context.Context, *runtimeapi.UpdateP
 	return &runtimeapi.UpdatePodSandboxResourcesResponse{}, nil
 }
 
-// ContainerStats returns a container's CPU and memory usage from its cgroup.
+// ContainerStats returns a container's CPU and memory usage from its cgroup, and its writable layer's.
 func (r *Runtime) ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error) {
 	ctx = r.ns(ctx)
 	rec, err := r.findContainer(ctx, containerID, kindContainer)
@@ -174,6 +174,19 @@ func (r *Runtime) containerStats(ctx context.Context, id string) (*runtimeapi.Co
 	out := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
 		Id: id, Metadata: meta.Metadata, Labels: meta.Labels, Annotations: meta.Annotations,
 	}}
+	now := r.clock.Now().UnixNano()
+	// The writable layer: what the container wrote to its root filesystem, as the snapshotter counts it
+	// (containerd's CRI plugin reports the same), for the node's stats and for eviction.
+	if rec.SnapshotKey != "" {
+		if u, err := r.client.SnapshotService(rec.Snapshotter).Usage(ctx, rec.SnapshotKey); err == nil {
+			out.WritableLayer = &runtimeapi.FilesystemUsage{
+				Timestamp:  now,
+				FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: r.cfg.ImageFsDir},
+				UsedBytes:  &runtimeapi.UInt64Value{Value: uint64(max(u.Size, 0))},
+				InodesUsed: &runtimeapi.UInt64Value{Value: uint64(max(u.Inodes, 0))},
+			}
+		}
+	}
 	cont, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return nil, err
@@ -186,7 +199,6 @@ func (r *Runtime) containerStats(ctx context.Context, id string) (*runtimeapi.Co
 	if err != nil {
 		return out, nil
 	}
-	now := r.clock.Now().UnixNano()
 	v, err := typeurl.UnmarshalAny(m.Data)
 	if err != nil {
 		return out, nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeagent/kubelet/pkg/volume"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
@@ -167,7 +168,7 @@ func logPath(logsDir string, pod *v1.Pod, container string, previous bool) (stri
 		}
 		n--
 	}
-	dir := filepath.Join(logsDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), container)
+	dir := filepath.Join(volume.PodLogDir(logsDir, pod.Namespace, pod.Name, pod.UID), container)
 	path := filepath.Join(dir, strconv.FormatInt(n, 10)+".log")
 	if _, err := os.Stat(path); err != nil {
 		if previous {

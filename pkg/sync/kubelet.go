@@ -295,5 +295,5 @@ func (k *Kubelet) podDir(uid types.UID) string {
 
 // podLogDir is /var/log/pods/<ns>_<name>_<uid>.
 func (k *Kubelet) podLogDir(pod *v1.Pod) string {
-	return filepath.Join(k.cfg.PodLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+	return volume.PodLogDir(k.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
 }

@@ -140,16 +140,27 @@ func (m *Manager) MountPod(ctx context.Context, pod *v1.Pod) (map[string]Mounted
 		return nil, err
 	}
 	st := m.state(pod.UID)
-	out := map[string]Mounted{}
-	var errs []error
+	// The volumes are set up at once, as upstream's operation executor does: a pod's token request and its
+	// object reads overlap instead of adding up.
+	mounts := make([]Mounted, len(pod.Spec.Volumes))
+	errs := make([]error, len(pod.Spec.Volumes))
+	var wg sync.WaitGroup
 	for i := range pod.Spec.Volumes {
-		vol := &pod.Spec.Volumes[i]
-		mnt, err := m.setUp(ctx, pod, vol, st)
-		if err != nil {
-			errs = append(errs, &SetupError{Volume: vol.Name, Err: err})
-			continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vol := &pod.Spec.Volumes[i]
+			if mounts[i], errs[i] = m.setUp(ctx, pod, vol, st); errs[i] != nil {
+				errs[i] = &SetupError{Volume: vol.Name, Err: errs[i]}
+			}
+		}()
+	}
+	wg.Wait()
+	out := make(map[string]Mounted, len(mounts))
+	for i, mnt := range mounts {
+		if errs[i] == nil {
+			out[pod.Spec.Volumes[i].Name] = mnt
 		}
-		out[vol.Name] = mnt
 	}
 	return out, errors.Join(errs...)
 }

@@ -602,6 +602,29 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+func TestPodLogUsage(t *testing.T) {
+	root := t.TempDir()
+	dir := PodLogDir(root, "ns", "web", "uid-1")
+	if err := os.MkdirAll(filepath.Join(dir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"0.log", "0.log.20261124-010203"} {
+		if err := os.WriteFile(filepath.Join(dir, "app", f), make([]byte, 256<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := PodLogUsage(root, "ns", "web", "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Bytes < 512<<10 || u.Inodes != 4 { // two dirs, two files
+		t.Errorf("log usage %+v, want at least 512 KiB in 4 inodes", u)
+	}
+	if none, err := PodLogUsage(root, "ns", "gone", "uid-2"); err != nil || none != (Usage{}) {
+		t.Errorf("a pod without logs: %+v %v", none, err)
+	}
+}
+
 func TestMounted(t *testing.T) {
 	dir := t.TempDir()
 	for path, want := range map[string]bool{"/": true, "/proc": true, dir: false, filepath.Join(dir, "missing"): false} {

@@ -78,3 +78,16 @@ func (m *Manager) PodUsage(uid types.UID) (map[string]Usage, error) {
 	}
 	return out, nil
 }
+
+// PodLogDir is the directory a pod's container logs are written to: <root>/<namespace>_<name>_<uid>, as
+// upstream lays them out under /var/log/pods.
+func PodLogDir(root, namespace, name string, uid types.UID) string {
+	return filepath.Join(root, namespace+"_"+name+"_"+string(uid))
+}
+
+// PodLogUsage measures a pod's logs (every container's, rotated files included) below root, the node's pod
+// log directory. The writable layers of its containers are the runtime's to measure: CRI's ContainerStats
+// reports them.
+func PodLogUsage(root, namespace, name string, uid types.UID) (Usage, error) {
+	return DirUsage(PodLogDir(root, namespace, name, uid))
+}

@@ -421,3 +421,26 @@ func TestDeadSandboxIsNotReady(t *testing.T) {
 		})
 	})
 }
+
+// ContainerStats reports what a container wrote to its root filesystem as its writable layer (what the
+// node's stats and eviction count against the pod), on every backend.
+func TestContainerStatsWritableLayer(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		p := runPod(t, b, "writer", nil)
+		id := p.start(t, containerConfig("writer", "sh", "-c", "dd if=/dev/zero of=/blob bs=1M count=3 && touch /a /b && sleep 3600"))
+		eventually(t, 20*time.Second, "the writable layer counts the 3 MiB written", func() error {
+			st, err := b.rt.ContainerStats(ctxT(t), id)
+			if err != nil {
+				return err
+			}
+			wl := st.GetWritableLayer()
+			if wl.GetUsedBytes().GetValue() < 3<<20 || wl.GetInodesUsed().GetValue() < 3 {
+				return fmt.Errorf("writable layer %v, want at least 3 MiB in 3 inodes", wl)
+			}
+			if wl.GetFsId().GetMountpoint() == "" {
+				return fmt.Errorf("writable layer %v names no filesystem", wl)
+			}
+			return nil
+		})
+	})
+}
