@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/nodeagent/kubelet/internal/atomicfile"
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
 )
 
@@ -73,7 +74,7 @@ func WriteKubeconfig(path string, cfg *rest.Config, user string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create kubeconfig dir: %w", err)
 	}
-	if err := auth.WriteFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil

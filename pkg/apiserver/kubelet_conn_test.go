@@ -150,20 +150,3 @@ func TestKeyAndKubeconfigFilesPrivate(t *testing.T) {
 		}
 	}
 }
-
-// The atomic write replaces a file whole and with the asked mode.
-func TestWriteFileAtomic(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, []byte("old contents"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.WriteFileAtomic(path, []byte("new"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "new" || mode(t, path) != 0o600 {
-		t.Fatalf("got %q mode %o", b, mode(t, path))
-	}
-	if err := auth.WriteFileAtomic(filepath.Join(path, "x"), nil, 0o600); err == nil {
-		t.Fatal("write under a file succeeded")
-	}
-}

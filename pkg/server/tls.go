@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nodeagent/kubelet/internal/atomicfile"
 )
 
 // Files of the self-signed serving certificate, under <root dir>/pki, as upstream names them.
@@ -48,10 +50,10 @@ func servingCertificate(certFile, keyFile, dir string, hosts []string, now time.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return tls.Certificate{}, fmt.Errorf("create pki dir: %w", err)
 	}
-	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyFile, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, fmt.Errorf("write serving key: %w", err)
 	}
-	if err := writeFileAtomic(certFile, certPEM, 0o644); err != nil {
+	if err := atomicfile.Write(certFile, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, fmt.Errorf("write serving certificate: %w", err)
 	}
 	return tls.X509KeyPair(certPEM, keyPEM)
@@ -107,32 +109,4 @@ func caPool(bundle []byte) (*x509.CertPool, error) {
 		return nil, errors.New("client CA bundle holds no PEM certificate")
 	}
 	return pool, nil
-}
-
-// writeFileAtomic writes data to path with mode: into a new file beside it, synced, then renamed over path,
-// so that path always holds either the old content or all of the new, never a part or a wider mode.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) (retErr error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if retErr != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

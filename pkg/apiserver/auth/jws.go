@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nodeagent/kubelet/internal/atomicfile"
 )
 
 // ServiceAccountKeyFile is the name of the generated service-account signing
@@ -83,7 +85,7 @@ func LoadOrCreateSigningKey(path string) (*SigningKey, error) {
 		if gerr := os.MkdirAll(filepath.Dir(path), 0o700); gerr != nil {
 			return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), gerr)
 		}
-		if gerr := WriteFileAtomic(path, keyPEM, 0o600); gerr != nil {
+		if gerr := atomicfile.Write(path, keyPEM, 0o600); gerr != nil {
 			return nil, gerr
 		}
 		return NewSigningKey(key)

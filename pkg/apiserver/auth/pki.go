@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nodeagent/kubelet/internal/atomicfile"
 )
 
 // CA is a certificate authority that signs serving and client certificates.
@@ -116,10 +118,10 @@ func writeFiles(certFile string, certPEM []byte, keyFile string, keyPEM []byte) 
 			return err
 		}
 	}
-	if err := WriteFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyFile, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return WriteFileAtomic(certFile, certPEM, 0o644)
+	return atomicfile.Write(certFile, certPEM, 0o644)
 }
 
 // Issue returns a PEM certificate and key signed by the CA. A client
