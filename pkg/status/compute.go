@@ -66,6 +66,8 @@ type Input struct {
 	// FailReason and FailMessage, when FailReason is set, force phase Failed (admission, active deadline).
 	FailReason  string
 	FailMessage string
+	// Resize, when set, adds the containers' allocated and actual resources and the resize conditions.
+	Resize *Resize
 }
 
 // Compute returns the API status of a pod. It is a pure function: it never panics on what it is given and
@@ -134,6 +136,9 @@ func Compute(in Input) v1.PodStatus {
 		s.StartTime = &now
 	}
 	s.Conditions = conditions(pod, prev, &s, sandboxes, now)
+	if in.Resize != nil && !isTerminal(s.Phase) {
+		applyResize(in.Resize, &s, prev, now)
+	}
 	return s
 }
 

@@ -22,7 +22,8 @@ const (
 // KubeletOwned reports whether the kubelet owns a condition type (it writes it; others are kept from the API).
 func KubeletOwned(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady:
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	testclock "k8s.io/utils/clock/testing"
@@ -82,6 +83,9 @@ type harness struct {
 	rec    *recorder
 	src    *fakeSource
 	ctx    context.Context
+	// runtime and cgroups, when set, replace h.rt and no pod cgroups in the kubelets newKubelet builds.
+	runtime cri.RuntimeService
+	cgroups PodCgroups
 }
 
 func newHarness(t *testing.T, objs ...runtime.Object) *harness {
@@ -113,10 +117,15 @@ func (h *harness) newKubelet(root, logs string) *Kubelet {
 		},
 		Source:  h.src,
 		Mirrors: nil,
+		Cgroups: h.cgroups,
 	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	if h.runtime != nil {
+		k.runtime = h.runtime
+	}
+	h.t.Cleanup(func() { _ = k.alloc.Flush() }) // no checkpoint write after the test's directories go
 	return k
 }
 

@@ -71,6 +71,10 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	if err := k.cgroups.CleanupOrphans(ctx, active); err != nil {
 		logger.Error(err, "Failed to clean up orphaned pod cgroups")
 	}
+	if err := k.alloc.RemoveOrphans(active); err != nil {
+		logger.Error(err, "Failed to forget the allocations of removed pods")
+	}
+	k.resizes.retain(active)
 	owned := func(uid types.UID) bool {
 		_, d := desired[uid]
 		_, w := known[uid]

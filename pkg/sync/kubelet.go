@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/admission"
+	"github.com/nodeagent/kubelet/pkg/allocation"
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
@@ -127,7 +128,11 @@ type Kubelet struct {
 	puller   *imagePuller
 	backoff  *Backoff
 	reasons  *reasonCache
-	hkBusy   sync.Mutex
+	// alloc holds the resources allocated to and actuated for each pod's containers; resizes what is
+	// reported of each pod's in-place resize.
+	alloc   *allocation.Store
+	resizes resizes
+	hkBusy  sync.Mutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32
 	// sourcesReady is set by the sync loop once it has applied the initial list of every pod source. Until
@@ -192,6 +197,12 @@ func New(cfg Config) (*Kubelet, error) {
 		mirrors:  cfg.Mirrors,
 		source:   cfg.Source,
 	}
+	alloc, err := allocation.Open(filepath.Join(cfg.RootDir, allocation.CheckpointName))
+	if err != nil {
+		// The allocations are taken again from the pods' specs; a resize under way is then applied as if new.
+		klog.ErrorS(err, "Ignoring the checkpoint of allocated resources")
+	}
+	k.alloc = alloc
 	if k.volumes == nil {
 		vm, err := volume.New(volume.Config{RootDir: cfg.RootDir, Clock: cfg.Clock})
 		if err != nil {
@@ -243,6 +254,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.syncLoop(ctx)
 	k.workers.stopAll()
 	wg.Wait()
+	if err := k.alloc.Flush(); err != nil {
+		logger.Error(err, "Failed to write the checkpoint of allocated resources")
+	}
 	return nil
 }
 

@@ -247,6 +247,7 @@ func TestKubeletRunsStaticPodWithMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = k.alloc.Flush() })
 	h.k = k
 	stop := h.run()
 	defer stop()

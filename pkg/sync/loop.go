@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/admission"
+	"github.com/nodeagent/kubelet/pkg/allocation"
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
@@ -133,14 +134,19 @@ func (k *Kubelet) applyPod(ctx context.Context, pod *v1.Pod) {
 	k.workers.UpdatePod(podUpdate{typ: updateSync, pod: pod})
 }
 
-// admit runs admission against the pods that are admitted and still running.
+// admit runs admission against the pods that are admitted and still running, with their allocated
+// resources (a pod's resize also goes through it).
 func (k *Kubelet) admit(pod *v1.Pod) admission.Result {
 	var active []*v1.Pod
 	for uid, info := range k.workers.known() {
 		if uid == pod.UID || info.state != stateSyncing || info.pod == nil {
 			continue
 		}
-		active = append(active, info.pod)
+		p := info.pod
+		if alloc, ok := k.alloc.Allocated(uid); ok { // what it was given, not a resize not yet accepted
+			p = allocation.WithAllocated(p, alloc)
+		}
+		active = append(active, p)
 	}
 	return admission.Admit(pod, k.nodeInfo(), active)
 }

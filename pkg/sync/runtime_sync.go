@@ -24,6 +24,7 @@ type runtimeResult struct {
 	reasonsChanged bool          // a container's waiting reason was set or cleared
 	requeue        time.Duration // sync again after this long (a back-off ends)
 	err            error
+	resizeErr      error // applying a resize to the running containers failed
 }
 
 func (r *runtimeResult) fail(err error) {
@@ -38,9 +39,13 @@ func (r *runtimeResult) requeueIn(d time.Duration) {
 
 // syncRuntime applies computePodActions: kill what must go, create the sandbox, start init containers in
 // order, then app containers.
-func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, volumes map[string]volume.Mounted) runtimeResult {
+func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, volumes map[string]volume.Mounted, actuated map[string]v1.ResourceRequirements) runtimeResult {
 	var r runtimeResult
 	a := computePodActions(pod, state)
+	addResizeRestarts(&a, pod, state, actuated)
+	if n, err := k.resizeRunning(ctx, pod, state, actuated); n > 0 || err != nil {
+		r.changed, r.reasonsChanged, r.resizeErr = true, true, err
+	}
 	if a.CreateSandbox || len(a.InitToStart) > 0 || len(a.ContainersToStart) > 0 {
 		k.starting.Add(1)
 		defer k.starting.Add(-1)
@@ -209,6 +214,9 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	failpoint.Hit(failpoint.AfterContainerCreate)
 	r.changed = true
+	if err := k.alloc.SetActuated(pod.UID, c.Name, c.Resources); err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to checkpoint a container's resources", "pod", klog.KObj(pod), "container", c.Name)
+	}
 	k.recorder.Eventf(ref, v1.EventTypeNormal, eventCreated, "Created container: %s", c.Name)
 	if err := k.runtime.StartContainer(ctx, id); err != nil {
 		k.recorder.Eventf(ref, v1.EventTypeWarning, eventFailed, "Error: %v", err)

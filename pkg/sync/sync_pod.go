@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
+	"github.com/nodeagent/kubelet/pkg/allocation"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
@@ -31,6 +32,7 @@ func (k *Kubelet) statusInput(pod *v1.Pod, state *pleg.PodState) status.Input {
 	in := status.Input{
 		Pod: pod, Previous: &prev, Waiting: k.reasons.get(pod.UID),
 		HostIPs: k.cfg.NodeIPs(), RuntimeName: k.cfg.RuntimeName, Now: k.clock.Now(),
+		Resize: k.resizeStatus(pod, state),
 	}
 	if state != nil {
 		in.Sandboxes, in.Containers = state.Sandboxes, state.Containers
@@ -50,6 +52,7 @@ func (k *Kubelet) deadlineLeft(pod *v1.Pod, st *v1.PodStatus) (time.Duration, bo
 
 // syncPod makes the runtime match a pod that should run, and reports its status.
 func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState) (syncOutcome, error) {
+	pod = k.allocatedPod(pod)
 	in := k.statusInput(pod, state)
 	st := status.Compute(in)
 	if left, ok := k.deadlineLeft(pod, &st); ok && left <= 0 && !isTerminalPhase(st.Phase) {
@@ -67,7 +70,10 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	if err := k.makePodDirs(pod); err != nil {
 		return syncOutcome{}, err
 	}
-	cgroupParent, err := k.cgroups.EnsurePod(ctx, pod)
+	// A resize raises the pod cgroup before its containers and lowers it after them.
+	actuated := k.actuated(pod, state)
+	upper := allocation.UpperBound(pod, actuated)
+	cgroupParent, err := k.cgroups.EnsurePod(ctx, upper)
 	if err != nil {
 		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedCreatePodCgroups, "unable to ensure pod container exists: %v", err)
 		return syncOutcome{}, fmt.Errorf("ensure pod cgroup: %w", err)
@@ -79,7 +85,15 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 		return syncOutcome{}, fmt.Errorf("mount volumes: %w", err)
 	}
 
-	res := k.syncRuntime(ctx, pod, state, cgroupParent, volumes)
+	res := k.syncRuntime(ctx, pod, state, cgroupParent, volumes, actuated)
+	if res.resizeErr == nil && upper != pod {
+		if _, err := k.cgroups.EnsurePod(ctx, pod); err != nil {
+			res.resizeErr = fmt.Errorf("resize pod cgroup: %w", err)
+		}
+	}
+	if k.finishResize(ctx, pod, state, res.resizeErr) {
+		res.reasonsChanged = true
+	}
 	if res.reasonsChanged {
 		k.status.SetPodStatus(pod, status.Compute(k.statusInput(pod, state)))
 	}

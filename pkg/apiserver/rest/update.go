@@ -148,6 +148,18 @@ func (q *req) nextState(cur, obj runtime.Object, applied bool) (runtime.Object, 
 		} else {
 			q.trackFields(old, next)
 		}
+	case "resize":
+		rs, ok := q.res.Strategy.(registry.ResizeStrategy)
+		if !ok {
+			return nil, apierrors.NewNotFound(q.res.GroupResource(), name)
+		}
+		next = rs.PrepareForResize(obj, old)
+		if errs := rs.ValidateResize(next, old); len(errs) > 0 {
+			return nil, q.invalid(name, errs)
+		}
+		if !applied {
+			q.trackFields(old, next)
+		}
 	case "finalize":
 		ns, ok := cur.(*corev1.Namespace)
 		if !ok {
