@@ -9,6 +9,7 @@ import (
 	v2stats "github.com/containerd/cgroups/v3/cgroup2/stats"
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/errdefs"
+	criopts "github.com/containerd/containerd/pkg/cri/opts"
 	"github.com/containerd/typeurl/v2"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc/codes"
@@ -296,6 +297,15 @@ func withLinuxResources(res *runtimeapi.LinuxContainerResources) containerd.Upda
 		if res.MemoryLimitInBytes > 0 {
 			m := res.MemoryLimitInBytes
 			lr.Memory.Limit = &m
+			// As at creation (containerd's CRI opts): memory+swap equal to memory unless asked otherwise, so
+			// the container does not swap, and cgroup v1 accepts a memory limit above the old memory+swap one.
+			swap := res.MemorySwapLimitInBytes
+			if swap == 0 && criopts.SwapControllerAvailable() {
+				swap = m
+			}
+			if swap != 0 {
+				lr.Memory.Swap = &swap
+			}
 		}
 	}
 	return containerd.WithResources(lr)

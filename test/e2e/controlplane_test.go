@@ -285,6 +285,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("ServiceEnv", TestKubeletServiceEnv)
 	t.Run("ServiceAccountToken", TestKubeletServiceAccountToken)
 	t.Run("PersistentVolumeClaim", TestKubeletPersistentVolumeClaim)
+	t.Run("InPlaceResize", TestKubeletInPlaceResize)
 }
 
 func nodeReady(n *v1.Node) error {
