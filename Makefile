@@ -74,6 +74,7 @@ bench: setup
 	$(GO) run ./hack/bench nodeready
 	$(GO) run ./hack/bench kubelet
 	$(GO) run ./hack/bench kubelet --only volumes
+	$(GO) run ./hack/bench kubelet --only probes
 
 vet:
 	$(GO) vet ./...

@@ -68,6 +68,10 @@ type Input struct {
 	FailMessage string
 	// Resize, when set, adds the containers' allocated and actual resources and the resize conditions.
 	Resize *Resize
+	// Probe, when set, says whether a running container instance (its CRI ID) has started (its startup
+	// probe succeeded, or it has none) and is ready (started, and its readiness probe succeeded or it has
+	// none). Nil: every running container is started and ready.
+	Probe func(spec *v1.Container, id string) (started, ready bool)
 }
 
 // Compute returns the API status of a pod. It is a pure function: it never panics on what it is given and
@@ -102,6 +106,7 @@ func Compute(in Input) v1.PodStatus {
 		containers:  containers,
 		waiting:     in.Waiting,
 		runtimeName: runtimeName,
+		probe:       in.Probe,
 	}
 	s.InitContainerStatuses = containerStatuses(cc, pod.Spec.InitContainers, prev.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(cc, pod.Spec.Containers, prev.ContainerStatuses, false)

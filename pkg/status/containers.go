@@ -16,6 +16,7 @@ type containerInput struct {
 	containers  []*runtimeapi.ContainerStatus // newest first
 	waiting     map[string]Waiting
 	runtimeName string
+	probe       func(spec *v1.Container, id string) (started, ready bool)
 }
 
 // apiTime converts a CRI timestamp (ns) to API time, at the API's precision of one second, so statuses read
@@ -128,6 +129,10 @@ func convert(in containerInput, spec *v1.Container, c *runtimeapi.ContainerStatu
 		st.State.Running = &v1.ContainerStateRunning{StartedAt: apiTime(c.StartedAt)}
 		st.Started = ptrBool(true)
 		st.Ready = true
+		if in.probe != nil {
+			started, ready := in.probe(spec, c.Id)
+			st.Started, st.Ready = ptrBool(started), started && ready
+		}
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		st.State.Waiting = &v1.ContainerStateWaiting{}
 	case runtimeapi.ContainerState_CONTAINER_EXITED:

@@ -15,6 +15,8 @@ import (
 type killInfo struct {
 	name    string
 	message string
+	// grace, when set, replaces the pod's grace period (a probe's terminationGracePeriodSeconds).
+	grace *int64
 }
 
 // podActions is what one sync must do to make the runtime match the pod.
@@ -94,13 +96,13 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 			if shouldRestart(pod, latest) {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 				if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-					a.ContainersToKill[latest.Id] = killInfo{c.Name, "Container is in unknown state, try killing it before restart"}
+					a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: "Container is in unknown state, try killing it before restart"}
 				}
 			}
 			continue
 		}
 		if latest.Annotations[annotationHash] != hashContainer(c) {
-			a.ContainersToKill[latest.Id] = killInfo{c.Name, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
+			a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
 			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
@@ -128,9 +130,9 @@ func computeInitActions(pod *v1.Pod, cur map[string][]*runtimeapi.ContainerStatu
 				if latest.Annotations[annotationHash] == hashContainer(c) {
 					continue
 				}
-				a.ContainersToKill[latest.Id] = killInfo{c.Name, fmt.Sprintf("Init container %s definition changed, will be restarted", c.Name)}
+				a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: fmt.Sprintf("Init container %s definition changed, will be restarted", c.Name)}
 			} else if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-				a.ContainersToKill[latest.Id] = killInfo{c.Name, "Container is in unknown state, try killing it before restart"}
+				a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: "Container is in unknown state, try killing it before restart"}
 			}
 			a.InitToStart = append(a.InitToStart, i)
 			if !initialized {
@@ -156,7 +158,7 @@ func computeInitActions(pod *v1.Pod, cur map[string][]*runtimeapi.ContainerStatu
 				return false, true
 			}
 		default:
-			a.ContainersToKill[latest.Id] = killInfo{c.Name, "Init container is in unknown state, try killing it before restart"}
+			a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: "Init container is in unknown state, try killing it before restart"}
 		}
 		a.InitToStart = append(a.InitToStart, i)
 		return false, false

@@ -130,7 +130,7 @@ func TestComputePodActions(t *testing.T) {
 			name: "spec changed", pod: changed,
 			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "running", 0).s,
 			want: podActions{SandboxID: "s1", ContainersToStart: []int{0},
-				ContainersToKill: map[string]killInfo{"c1": {"a", "Container a definition changed, will be restarted"}}},
+				ContainersToKill: map[string]killInfo{"c1": {name: "a", message: "Container a definition changed, will be restarted"}}},
 		},
 		{
 			name: "first init running", pod: withInit,
@@ -177,7 +177,7 @@ func TestComputePodActions(t *testing.T) {
 			name: "unknown container is killed before restart", pod: basic,
 			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "unknown", 0).ctr("s1", "c2", b, 1, "running", 0).s,
 			want: podActions{SandboxID: "s1", ContainersToStart: []int{0},
-				ContainersToKill: map[string]killInfo{"c1": {"a", "Container is in unknown state, try killing it before restart"}}},
+				ContainersToKill: map[string]killInfo{"c1": {name: "a", message: "Container is in unknown state, try killing it before restart"}}},
 		},
 	}
 	for _, tc := range tests {

@@ -23,6 +23,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/prober"
 	"github.com/nodeagent/kubelet/pkg/status"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
@@ -132,7 +133,10 @@ type Kubelet struct {
 	// reported of each pod's in-place resize.
 	alloc   *allocation.Store
 	resizes resizes
-	hkBusy  sync.Mutex
+	// probes runs the containers' probes; probeChanged holds the pods whose results changed.
+	probes       *prober.Manager
+	probeChanged *probeChanges
+	hkBusy       sync.Mutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32
 	// sourcesReady is set by the sync loop once it has applied the initial list of every pod source. Until
@@ -203,6 +207,8 @@ func New(cfg Config) (*Kubelet, error) {
 		klog.ErrorS(err, "Ignoring the checkpoint of allocated resources")
 	}
 	k.alloc = alloc
+	k.probeChanged = newProbeChanges()
+	k.probes = prober.New(prober.Config{Exec: cfg.Runtime, Events: probeEvents{k}, Clock: cfg.Clock, OnChange: k.probeChanged.add})
 	if k.volumes == nil {
 		vm, err := volume.New(volume.Config{RootDir: cfg.RootDir, Clock: cfg.Clock})
 		if err != nil {
@@ -253,6 +259,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	logger.Info("Starting the sync loop", "node", k.cfg.NodeName)
 	k.syncLoop(ctx)
 	k.workers.stopAll()
+	k.probes.Stop()
 	wg.Wait()
 	if err := k.alloc.Flush(); err != nil {
 		logger.Error(err, "Failed to write the checkpoint of allocated resources")

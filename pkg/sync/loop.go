@@ -39,6 +39,10 @@ func (k *Kubelet) syncLoop(ctx context.Context) {
 			k.handleUpdate(ctx, u)
 		case e := <-events:
 			k.handlePLEGEvent(e)
+		case <-k.probeChanged.signal:
+			for _, uid := range k.probeChanged.take() {
+				k.dispatchSync(uid)
+			}
 		case <-syncTicker.C():
 			k.heartbeat()
 			for _, uid := range k.workers.takeDue(k.clock.Now()) {

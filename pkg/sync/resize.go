@@ -184,7 +184,7 @@ func addResizeRestarts(a *podActions, pod *v1.Pod, state *pleg.PodState, actuate
 			}
 			if act, ok := actuated[c.Name]; ok && !allocation.CPUMemoryEqual(act, c.Resources) && allocation.RestartNeeded(c, act) {
 				if _, killing := a.ContainersToKill[rc.cs.Id]; !killing {
-					a.ContainersToKill[rc.cs.Id] = killInfo{c.Name, fmt.Sprintf("Container %s resize requires restart", c.Name)}
+					a.ContainersToKill[rc.cs.Id] = killInfo{name: c.Name, message: fmt.Sprintf("Container %s resize requires restart", c.Name)}
 					a.ContainersToStart = append(a.ContainersToStart, i)
 				}
 			}

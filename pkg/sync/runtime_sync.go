@@ -43,6 +43,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	var r runtimeResult
 	a := computePodActions(pod, state)
 	addResizeRestarts(&a, pod, state, actuated)
+	k.addProbeKills(&a, pod, state)
 	if n, err := k.resizeRunning(ctx, pod, state, actuated); n > 0 || err != nil {
 		r.changed, r.reasonsChanged, r.resizeErr = true, true, err
 	}
@@ -71,7 +72,11 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		if cs == nil {
 			continue
 		}
-		if err := k.killContainer(ctx, pod, cs, gracePeriodOf(pod, nil, state), ki.message); err != nil {
+		grace := gracePeriodOf(pod, nil, state)
+		if ki.grace != nil && pod.DeletionGracePeriodSeconds == nil {
+			grace = *ki.grace
+		}
+		if err := k.killContainer(ctx, pod, cs, grace, ki.message); err != nil {
 			r.fail(err)
 			return r
 		}
@@ -229,7 +234,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.reasonsChanged = true
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		if err := k.runHook(ctx, pod, id, c.Lifecycle.PostStart, 0); err != nil {
+		if err := k.runHook(ctx, pod, c, id, c.Lifecycle.PostStart, 0); err != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
 			k.recorder.Event(ref, v1.EventTypeWarning, eventFailedPostStartHook, msg)
 			cs := &runtimeapi.ContainerStatus{Id: id, Metadata: cfg.Metadata, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Annotations: cfg.Annotations}

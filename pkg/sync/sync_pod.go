@@ -32,7 +32,7 @@ func (k *Kubelet) statusInput(pod *v1.Pod, state *pleg.PodState) status.Input {
 	in := status.Input{
 		Pod: pod, Previous: &prev, Waiting: k.reasons.get(pod.UID),
 		HostIPs: k.cfg.NodeIPs(), RuntimeName: k.cfg.RuntimeName, Now: k.clock.Now(),
-		Resize: k.resizeStatus(pod, state),
+		Resize: k.resizeStatus(pod, state), Probe: k.probeStatus(pod),
 	}
 	if state != nil {
 		in.Sandboxes, in.Containers = state.Sandboxes, state.Containers
@@ -94,6 +94,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	if k.finishResize(ctx, pod, state, res.resizeErr) {
 		res.reasonsChanged = true
 	}
+	k.syncProbes(pod, state, st.PodIP)
 	if res.reasonsChanged {
 		k.status.SetPodStatus(pod, status.Compute(k.statusInput(pod, state)))
 	}
@@ -161,6 +162,7 @@ func (k *Kubelet) ensureMirror(ctx context.Context, pod *v1.Pod) {
 
 // syncTerminatingPod stops everything of the pod within its grace period.
 func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState, grace *int64) error {
+	k.probes.RemovePod(pod.UID) // nothing is restarted or probed while the pod stops
 	if _, known := k.pods.get(pod.UID); known {
 		k.status.SetPodStatus(pod, status.Compute(k.statusInput(pod, state)))
 	}
@@ -172,6 +174,7 @@ func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, state *pl
 // pod's removal from the API is confirmed once nothing of it runs and its volumes and cgroup are released;
 // its stopped sandbox and containers are removed after that (a failed removal is retried).
 func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState, deleted bool) error {
+	k.probes.RemovePod(pod.UID)
 	if running, sandboxes := runningContainers(state), readySandboxes(state); len(running)+len(sandboxes) > 0 {
 		if err := k.killPod(ctx, pod, state, 0); err != nil {
 			return err

@@ -132,7 +132,7 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, c *runtimeapi.
 	if hook != nil && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING && grace > 0 {
 		start := k.clock.Now()
 		hookCtx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
-		if err := k.runHook(hookCtx, pod, c.Id, hook, time.Duration(grace)*time.Second); err != nil {
+		if err := k.runHook(hookCtx, pod, spec, c.Id, hook, time.Duration(grace)*time.Second); err != nil {
 			klog.FromContext(ctx).Info("PreStop hook failed", "pod", klog.KObj(pod), "container", name, "err", err)
 			k.recorder.Eventf(containerRef(pod, spec), v1.EventTypeWarning, eventFailedPreStopHook, "PreStopHook failed: %v", err)
 		}

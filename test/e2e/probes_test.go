@@ -1,0 +1,112 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func probe(h v1.ProbeHandler, failureThreshold int32) *v1.Probe {
+	return &v1.Probe{ProbeHandler: h, PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: failureThreshold}
+}
+
+func execHandler(cmd ...string) v1.ProbeHandler {
+	return v1.ProbeHandler{Exec: &v1.ExecAction{Command: cmd}}
+}
+
+func notReady(p *v1.Pod) error {
+	if ready(p) == nil {
+		return fmt.Errorf("Ready")
+	}
+	if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+		return fmt.Errorf("not running yet: %s", p.Status.Phase)
+	}
+	return nil
+}
+
+func hasEventLike(n *node, t *testing.T, pod, reason, substr string) error {
+	var seen []string
+	for _, e := range n.events(t, pod) {
+		if e.Reason == reason && strings.Contains(e.Message, substr) {
+			return nil
+		}
+		seen = append(seen, e.Reason+": "+e.Message)
+	}
+	return fmt.Errorf("no %s event with %q in %v", reason, substr, seen)
+}
+
+// Probes as upstream runs them, on both runtime backends: an HTTP readiness probe decides Ready both ways, a
+// TCP one too; a failing exec liveness probe restarts the container with a Killing event; a startup probe
+// holds a liveness probe back until a slow starter is up; an exec probe that outlives its timeout fails.
+func TestKubeletProbes(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, n *node) {
+		web := busyboxPod("readiness", "sh", "-c",
+			"mkdir -p /www; (sleep 4; touch /www/ready; sleep 8; rm /www/ready) & exec httpd -f -p 8080 -h /www")
+		web.Spec.Containers[0].Ports = []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+		web.Spec.Containers[0].ReadinessProbe = probe(v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}, 1)
+		web.Spec.Containers = append(web.Spec.Containers, v1.Container{Name: "tcp", Image: busyboxImage,
+			Command:        []string{"sh", "-c", "mkdir -p /w; exec httpd -f -p 9090 -h /w"},
+			ReadinessProbe: probe(v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(9090)}}, 1)})
+		n.createPod(web)
+
+		live := busyboxPod("liveness", "sh", "-c", "touch /tmp/healthy; sleep 3; rm /tmp/healthy; exec sleep 3600")
+		live.Spec.Containers[0].LivenessProbe = probe(execHandler("cat", "/tmp/healthy"), 2)
+		n.createPod(live)
+
+		slow := busyboxPod("startup", "sh", "-c", "sleep 6; touch /tmp/started; exec sleep 3600")
+		slow.Spec.Containers[0].StartupProbe = probe(execHandler("cat", "/tmp/started"), 30)
+		slow.Spec.Containers[0].LivenessProbe = probe(execHandler("cat", "/tmp/started"), 1)
+		n.createPod(slow)
+
+		stuck := busyboxPod("timeout", "sleep", "3600")
+		stuck.Spec.Containers[0].ReadinessProbe = probe(execHandler("sleep", "5"), 1)
+		n.createPod(stuck)
+
+		// Readiness: Running but not Ready until /ready exists, Ready once it does, not Ready once it is gone.
+		n.waitPod("readiness", 60*time.Second, "running, not Ready", notReady)
+		p := n.waitPod("readiness", 30*time.Second, "Ready after the probe passes", ready)
+		for _, cs := range p.Status.ContainerStatuses {
+			if !cs.Ready || cs.Started == nil || !*cs.Started {
+				t.Errorf("%s: ready %v started %v", cs.Name, cs.Ready, cs.Started)
+			}
+		}
+		n.waitPod("readiness", 30*time.Second, "not Ready once the probe fails", notReady)
+		eventually(t, 10*time.Second, "Unhealthy event", func() error {
+			return hasEventLike(n, t, "readiness", "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 404")
+		})
+
+		// Liveness: restarted, with the reason.
+		n.waitPod("liveness", 60*time.Second, "restarted by its liveness probe", func(p *v1.Pod) error {
+			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].RestartCount < 1 {
+				return fmt.Errorf("statuses %+v", p.Status.ContainerStatuses)
+			}
+			return nil
+		})
+		if err := hasEventLike(n, t, "liveness", "Killing", "Container main failed liveness probe, will be restarted"); err != nil {
+			t.Error(err)
+		}
+		if err := hasEventLike(n, t, "liveness", "Unhealthy", "Liveness probe failed: cat: can't open '/tmp/healthy'"); err != nil {
+			t.Error(err)
+		}
+
+		// Startup: the slow starter comes up without a restart.
+		p = n.waitPod("startup", 60*time.Second, "started", ready)
+		if cs := p.Status.ContainerStatuses[0]; cs.RestartCount != 0 {
+			t.Errorf("the slow starter was restarted %d times", cs.RestartCount)
+		}
+
+		// Timeout: never Ready, and the event says why.
+		eventually(t, 30*time.Second, "exec probe timeout event", func() error {
+			return hasEventLike(n, t, "timeout", "Unhealthy", "timed out")
+		})
+		if p := n.waitPod("timeout", 10*time.Second, "running", notReady); p.Status.ContainerStatuses[0].Ready {
+			t.Error("a probe that times out made the container ready")
+		}
+	})
+}
