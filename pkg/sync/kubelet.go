@@ -261,6 +261,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.workers.stopAll()
 	k.probes.Stop()
 	wg.Wait()
+	k.hkBusy.Lock() // a housekeeping pass under way ends before Run returns
+	k.hkBusy.Unlock()
 	if err := k.alloc.Flush(); err != nil {
 		logger.Error(err, "Failed to write the checkpoint of allocated resources")
 	}
