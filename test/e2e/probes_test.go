@@ -47,7 +47,7 @@ func hasEventLike(n *node, t *testing.T, pod, reason, substr string) error {
 func TestKubeletProbes(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		web := busyboxPod("readiness", "sh", "-c",
-			"mkdir -p /www; (sleep 4; touch /www/ready; sleep 8; rm /www/ready) & exec httpd -f -p 8080 -h /www")
+			"mkdir -p /www; (sleep 6; touch /www/ready; sleep 8; rm /www/ready) & exec httpd -f -p 8080 -h /www")
 		web.Spec.Containers[0].Ports = []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}
 		web.Spec.Containers[0].ReadinessProbe = probe(v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}, 1)
 		web.Spec.Containers = append(web.Spec.Containers, v1.Container{Name: "tcp", Image: busyboxImage,
