@@ -5,7 +5,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin
-E2E_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 40m
 # containerd's client imports Go's plugin package unless this tag is set; with it the kubelet binary is 25 MB
 # smaller and its resident set about 10 MiB smaller (no dynamic symbol table, dead code removed).
 BUILD_TAGS := no_dynamic_plugins
