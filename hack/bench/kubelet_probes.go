@@ -51,7 +51,10 @@ func (b *kubeletBench) runProbes(ctx context.Context) error {
 		ctrd, shims := containerdPIDs(), shimPIDs(kubeletNamespace)
 		before := readGroup(append(ctrd, shims...))
 		start := time.Now()
-		if err := b.idleWindow(ctx, "110pods_"+kind); err != nil {
+		stopPprof := b.pprof(ctx, "kubelet_idle_110pods_"+kind) // with --pprof: where the probes' CPU goes
+		err := b.idleWindow(ctx, "110pods_"+kind)
+		stopPprof()
+		if err != nil {
 			return err
 		}
 		after := readGroup(append(containerdPIDs(), shimPIDs(kubeletNamespace)...))
