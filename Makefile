@@ -43,11 +43,7 @@ FUZZ_TARGETS := \
 	./pkg/apiserver/rest/:FuzzLabelSelector ./pkg/apiserver/limits/:FuzzQuantity \
 	./pkg/server/:FuzzReadLog ./pkg/server/:FuzzParseRecord
 test-fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZTIME) $${t%%:*} >/dev/null || \
-			{ $(GO) test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZTIME) $${t%%:*}; exit 1; }; \
-	done
+	GO=$(GO) hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 # The fault tests at length, printing the same census: 3,000 pods in cycles of 30, containerd killed 8 times,
 # the API server away for 10 minutes. Root; about 40 minutes.

@@ -167,6 +167,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Streaming:     d.streaming,
 		StreamURLs:    streamURLs(d),
 		Checks:        []server.Check{{Name: "syncloop", Func: kl.Healthy}},
+		ProbeMetrics:  kl.ProbeMetrics,
 	})
 	if err != nil {
 		return err

@@ -56,11 +56,22 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	workers  map[key]*worker
-	results  map[key]result
-	counts   map[Count]uint64
-	duration map[Type]time.Duration // summed, with counts, for prober_probe_duration_seconds
+	mu        sync.Mutex
+	workers   map[key]*worker
+	results   map[key]result
+	counts    map[Count]uint64
+	durations map[durationKey]*histogram
+	last      map[key]State
+}
+
+// State is the last result of a probe of a container, for the debug page.
+type State struct {
+	Container   string
+	Type        Type
+	ContainerID string
+	Result      string // successful, failed or unknown
+	Output      string
+	At          time.Time
 }
 
 // New returns a manager; Stop ends its workers.
@@ -73,7 +84,8 @@ func New(cfg Config) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{cfg: cfg, clock: cfg.Clock, events: cfg.Events, start: cfg.Clock.Now(), ctx: ctx, cancel: cancel,
-		workers: map[key]*worker{}, results: map[key]result{}, counts: map[Count]uint64{}, duration: map[Type]time.Duration{}}
+		workers: map[key]*worker{}, results: map[key]result{}, counts: map[Count]uint64{},
+		durations: map[durationKey]*histogram{}, last: map[key]State{}}
 }
 
 // restartGrace: a container that started this long before the manager is one a restarted kubelet adopts.
@@ -141,6 +153,12 @@ func (m *Manager) RemovePod(uid types.UID) {
 	for c := range m.counts {
 		if c.PodUID == uid {
 			delete(m.counts, c)
+			delete(m.durations, durationKey{Type: c.Type, Container: c.Container, Pod: c.Pod, Namespace: c.Namespace})
+		}
+	}
+	for k := range m.last {
+		if k.uid == uid {
+			delete(m.last, k)
 		}
 	}
 }
@@ -282,8 +300,9 @@ func (m *Manager) run(ctx context.Context, w *worker, spec *v1.Probe, timeout ti
 	return Unknown, "", errors.New("missing probe handler")
 }
 
-// observe counts a probe's end for prober_probe_total and prober_probe_duration_seconds.
-func (m *Manager) observe(w *worker, o Outcome, err error, d time.Duration) {
+// observe counts a probe's end for prober_probe_total and prober_probe_duration_seconds (successes and
+// unknowns only, as upstream observes them), and keeps it as the probe's last state.
+func (m *Manager) observe(w *worker, o Outcome, out string, err error, d time.Duration) {
 	res := "successful"
 	switch {
 	case err != nil || o == Unknown:
@@ -291,10 +310,39 @@ func (m *Manager) observe(w *worker, o Outcome, err error, d time.Duration) {
 	case o == Failure:
 		res = "failed"
 	}
+	if err != nil {
+		out = err.Error()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if cur, ok := m.workers[key{w.pod.UID, w.container.Name, w.typ}]; !ok || cur != w {
+		return // stopped meanwhile: its pod's series are gone
+	}
 	m.counts[Count{Pod: w.pod.Name, Namespace: w.pod.Namespace, PodUID: w.pod.UID, Container: w.container.Name, Type: w.typ, Result: res}]++
-	m.duration[w.typ] += d
+	if res != "failed" {
+		dk := durationKey{Type: w.typ, Container: w.container.Name, Pod: w.pod.Name, Namespace: w.pod.Namespace}
+		h, ok := m.durations[dk]
+		if !ok {
+			h = &histogram{}
+			m.durations[dk] = h
+		}
+		h.observe(d)
+	}
+	m.last[key{w.pod.UID, w.container.Name, w.typ}] = State{Container: w.container.Name, Type: w.typ, ContainerID: w.id,
+		Result: res, Output: out, At: m.clock.Now()}
+}
+
+// States returns the last result of each probe of the pod.
+func (m *Manager) States(uid types.UID) []State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []State
+	for k, st := range m.last {
+		if k.uid == uid {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // Counts returns how often each probe ended each way since the kubelet started.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,6 +168,30 @@ func TestManagerProbesAContainer(t *testing.T) {
 		t.Error("no change was reported")
 	}
 
+	var buf strings.Builder
+	if err := m.WriteMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Startup",result="failed"} `,
+		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Liveness",result="failed"} `,
+		`prober_probe_duration_seconds_bucket{container="app",namespace="ns",pod="p",probe_type="Readiness",le="+Inf"} `,
+		"# TYPE prober_probe_duration_seconds histogram\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, buf.String())
+		}
+	}
+	var lastLiveness State
+	for _, st := range m.States("u1") {
+		if st.Type == Liveness {
+			lastLiveness = st
+		}
+	}
+	if lastLiveness.Result != "failed" || lastLiveness.Output != "live says no" || lastLiveness.ContainerID != "c1" {
+		t.Errorf("last liveness state %+v", lastLiveness)
+	}
+
 	// The next instance starts over; a removed pod leaves no worker and no result.
 	ex.set("live", false)
 	m.Sync(pod, "10.88.0.2", []Running{{Spec: c, ID: "c2", StartedAt: clk.Now()}})
@@ -176,6 +201,11 @@ func TestManagerProbesAContainer(t *testing.T) {
 	m.RemovePod("u1")
 	if m.Workers() != 0 {
 		t.Errorf("%d workers after RemovePod", m.Workers())
+	}
+	buf.Reset()
+	_ = m.WriteMetrics(&buf)
+	if strings.Contains(buf.String(), `pod="p"`) || len(m.States("u1")) != 0 {
+		t.Errorf("a removed pod's series remain:\n%s", buf.String())
 	}
 }
 

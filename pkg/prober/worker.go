@@ -174,7 +174,7 @@ func (w *worker) probe(ctx context.Context, spec *v1.Probe) (Outcome, bool) {
 			break
 		}
 	}
-	w.m.observe(w, o, err, w.m.clock.Since(start))
+	w.m.observe(w, o, out, err, w.m.clock.Since(start))
 	logger := klog.FromContext(ctx).WithValues("probeType", w.typ, "pod", klog.KObj(w.pod), "containerName", w.container.Name)
 	switch {
 	case err != nil:

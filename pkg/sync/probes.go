@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -128,3 +129,6 @@ func appIndex(pod *v1.Pod, name string) int {
 	}
 	return -1
 }
+
+// ProbeMetrics writes prober_probe_total and prober_probe_duration_seconds for /metrics/probes.
+func (k *Kubelet) ProbeMetrics(w io.Writer) error { return k.probes.WriteMetrics(w) }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -107,6 +108,21 @@ func TestKubeletProbes(t *testing.T) {
 		})
 		if p := n.waitPod("timeout", 10*time.Second, "running", notReady); p.Status.ContainerStatuses[0].Ready {
 			t.Error("a probe that times out made the container ready")
+		}
+
+		// The probes' metrics, through the API server's node proxy, as upstream serves them.
+		data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "metrics", "probes").DoRaw(context.Background())
+		if err != nil {
+			t.Fatalf("/metrics/probes: %v", err)
+		}
+		for _, want := range []string{
+			`prober_probe_total{container="main",namespace="default",pod="liveness",pod_uid="`,
+			`probe_type="Liveness",result="failed"} `,
+			`prober_probe_duration_seconds_bucket{container="tcp",namespace="default",pod="readiness",probe_type="Readiness",le="+Inf"} `,
+		} {
+			if !strings.Contains(string(data), want) {
+				t.Errorf("/metrics/probes lacks %q:\n%s", want, data)
+			}
 		}
 	})
 }
