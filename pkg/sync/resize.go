@@ -197,8 +197,11 @@ func addResizeRestarts(a *podActions, pod *v1.Pod, state *pleg.PodState, actuate
 func (k *Kubelet) resizeRunning(ctx context.Context, pod *v1.Pod, state *pleg.PodState, actuated map[string]v1.ResourceRequirements) (n int, err error) {
 	for _, rc := range runningResizable(pod, state) {
 		act, ok := actuated[rc.spec.Name]
-		if !ok || allocation.CPUMemoryEqual(act, rc.spec.Resources) || allocation.RestartNeeded(rc.spec, act) {
+		if !ok || allocation.CPUMemoryEqual(act, rc.spec.Resources) {
 			continue
+		}
+		if allocation.RestartNeeded(rc.spec, act) && !podfacts.IsSidecar(rc.spec) {
+			continue // addResizeRestarts restarts it; a sidecar is resized in place
 		}
 		res := &runtimeapi.ContainerResources{Linux: k.containerResources(pod, rc.spec)}
 		if err := k.runtime.UpdateContainerResources(ctx, rc.cs.Id, res); err != nil {

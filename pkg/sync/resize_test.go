@@ -248,3 +248,46 @@ func cpuLimit(r v1.ResourceRequirements) int64 {
 	q := r.Limits[v1.ResourceCPU]
 	return q.MilliValue()
 }
+
+// A sidecar whose resize policy asks for a restart is resized in place (only app containers are restarted
+// for a resize here), never left behind.
+func TestResizeSidecarInPlace(t *testing.T) {
+	h := newHarness(t)
+	rec := &updateRecorder{FakeRuntimeService: h.rt}
+	h.runtime = rec
+	h.k = h.newKubelet(t.TempDir(), t.TempDir())
+	always := v1.ContainerRestartPolicyAlways
+	side := func(memLim string) *v1.Pod {
+		p := resizablePod("100m", "200m", "128Mi")
+		p.Spec.InitContainers = []v1.Container{{Name: "side", Image: "busybox:1.35", RestartPolicy: &always,
+			ImagePullPolicy: v1.PullIfNotPresent, TerminationMessagePath: "/dev/termination-log",
+			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse(memLim)},
+				Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}},
+			ResizePolicy: []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}}}
+		return p
+	}
+	pod := side("64Mi")
+	for i := 0; i < 3; i++ { // the sidecar, then the app container
+		if _, err := h.sync(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(h.containers(pod.UID)["side"]) != 1 || len(h.containers(pod.UID)["app"]) != 1 {
+		t.Fatalf("containers %v", h.containers(pod.UID))
+	}
+	bigger := side("96Mi")
+	bigger.Generation = 2
+	if _, err := h.sync(bigger); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.updates) != 1 || rec.updates[0].MemoryLimitInBytes != 96<<20 {
+		t.Fatalf("updates %v, want the sidecar's 96Mi in place", rec.updates)
+	}
+	if len(h.containers(pod.UID)["side"]) != 1 {
+		t.Errorf("the sidecar was restarted: %v", h.containers(pod.UID)["side"])
+	}
+	st, _ := h.k.status.PodStatus(pod.UID)
+	if c := condition(st, v1.PodResizeInProgress); c != nil {
+		t.Errorf("still in progress: %+v", c)
+	}
+}
