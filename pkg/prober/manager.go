@@ -101,7 +101,7 @@ func (m *Manager) Sync(pod *v1.Pod, podIP string, running []Running) {
 	want := map[key]Running{}
 	for _, r := range running {
 		for _, t := range []Type{Startup, Liveness, Readiness} {
-			if specOf(r.Spec, t) != nil {
+			if SpecOf(r.Spec, t) != nil {
 				want[key{pod.UID, r.Spec.Name, t}] = r
 			}
 		}

@@ -22,7 +22,8 @@ const (
 	Startup   Type = "Startup"
 )
 
-func specOf(c *v1.Container, t Type) *v1.Probe {
+// SpecOf is the container's probe of type t (nil without one).
+func SpecOf(c *v1.Container, t Type) *v1.Probe {
 	switch t {
 	case Liveness:
 		return c.LivenessProbe
@@ -111,7 +112,7 @@ func (w *worker) halt() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 func (w *worker) run(ctx context.Context) {
 	defer w.m.wg.Done()
-	spec := specOf(w.container, w.typ)
+	spec := SpecOf(w.container, w.typ)
 	period := time.Duration(max(spec.PeriodSeconds, 1)) * time.Second
 	// A kubelet that has just started finds every container running: spread their first probes over a
 	// period, as upstream does, instead of probing them all at once.

@@ -94,7 +94,7 @@ func (k *Kubelet) addProbeKills(a *podActions, pod *v1.Pod, state *pleg.PodState
 		if _, killing := a.ContainersToKill[rc.cs.Id]; killing {
 			continue
 		}
-		ki := killInfo{name: rc.spec.Name, grace: specOf(rc.spec, t).TerminationGracePeriodSeconds}
+		ki := killInfo{name: rc.spec.Name, grace: prober.SpecOf(rc.spec, t).TerminationGracePeriodSeconds}
 		if podfacts.IsSidecar(rc.spec) {
 			ki.message = fmt.Sprintf("Init container %s failed %s probe", rc.spec.Name, strings.ToLower(string(t)))
 			a.ContainersToKill[rc.cs.Id] = ki
@@ -109,16 +109,6 @@ func (k *Kubelet) addProbeKills(a *podActions, pod *v1.Pod, state *pleg.PodState
 		}
 		a.ContainersToKill[rc.cs.Id] = ki
 	}
-}
-
-func specOf(c *v1.Container, t prober.Type) *v1.Probe {
-	switch t {
-	case prober.Liveness:
-		return c.LivenessProbe
-	case prober.Startup:
-		return c.StartupProbe
-	}
-	return c.ReadinessProbe
 }
 
 func appIndex(pod *v1.Pod, name string) int {

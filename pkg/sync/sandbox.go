@@ -151,18 +151,7 @@ func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext
 			sc.Privileged = true
 		}
 	}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
-	}
+	sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIdentity(pod.Spec.SecurityContext)
 	return sc
 }
 
@@ -180,4 +169,23 @@ func sysctls(pod *v1.Pod) map[string]string {
 // podDesc formats a pod as upstream's format.Pod does: name_namespace(uid).
 func podDesc(pod *v1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// podIdentity is the user, group and supplementary groups (fsGroup among them) a pod's security context
+// sets for its sandbox and, unless a container overrides them, its containers.
+func podIdentity(psc *v1.PodSecurityContext) (user, group *runtimeapi.Int64Value, groups []int64) {
+	if psc == nil {
+		return nil, nil, nil
+	}
+	if psc.RunAsUser != nil {
+		user = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+	}
+	if psc.RunAsGroup != nil {
+		group = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+	}
+	groups = append(groups, psc.SupplementalGroups...)
+	if psc.FSGroup != nil {
+		groups = append(groups, *psc.FSGroup)
+	}
+	return user, group, groups
 }

@@ -24,17 +24,8 @@ var (
 // profile path that would leave it is an error.
 func containerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIdentity(pod.Spec.SecurityContext)
 	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
 		if psc.SeccompProfile != nil {
 			p, err := securityProfile(psc.SeccompProfile, seccompRoot)
 			if err != nil {
