@@ -33,6 +33,7 @@ type podTiming struct{ sandbox, create, start, total time.Duration }
 // at a time run in rounds: with 30 pods the p99 is the slowest pod, which one slow runc start decides.
 func benchRuntime(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("runtime", flag.ContinueOnError)
+	execOnly := fs.Bool("exec-only", false, "measure only what an exec (an exec probe) costs on each backend")
 	rounds := fs.Int("rounds", 3, "rounds of 30 pods one at a time on each backend; the first prints every figure, the later ones their pod p50/p99 ratios under _roundN, and the medians and worst of all rounds follow")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,6 +54,9 @@ func benchRuntime(ctx context.Context, args []string) error {
 	plugin, _, err := remote.Connect(containerdSock, time.Minute)
 	if err != nil {
 		return err
+	}
+	if *execOnly {
+		return runExec(ctx, builtin, plugin)
 	}
 	results := map[string]map[string][]podTiming{"builtin": {}, "criplugin": {}}
 	walls := map[string]time.Duration{}
@@ -124,7 +128,7 @@ func benchRuntime(ctx context.Context, args []string) error {
 	fmt.Printf("runtime_serial_pod_p50_ratio_builtin_vs_criplugin_worst: %.2f x\n", slices.Max(p50s))
 	fmt.Printf("runtime_serial_pod_p99_ratio_builtin_vs_criplugin_median: %.2f x\n", median(p99s))
 	fmt.Printf("runtime_serial_pod_p99_ratio_builtin_vs_criplugin_worst: %.2f x\n", slices.Max(p99s))
-	return nil
+	return runExec(ctx, builtin, plugin)
 }
 
 // runSerialInterleaved starts benchPods pods one at a time on each of a and b, alternating between them, then

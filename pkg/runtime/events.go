@@ -115,7 +115,11 @@ func (r *Runtime) watchEvents(ctx context.Context) {
 func (r *Runtime) followEvents(ctx context.Context) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	evCh, errCh := r.client.Subscribe(sctx, `namespace==`+r.cfg.Namespace+`,topic~="^/(tasks|containers|images)/"`)
+	// Only the topics handleEvent uses: an exec (a probe) makes three task events, of which only its exit,
+	// which shares its topic with containers' exits, is sent.
+	ns := `namespace==` + r.cfg.Namespace
+	evCh, errCh := r.client.Subscribe(sctx, ns+`,topic=="/tasks/exit"`, ns+`,topic=="/tasks/oom"`,
+		ns+`,topic~="^/(containers|images)/"`)
 	r.names.follow(true)
 	defer r.names.follow(false)
 	for {

@@ -27,7 +27,7 @@ var ErrExecTimeout = errors.New("exec: command timed out")
 // forever. A non-zero exit is not an error: CRI reports it through the returned error's ExitCode.
 func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
 	var stdout, stderr cappedBuffer
-	code, err := r.exec(ctx, containerID, execOptions{cmd: cmd, stdout: &stdout, stderr: &stderr, timeout: timeout})
+	code, err := r.execSync(ctx, containerID, cmd, &stdout, &stderr, timeout)
 	if err != nil {
 		return stdout.Bytes(), stderr.Bytes(), err
 	}

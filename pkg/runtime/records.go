@@ -38,6 +38,8 @@ type recordIndex struct {
 
 	// metas holds the records' decoded metadata, dropped with the records.
 	metas metaCache
+	// execs holds what exec needs of each container, dropped with the records.
+	execs map[string]*execSpecs
 }
 
 type indexed struct {
@@ -49,7 +51,8 @@ type indexed struct {
 const goneMemory = time.Minute
 
 func newRecordIndex(namespace string) *recordIndex {
-	return &recordIndex{namespace: namespace, recs: map[string]indexed{}, gone: map[string]time.Time{}, now: time.Now}
+	return &recordIndex{namespace: namespace, recs: map[string]indexed{}, gone: map[string]time.Time{}, now: time.Now,
+		execs: map[string]*execSpecs{}}
 }
 
 // put stores rec, read from containerd by a call that began at began, unless the index holds a newer version
@@ -96,6 +99,7 @@ func (x *recordIndex) forget(id string) {
 	defer x.mu.Unlock()
 	delete(x.recs, id)
 	x.metas.Delete(id)
+	delete(x.execs, id)
 	x.gone[id] = x.now()
 }
 
@@ -114,6 +118,7 @@ func (x *recordIndex) replaceAll(recs []containers.Container, began time.Time) {
 		if !listed[id] && e.seenAt.Before(began) {
 			delete(x.recs, id)
 			x.metas.Delete(id)
+			delete(x.execs, id)
 		}
 	}
 	for id, at := range x.gone {

@@ -12,6 +12,8 @@ import (
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // memStore is an in-memory containerd container store, stamping UpdatedAt as containerd does, from a wall
@@ -283,5 +285,39 @@ func TestRecordIndexDropsDecodedMetadataWithTheRecord(t *testing.T) {
 		if _, ok := s.index.metas.m.Load(id); ok {
 			t.Errorf("decoded metadata of removed record %s kept", id)
 		}
+	}
+}
+
+func TestRecordIndexExecSpecsGoWithTheRecord(t *testing.T) {
+	x := newRecordIndex("ns")
+	proc := &specs.Process{Args: []string{"sleep", "inf"}}
+	a := &anypb.Any{TypeUrl: "probe"}
+	x.putExecSpec("gone", proc, "cat\x00/tmp/ready", a)
+	if got, p := x.execSpec("gone", "cat\x00/tmp/ready"); got != nil || p != nil {
+		t.Fatalf("a container the index does not hold was cached: %v %v", got, p)
+	}
+	x.put(containers.Container{ID: "c1"}, time.Now())
+	x.putExecSpec("c1", proc, "cat\x00/tmp/ready", a)
+	if got, p := x.execSpec("c1", "cat\x00/tmp/ready"); got != a || p != proc {
+		t.Fatalf("execSpec = %v, %v; want the cached spec and process", got, p)
+	}
+	if got, p := x.execSpec("c1", "other"); got != nil || p != proc {
+		t.Fatalf("another command: %v, %v; want no spec but the process", got, p)
+	}
+	for i := range maxCachedCommands + 3 {
+		x.putExecSpec("c1", proc, fmt.Sprint(i), a)
+	}
+	if n := len(x.execs["c1"].byCmd); n > maxCachedCommands {
+		t.Fatalf("%d commands cached, want at most %d", n, maxCachedCommands)
+	}
+	x.forget("c1")
+	if got, p := x.execSpec("c1", "cat\x00/tmp/ready"); got != nil || p != nil {
+		t.Fatalf("forgotten container still cached: %v %v", got, p)
+	}
+	x.put(containers.Container{ID: "c2"}, time.Now())
+	x.putExecSpec("c2", proc, "k", a)
+	x.replaceAll(nil, time.Now().Add(time.Second))
+	if _, p := x.execSpec("c2", "k"); p != nil {
+		t.Fatal("a full list without the container kept its exec specs")
 	}
 }
