@@ -106,12 +106,15 @@ func (l layout) exists(n cgroupName) bool {
 	return false
 }
 
-// children returns the names of the sub-cgroups of n found in any
-// hierarchy.
-func (l layout) children(n cgroupName) ([]string, error) {
+// children returns the names of the sub-cgroups of n found in the hierarchy
+// of controller, or in any hierarchy for "".
+func (l layout) children(n cgroupName, controller string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
-	for _, dir := range l.paths(n) {
+	for c, dir := range l.paths(n) {
+		if controller != "" && c != controller {
+			continue
+		}
 		entries, err := os.ReadDir(dir)
 		if os.IsNotExist(err) {
 			continue

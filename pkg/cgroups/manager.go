@@ -85,6 +85,7 @@ type Manager struct {
 	mu      sync.Mutex
 	started bool
 	pods    map[types.UID]trackedPod
+	scans   int // CleanupOrphans calls so far
 }
 
 // trackedPod is what the QoS cgroups need to know of a pod.

@@ -275,6 +275,36 @@ func TestRemovePodStuckProcess(t *testing.T) {
 	}
 }
 
+// After the first full pass, housekeeping's passes read one hierarchy each: a cgroup a crash left in one
+// hierarchy only is still removed within one round of them, and an active pod's is kept.
+func TestCleanupOrphansRotates(t *testing.T) {
+	for _, hc := range hostCases {
+		t.Run(hc.name, func(t *testing.T) {
+			h := newFakeHost(t, hc.mode)
+			m := h.start(hc.driver)
+			ctx := t.Context()
+			if _, err := m.EnsurePod(ctx, bestEffortPod("a")); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.CleanupOrphans(ctx, map[types.UID]bool{"a": true}); err != nil {
+				t.Fatal(err)
+			}
+			last := slices.Max(m.layout.controllers) // the last one a round reads
+			h.write(last, rel(hc.driver, "kubepods", "besteffort", "podhalf"), "cgroup.procs", "")
+			rounds := len(m.layout.hierarchies())
+			for i := 0; i < rounds; i++ {
+				if err := m.CleanupOrphans(ctx, map[types.UID]bool{"a": true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			uids, err := m.PodCgroups()
+			if err != nil || !slices.Equal(uids, []types.UID{"a"}) {
+				t.Errorf("PodCgroups after %d passes = %v, %v; want [a]", rounds, uids, err)
+			}
+		})
+	}
+}
+
 func TestCleanupOrphans(t *testing.T) {
 	for _, hc := range hostCases {
 		t.Run(hc.name, func(t *testing.T) {

@@ -108,12 +108,27 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 // what still runs in it) and logs each one removed; it also forgets pods
 // that are neither active nor have a cgroup. Call it at start, once the
 // pods to keep are known, and from housekeeping.
+//
+// The first call reads every hierarchy; later ones (housekeeping, every 2 s)
+// read one hierarchy each, in turn, which on cgroup v1 is a fifth of the
+// directory reads: an orphan from before a restart is in every hierarchy and
+// found by the first call, and a cgroup a crash left in some hierarchies only
+// is found within one round of them.
 func (m *Manager) CleanupOrphans(ctx context.Context, active map[types.UID]bool) error {
 	if !m.isStarted() {
 		return ErrNotStarted
 	}
 	logger := klog.FromContext(ctx)
-	found, err := m.podCgroups()
+	m.mu.Lock()
+	scan := m.scans
+	m.scans++
+	m.mu.Unlock()
+	only := ""
+	if scan > 0 {
+		names := slices.Sorted(maps.Keys(m.layout.hierarchies()))
+		only = names[(scan-1)%len(names)]
+	}
+	found, err := m.podCgroupsIn(only)
 	if err != nil {
 		return fmt.Errorf("list pod cgroups: %w", err)
 	}
@@ -142,11 +157,15 @@ func (m *Manager) CleanupOrphans(ctx context.Context, active map[types.UID]bool)
 }
 
 // podCgroups finds the pod cgroups under the three QoS places.
-func (m *Manager) podCgroups() (map[types.UID][]cgroupName, error) {
+func (m *Manager) podCgroups() (map[types.UID][]cgroupName, error) { return m.podCgroupsIn("") }
+
+// podCgroupsIn finds the pod cgroups under the three QoS places, in the
+// hierarchy of one controller, or in every hierarchy for "".
+func (m *Manager) podCgroupsIn(controller string) (map[types.UID][]cgroupName, error) {
 	out := map[types.UID][]cgroupName{}
 	for _, qos := range qosClasses {
 		parent := qosName(m.podsName, qos)
-		dirs, err := m.layout.children(parent)
+		dirs, err := m.layout.children(parent, controller)
 		if err != nil {
 			return nil, err
 		}
