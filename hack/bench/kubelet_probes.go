@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"maps"
+	"math"
 	"regexp"
+	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,12 +26,12 @@ func probeMutation(p *corev1.Pod) {
 		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
 }
 
-var lateRE = regexp.MustCompile(`"Probe started".* late="([^"]+)"`)
+var lateRE = regexp.MustCompile(`(?m)^prober_probe_start_lateness_seconds_bucket\{le="([^"]+)"\} (\d+)$`)
 
 // runProbes measures 110 pods with an exec readiness probe and an HTTP liveness probe every 10 s beside the
 // same 110 pods without probes: the kubelet's idle CPU of each (kubelet_idle_cpu_110pods_{bare,probed}),
-// how late probes start after their tick (from the kubelet's -v 4 log), and what the probes cost containerd
-// and the shims, per exec probe.
+// how late probes start after their tick (from the kubelet's prober_probe_start_lateness_seconds), and what
+// the probes cost containerd and the shims, per exec probe. The kubelet runs at -v 2, as nodes run it.
 func (b *kubeletBench) runProbes(ctx context.Context) error {
 	defer func() { b.mutate = nil }()
 	var execCPU [2]float64 // containerd + shims CPU seconds in the idle window: bare, probed
@@ -47,12 +50,15 @@ func (b *kubeletBench) runProbes(ctx context.Context) error {
 		if err := b.watch.waitAll(ctx, pods, "Ready", 5*time.Minute, func(t *podTimes) bool { return !t.ready.IsZero() }); err != nil {
 			return fmt.Errorf("%s pods: %w; log tail:\n%s", kind, err, b.kl.logTail(2000))
 		}
-		offset := fileSize(b.kl.logPath)
+		lateBefore, err := b.probeLateness(ctx)
+		if err != nil {
+			return err
+		}
 		ctrd, shims := containerdPIDs(), shimPIDs(kubeletNamespace)
 		before := readGroup(append(ctrd, shims...))
 		start := time.Now()
 		stopPprof := b.pprof(ctx, "kubelet_idle_110pods_"+kind) // with --pprof: where the probes' CPU goes
-		err := b.idleWindow(ctx, "110pods_"+kind)
+		err = b.idleWindow(ctx, "110pods_"+kind)
 		stopPprof()
 		if err != nil {
 			return err
@@ -61,7 +67,11 @@ func (b *kubeletBench) runProbes(ctx context.Context) error {
 		window[i] = time.Since(start)
 		execCPU[i] = groupCPUPercent(before, after) / 100 * window[i].Seconds()
 		if probed {
-			if err := printLateness(b.kl.logPath, offset, window[i]); err != nil {
+			lateAfter, err := b.probeLateness(ctx)
+			if err != nil {
+				return err
+			}
+			if err := printLateness(lateBefore, lateAfter, window[i]); err != nil {
 				return err
 			}
 		}
@@ -75,36 +85,46 @@ func (b *kubeletBench) runProbes(ctx context.Context) error {
 	return nil
 }
 
-// printLateness reads the "Probe started" lines the kubelet logged after offset and prints how late the
-// probes started after their ticks.
-func printLateness(logPath string, offset int64, window time.Duration) error {
-	data, err := os.ReadFile(logPath)
+// probeLateness reads the kubelet's prober_probe_start_lateness_seconds buckets (cumulative counts by upper
+// bound, in seconds; +Inf left out).
+func (b *kubeletBench) probeLateness(ctx context.Context) (map[float64]float64, error) {
+	data, err := b.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", benchNode, "proxy/metrics/probes").DoRaw(ctx)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("/metrics/probes: %w", err)
 	}
-	if offset > int64(len(data)) {
-		offset = 0
-	}
-	var late []time.Duration
-	for _, m := range lateRE.FindAllSubmatch(data[offset:], -1) {
-		if d, err := time.ParseDuration(string(m[1])); err == nil {
-			late = append(late, d)
+	out := map[float64]float64{}
+	for _, m := range lateRE.FindAllSubmatch(data, -1) {
+		le, err1 := strconv.ParseFloat(string(m[1]), 64)
+		n, err2 := strconv.ParseFloat(string(m[2]), 64)
+		if err1 == nil && err2 == nil {
+			out[le] = n
 		}
 	}
-	if len(late) == 0 {
-		return fmt.Errorf("no probe was logged in %s (the kubelet must run with -v 4)", logPath)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("/metrics/probes has no prober_probe_start_lateness_seconds:\n%s", data)
 	}
-	figure("kubelet_probes_per_second", float64(len(late))/window.Seconds(), "probes/s")
-	figure("kubelet_probes_late_p50", ms(percentile(late, 50)), "ms")
-	figure("kubelet_probes_late_p99", ms(percentile(late, 99)), "ms")
-	figure("kubelet_probes_late_max", ms(percentile(late, 100)), "ms")
-	return nil
+	return out, nil
 }
 
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
+// printLateness prints how many probes started in the window and, from the histogram's difference, the
+// bucket bounds within which half, 99% and all of them started after their ticks.
+func printLateness(before, after map[float64]float64, window time.Duration) error {
+	bounds := slices.Sorted(maps.Keys(after))
+	total := after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
+	if total <= 0 {
+		return fmt.Errorf("no probe started in the window")
 	}
-	return fi.Size()
+	at := func(q float64) float64 {
+		for _, le := range bounds {
+			if after[le]-before[le] >= q*total {
+				return le * 1000
+			}
+		}
+		return math.Inf(1)
+	}
+	figure("kubelet_probes_per_second", total/window.Seconds(), "probes/s")
+	figure("kubelet_probes_late_p50_under", at(0.5), "ms")
+	figure("kubelet_probes_late_p99_under", at(0.99), "ms")
+	figure("kubelet_probes_late_max_under", at(1), "ms")
+	return nil
 }

@@ -179,9 +179,9 @@ func Port(p intstr.IntOrString, c *v1.Container) (int, error) {
 				return int(cp.ContainerPort), nil
 			}
 		}
-		n, err := strconv.Atoi(p.StrVal) // upstream reports this error for a name no port has
+		n, err := strconv.Atoi(p.StrVal) // upstream takes a number written as a string too
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("port %q not found in container %q", p.StrVal, c.Name)
 		}
 		p = intstr.FromInt32(int32(n))
 	}

@@ -164,7 +164,7 @@ func TestPortAndURL(t *testing.T) {
 		{intstr.FromInt32(80), 80, ""},
 		{intstr.FromString("http"), 8080, ""},
 		{intstr.FromString("9090"), 9090, ""},
-		{intstr.FromString("metrics"), 0, `strconv.Atoi: parsing "metrics": invalid syntax`},
+		{intstr.FromString("metrics"), 0, `port "metrics" not found in container "web"`},
 		{intstr.FromInt32(0), 0, "invalid port number: 0"},
 		{intstr.FromInt32(70000), 0, "invalid port number: 70000"},
 	} {

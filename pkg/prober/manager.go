@@ -61,6 +61,7 @@ type Manager struct {
 	results   map[key]result
 	counts    map[Count]uint64
 	durations map[durationKey]*histogram
+	lateness  histogram // how late probes start after their tick, node-wide
 	last      map[key]State
 }
 
@@ -85,7 +86,7 @@ func New(cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{cfg: cfg, clock: cfg.Clock, events: cfg.Events, start: cfg.Clock.Now(), ctx: ctx, cancel: cancel,
 		workers: map[key]*worker{}, results: map[key]result{}, counts: map[Count]uint64{},
-		durations: map[durationKey]*histogram{}, last: map[key]State{}}
+		durations: map[durationKey]*histogram{}, lateness: histogram{bounds: lateBuckets}, last: map[key]State{}}
 }
 
 // restartGrace: a container that started this long before the manager is one a restarted kubelet adopts.
@@ -330,6 +331,13 @@ func (m *Manager) observe(w *worker, o Outcome, out string, err error, d time.Du
 	}
 	m.last[key{w.pod.UID, w.container.Name, w.typ}] = State{Container: w.container.Name, Type: w.typ, ContainerID: w.id,
 		Result: res, Output: out, At: m.clock.Now()}
+}
+
+// late records how long after its tick a probe started.
+func (m *Manager) late(d time.Duration) {
+	m.mu.Lock()
+	m.lateness.observe(d)
+	m.mu.Unlock()
 }
 
 // States returns the last result of each probe of the pod.

@@ -177,10 +177,15 @@ func TestManagerProbesAContainer(t *testing.T) {
 		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Liveness",result="failed"} `,
 		`prober_probe_duration_seconds_bucket{container="app",namespace="ns",pod="p",probe_type="Readiness",le="+Inf"} `,
 		"# TYPE prober_probe_duration_seconds histogram\n",
+		"# TYPE prober_probe_start_lateness_seconds histogram\n",
+		`prober_probe_start_lateness_seconds_bucket{le="0.0005"} `,
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, buf.String())
 		}
+	}
+	if strings.Contains(buf.String(), "prober_probe_start_lateness_seconds_count 0\n") {
+		t.Errorf("no probe's lateness was counted:\n%s", buf.String())
 	}
 	var lastLiveness State
 	for _, st := range m.States("u1") {

@@ -19,19 +19,27 @@ type durationKey struct {
 	Container, Pod, Namespace string
 }
 
+// lateBuckets bound prober_probe_start_lateness_seconds: a probe starts within a millisecond of its tick on
+// an idle node.
+var lateBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+
 // histogram counts observations per bucket (cumulative when written), with their sum.
 type histogram struct {
+	bounds  []float64 // upper bounds; durationBuckets when nil
 	buckets []uint64
 	count   uint64
 	sum     float64
 }
 
 func (h *histogram) observe(d time.Duration) {
+	if h.bounds == nil {
+		h.bounds = durationBuckets
+	}
 	if h.buckets == nil {
-		h.buckets = make([]uint64, len(durationBuckets))
+		h.buckets = make([]uint64, len(h.bounds))
 	}
 	s := d.Seconds()
-	for i, b := range durationBuckets {
+	for i, b := range h.bounds {
 		if s <= b {
 			h.buckets[i]++
 			break
@@ -55,8 +63,9 @@ func (m *Manager) WriteMetrics(w io.Writer) error {
 	}
 	hists := make(map[durationKey]histogram, len(m.durations))
 	for k, h := range m.durations {
-		hists[k] = histogram{buckets: append([]uint64(nil), h.buckets...), count: h.count, sum: h.sum}
+		hists[k] = h.copy()
 	}
+	late := m.lateness.copy()
 	m.mu.Unlock()
 
 	var b strings.Builder
@@ -77,17 +86,35 @@ func (m *Manager) WriteMetrics(w io.Writer) error {
 	for _, k := range keys {
 		h := hists[k]
 		labels := fmt.Sprintf("container=%s,namespace=%s,pod=%s,probe_type=%s", quote(k.Container), quote(k.Namespace), quote(k.Pod), quote(string(k.Type)))
-		var cum uint64
-		for i, le := range durationBuckets {
-			cum += h.buckets[i]
-			fmt.Fprintf(&b, "prober_probe_duration_seconds_bucket{%s,le=%q} %d\n", labels, strconv.FormatFloat(le, 'f', -1, 64), cum)
-		}
-		fmt.Fprintf(&b, "prober_probe_duration_seconds_bucket{%s,le=\"+Inf\"} %d\n", labels, h.count)
-		fmt.Fprintf(&b, "prober_probe_duration_seconds_sum{%s} %s\n", labels, strconv.FormatFloat(h.sum, 'g', -1, 64))
-		fmt.Fprintf(&b, "prober_probe_duration_seconds_count{%s} %d\n", labels, h.count)
+		h.write(&b, "prober_probe_duration_seconds", labels+",")
 	}
+	b.WriteString("# HELP prober_probe_start_lateness_seconds How long after its period's tick each probe of the node started.\n")
+	b.WriteString("# TYPE prober_probe_start_lateness_seconds histogram\n")
+	late.write(&b, "prober_probe_start_lateness_seconds", "")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func (h *histogram) copy() histogram {
+	return histogram{bounds: h.bounds, buckets: append([]uint64(nil), h.buckets...), count: h.count, sum: h.sum}
+}
+
+// write writes the histogram's series; labels, when not empty, ends with a comma.
+func (h histogram) write(b *strings.Builder, name, labels string) {
+	var cum uint64
+	for i, le := range h.bounds {
+		if i < len(h.buckets) {
+			cum += h.buckets[i]
+		}
+		fmt.Fprintf(b, "%s_bucket{%sle=%q} %d\n", name, labels, strconv.FormatFloat(le, 'f', -1, 64), cum)
+	}
+	fmt.Fprintf(b, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, h.count)
+	labels = strings.TrimSuffix(labels, ",")
+	if labels != "" {
+		labels = "{" + labels + "}"
+	}
+	fmt.Fprintf(b, "%s_sum%s %s\n", name, labels, strconv.FormatFloat(h.sum, 'g', -1, 64))
+	fmt.Fprintf(b, "%s_count%s %d\n", name, labels, h.count)
 }
 
 // quote is a label value in Prometheus' text format: backslash, double quote and newline escaped.

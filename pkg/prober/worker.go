@@ -136,9 +136,12 @@ func (w *worker) run(ctx context.Context) {
 			initialDelay: time.Duration(spec.InitialDelaySeconds) * time.Second, typ: w.typ,
 			started: w.m.startedID(w.pod.UID, w.container, w.id)}
 		if s.shouldProbe() {
-			if !due.IsZero() && logger.V(4).Enabled() {
-				logger.V(4).Info("Probe started", "probeType", w.typ, "pod", klog.KObj(w.pod), "containerName", w.container.Name,
-					"late", w.m.clock.Since(due))
+			if !due.IsZero() {
+				late := w.m.clock.Since(due)
+				w.m.late(late)
+				if logger.V(4).Enabled() {
+					logger.V(4).Info("Probe started", "probeType", w.typ, "pod", klog.KObj(w.pod), "containerName", w.container.Name, "late", late)
+				}
 			}
 			o, ok := w.probe(ctx, spec)
 			if ok && r.add(o, spec.SuccessThreshold, spec.FailureThreshold) {
