@@ -50,9 +50,11 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	names := sets.New[string]()
 	for i := range s.InitContainers {
 		errs = append(errs, validateContainer(&s.InitContainers[i], path.Child("initContainers").Index(i), names, vols)...)
+		errs = append(errs, validateProbes(&s.InitContainers[i], path.Child("initContainers").Index(i), true)...)
 	}
 	for i := range s.Containers {
 		errs = append(errs, validateContainer(&s.Containers[i], path.Child("containers").Index(i), names, vols)...)
+		errs = append(errs, validateProbes(&s.Containers[i], path.Child("containers").Index(i), false)...)
 	}
 	switch s.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
