@@ -27,6 +27,9 @@ type Stats struct {
 	// Processes is the number of tasks (pids.current; for the node, the
 	// kernel's thread count).
 	Processes uint64
+	// PageFaults and MajorPageFaults count the faults of the cgroup's tasks
+	// (memory.stat's pgfault and pgmajfault; zero for the node).
+	PageFaults, MajorPageFaults uint64
 }
 
 // PodStats reads the statistics of a pod's cgroup; ErrNotFound when the
@@ -79,10 +82,15 @@ func (m *Manager) NodeStats(ctx context.Context) (Stats, error) {
 }
 
 func (m *Manager) cgroupStats(name cgroupName) (Stats, error) {
+	return m.statsIn(func(controller string) string { return m.layout.dir(name, controller) })
+}
+
+// statsIn reads the statistics of the cgroup whose directory in a controller's hierarchy dirOf gives.
+func (m *Manager) statsIn(dirOf func(controller string) string) (Stats, error) {
 	var st Stats
 	var err error
 	if m.layout.mode.unified() {
-		dir := m.layout.dir(name, "")
+		dir := dirOf("")
 		st.CPUUsageNanos, err = cpuUsageV2(dir)
 		if err == nil {
 			err = memoryStatsV2(dir, &st)
@@ -92,28 +100,98 @@ func (m *Manager) cgroupStats(name cgroupName) (Stats, error) {
 		}
 		return st, err
 	}
-	st.CPUUsageNanos, err = readUint(m.layout.dir(name, "cpuacct"), "cpuacct.usage")
+	st.CPUUsageNanos, err = readUint(dirOf("cpuacct"), "cpuacct.usage")
 	if err == nil {
-		err = memoryStatsV1(m.layout.dir(name, "memory"), &st)
+		err = memoryStatsV1(dirOf("memory"), &st)
 	}
 	if err == nil {
-		st.Processes, err = readUint(m.layout.dir(name, "pids"), "pids.current")
+		st.Processes, err = readUint(dirOf("pids"), "pids.current")
 	}
 	return st, err
 }
 
+// ContainersStats reads the statistics of each cgroup below the pod's (its containers', the sandbox's
+// included), by container ID: the directory's name, or for a systemd scope "<prefix>-<id>.scope" its
+// ID. ErrNotFound when the pod has no cgroup; a container that goes away meanwhile is left out.
+func (m *Manager) ContainersStats(ctx context.Context, uid types.UID) (map[string]Stats, error) {
+	name, err := m.podCgroup(uid)
+	if err != nil {
+		return nil, err
+	}
+	controller := "cpuacct"
+	if m.layout.mode.unified() {
+		controller = ""
+	}
+	entries, err := os.ReadDir(m.layout.dir(name, controller))
+	if err != nil {
+		return nil, fmt.Errorf("containers of pod %q: %w", uid, err)
+	}
+	out := map[string]Stats{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		st, err := m.statsIn(func(c string) string { return filepath.Join(m.layout.dir(name, c), e.Name()) })
+		if err != nil {
+			continue // gone meanwhile, or not a container's
+		}
+		out[containerIDFromDir(e.Name())] = st
+	}
+	return out, nil
+}
+
+// containerIDFromDir is the container ID a container cgroup's directory names: the name itself (cgroupfs),
+// or the ID of a systemd scope ("cri-containerd-<id>.scope", "nodeagent-<id>.scope").
+func containerIDFromDir(dir string) string {
+	if unit, ok := strings.CutSuffix(dir, ".scope"); ok {
+		return unit[strings.LastIndex(unit, "-")+1:]
+	}
+	return dir
+}
+
+// PodPID returns a process of the pod, found in its cgroup tree (the pids hierarchy on v1), so that what lives
+// in the pod's namespaces (its network interfaces) can be read through /proc; 0 when none runs.
+func (m *Manager) PodPID(uid types.UID) (int, error) {
+	name, err := m.podCgroup(uid)
+	if err != nil {
+		return 0, err
+	}
+	controller := "pids"
+	if m.layout.mode.unified() {
+		controller = ""
+	}
+	pid := 0
+	err = filepath.WalkDir(m.layout.dir(name, controller), func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || pid != 0 {
+			return nil
+		}
+		raw, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			return nil
+		}
+		if first, _, _ := strings.Cut(strings.TrimSpace(string(raw)), "\n"); first != "" {
+			if n, err := strconv.Atoi(first); err == nil && n > 0 {
+				pid = n
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return pid, err
+}
+
 // memoryStatsV1 reads memory.usage_in_bytes and the hierarchical totals of memory.stat.
 func memoryStatsV1(dir string, st *Stats) error {
-	return memoryStats(dir, "memory.usage_in_bytes", "total_inactive_file", "total_rss", st)
+	return memoryStats(dir, "memory.usage_in_bytes", "total_inactive_file", "total_rss", "total_pgfault", "total_pgmajfault", st)
 }
 
 // memoryStatsV2 reads memory.current and memory.stat.
 func memoryStatsV2(dir string, st *Stats) error {
-	return memoryStats(dir, "memory.current", "inactive_file", "anon", st)
+	return memoryStats(dir, "memory.current", "inactive_file", "anon", "pgfault", "pgmajfault", st)
 }
 
-// memoryStats reads usage from usageFile and the inactive file and RSS figures from memory.stat's keys.
-func memoryStats(dir, usageFile, inactiveKey, rssKey string, st *Stats) error {
+// memoryStats reads usage from usageFile and the inactive file, RSS and fault figures from memory.stat's keys.
+func memoryStats(dir, usageFile, inactiveKey, rssKey, faultKey, majorKey string, st *Stats) error {
 	usage, err := readUint(dir, usageFile)
 	if err != nil {
 		return err
@@ -125,6 +203,7 @@ func memoryStats(dir, usageFile, inactiveKey, rssKey string, st *Stats) error {
 	st.MemoryUsageBytes = usage
 	st.MemoryWorkingSetBytes = workingSet(usage, kv[inactiveKey])
 	st.MemoryRSSBytes = kv[rssKey]
+	st.PageFaults, st.MajorPageFaults = kv[faultKey], kv[majorKey]
 	return nil
 }
 

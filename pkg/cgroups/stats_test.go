@@ -34,7 +34,10 @@ func TestPodStats(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := Stats{CPUUsageNanos: 5e9, MemoryUsageBytes: 100 << 20, MemoryWorkingSetBytes: 60 << 20,
-				MemoryRSSBytes: 50 << 20, Processes: 3}
+				MemoryRSSBytes: 50 << 20, Processes: 3, PageFaults: 1000, MajorPageFaults: 1}
+			if hc.mode.unified() {
+				want.PageFaults, want.MajorPageFaults = 10, 0
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("PodStats = %+v, want %+v", got, want)
 			}
@@ -52,7 +55,7 @@ func TestNodeStats(t *testing.T) {
 	}{
 		// v1: the root cgroup's files (see v1RootFiles).
 		{ModeV1, Stats{CPUUsageNanos: 987654321000, MemoryUsageBytes: 8 << 30, MemoryWorkingSetBytes: 6 << 30,
-			MemoryRSSBytes: 1 << 30, Processes: 345}},
+			MemoryRSSBytes: 1 << 30, Processes: 345, PageFaults: 1000, MajorPageFaults: 1}},
 		// v2: cpu.stat of the root; memory from meminfo (24 GiB total, 20
 		// GiB free, 1 GiB inactive file, 512 MiB anonymous).
 		{ModeV2, Stats{CPUUsageNanos: 987654321000, MemoryUsageBytes: 4 << 30, MemoryWorkingSetBytes: 3 << 30,
@@ -68,6 +71,52 @@ func TestNodeStats(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("NodeStats = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestContainersStatsAndPodPID(t *testing.T) {
+	for _, hc := range hostCases {
+		t.Run(hc.name, func(t *testing.T) {
+			h := newFakeHost(t, hc.mode)
+			m := h.start(hc.driver)
+			ctx := testContext(t)
+			if _, err := m.EnsurePod(ctx, burstablePod("s1")); err != nil {
+				t.Fatal(err)
+			}
+			pod := rel(hc.driver, "kubepods", "burstable", "pods1")
+			child := "c0ffee"
+			if hc.driver == DriverSystemd {
+				child = "cri-containerd-c0ffee.scope"
+			}
+			ctr := pod + "/" + child
+			if hc.mode.unified() {
+				h.write("", ctr, "cpu.stat", "usage_usec 2000000\n")
+				h.write("", ctr, "memory.current", "10485760\n")
+				h.write("", ctr, "memory.stat", v2MemoryStat(8<<20, 2<<20, 1<<20))
+				h.write("", ctr, "pids.current", "1\n")
+				h.write("", ctr, "cgroup.procs", "4242\n4243\n")
+			} else {
+				h.write("cpuacct", ctr, "cpuacct.usage", "2000000000\n")
+				h.write("memory", ctr, "memory.usage_in_bytes", "10485760\n")
+				h.write("memory", ctr, "memory.stat", v1MemoryStat(2<<20, 8<<20, 1<<20))
+				h.write("pids", ctr, "pids.current", "1\n")
+				h.write("pids", ctr, "cgroup.procs", "4242\n4243\n")
+			}
+			got, err := m.ContainersStats(ctx, "s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, ok := got["c0ffee"]
+			if len(got) != 1 || !ok || st.CPUUsageNanos != 2e9 || st.MemoryWorkingSetBytes != 9<<20 || st.Processes != 1 {
+				t.Errorf("ContainersStats = %+v, want c0ffee with 2 s of CPU, 9 MiB working set, 1 task", got)
+			}
+			if pid, err := m.PodPID("s1"); err != nil || pid != 4242 {
+				t.Errorf("PodPID = %d, %v; want 4242", pid, err)
+			}
+			if _, err := m.ContainersStats(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("ContainersStats of unknown pod = %v, want ErrNotFound", err)
 			}
 		})
 	}

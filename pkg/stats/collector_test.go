@@ -1,0 +1,200 @@
+package stats
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent/kubelet/pkg/cgroups"
+	"github.com/nodeagent/kubelet/pkg/volume"
+)
+
+// fakeCgroups serves fixed readings, which a test changes between gatherings.
+type fakeCgroups struct {
+	node, pods cgroups.Stats
+	pod        map[types.UID]cgroups.Stats
+	ctrs       map[types.UID]map[string]cgroups.Stats
+	pid        map[types.UID]int
+}
+
+func (f *fakeCgroups) NodeStats(context.Context) (cgroups.Stats, error) { return f.node, nil }
+func (f *fakeCgroups) PodsStats(context.Context) (cgroups.Stats, error) { return f.pods, nil }
+func (f *fakeCgroups) PodStats(_ context.Context, uid types.UID) (cgroups.Stats, error) {
+	st, ok := f.pod[uid]
+	if !ok {
+		return cgroups.Stats{}, cgroups.ErrNotFound
+	}
+	return st, nil
+}
+func (f *fakeCgroups) ContainersStats(_ context.Context, uid types.UID) (map[string]cgroups.Stats, error) {
+	return f.ctrs[uid], nil
+}
+func (f *fakeCgroups) PodPID(uid types.UID) (int, error) { return f.pid[uid], nil }
+
+const netDevFixture = `Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  999999     100    0    0    0     0          0         0   999999     100    0    0    0     0       0          0
+  eth0:    5000      50    1    0    0     0          0         0     7000      70    2    0    0     0       0          0
+`
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollector(t *testing.T) {
+	proc := t.TempDir()
+	writeFile(t, filepath.Join(proc, "meminfo"), "MemTotal:       1048576 kB\nMemFree: 1 kB\n")
+	writeFile(t, filepath.Join(proc, "stat"), "cpu 1 2 3\nbtime 1700000000\n")
+	writeFile(t, filepath.Join(proc, "sys/kernel/pid_max"), "4194304\n")
+	writeFile(t, filepath.Join(proc, "net/dev"), netDevFixture)
+	writeFile(t, filepath.Join(proc, "4242/net/dev"), netDevFixture)
+	logs := t.TempDir()
+	writeFile(t, filepath.Join(volume.PodLogDir(logs, "default", "web", "u1"), "app", "0.log"), strings.Repeat("x", 5000))
+
+	cg := &fakeCgroups{
+		node: cgroups.Stats{CPUUsageNanos: 10e9, MemoryUsageBytes: 600 << 20, MemoryWorkingSetBytes: 512 << 20, Processes: 300},
+		pods: cgroups.Stats{CPUUsageNanos: 4e9, MemoryWorkingSetBytes: 100 << 20},
+		pod:  map[types.UID]cgroups.Stats{"u1": {CPUUsageNanos: 2e9, MemoryWorkingSetBytes: 50 << 20, Processes: 2}},
+		ctrs: map[types.UID]map[string]cgroups.Stats{"u1": {"c1": {CPUUsageNanos: 1e9, MemoryWorkingSetBytes: 40 << 20, MemoryRSSBytes: 30 << 20}}},
+		pid:  map[types.UID]int{"u1": 4242},
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(1800000000, 0))
+	measured := 0
+	pods := []Pod{
+		{Name: "web", Namespace: "default", UID: "u1", StartTime: clk.Now(),
+			Containers: []Container{{Name: "app", ID: "c1", Image: "busybox", StartTime: clk.Now()}},
+			Volumes:    map[string]VolumeInfo{"scratch": {Ephemeral: true}, "data": {Claim: "claim-1"}}},
+		{Name: "another", Namespace: "default", UID: "u2", HostNetwork: true},
+	}
+	c := New(Config{
+		NodeName: "n1", Cgroups: cg, Pods: func() []Pod { return append([]Pod(nil), pods...) },
+		Layers: func(context.Context) (map[string]volume.Usage, error) {
+			measured++
+			return map[string]volume.Usage{"c1": {Bytes: 8192, Inodes: 4}}, nil
+		},
+		Volumes: func(uid types.UID) (map[string]volume.Usage, error) {
+			return map[string]volume.Usage{"scratch": {Bytes: 1 << 20, Inodes: 10}, "data": {Bytes: 1 << 30, Inodes: 1}}, nil
+		},
+		RootDir: t.TempDir(), LogsDir: logs, ProcRoot: proc, Clock: clk,
+	})
+	ctx := context.Background()
+	if c.Summary() != nil {
+		t.Fatal("a summary before the first gathering")
+	}
+	c.Collect(ctx)
+	s := c.Summary()
+	if s.Node.NodeName != "n1" || s.Node.StartTime.Unix() != 1700000000 {
+		t.Errorf("node %q started %v", s.Node.NodeName, s.Node.StartTime)
+	}
+	if s.Node.CPU.UsageNanoCores != nil {
+		t.Error("a CPU rate from a single reading")
+	}
+	if got := *s.Node.Memory.AvailableBytes; got != (1024-512)<<20 {
+		t.Errorf("node memory available %d, want capacity minus working set", got)
+	}
+	if *s.Node.Rlimit.MaxPID != 4194304 || *s.Node.Rlimit.NumOfRunningProcesses != 300 {
+		t.Errorf("rlimit %+v", s.Node.Rlimit)
+	}
+	if n := s.Node.Network; n == nil || n.Name != "eth0" || *n.RxBytes != 5000 || *n.TxErrors != 2 || len(n.Interfaces) != 1 {
+		t.Errorf("node network %+v (lo must be left out)", n)
+	}
+	if len(s.Pods) != 2 || s.Pods[0].PodRef.Name != "another" || s.Pods[1].PodRef.Name != "web" {
+		t.Fatalf("pods %+v, want both, by name", s.Pods)
+	}
+	if s.Pods[0].Network != nil {
+		t.Error("a host-network pod got network stats of its own")
+	}
+	web := s.Pods[1]
+	if len(web.Containers) != 1 || web.Containers[0].Name != "app" || *web.Containers[0].Memory.WorkingSetBytes != 40<<20 {
+		t.Fatalf("containers %+v", web.Containers)
+	}
+	app := web.Containers[0]
+	if *app.Rootfs.UsedBytes != 8192 || app.Logs == nil || *app.Logs.UsedBytes < 5000 {
+		t.Errorf("rootfs %+v logs %+v", app.Rootfs, app.Logs)
+	}
+	// Ephemeral storage: the writable layer, the logs and the ephemeral volume; not the claim.
+	want := 8192 + *app.Logs.UsedBytes + 1<<20
+	if got := *web.EphemeralStorage.UsedBytes; got != want {
+		t.Errorf("ephemeral storage %d, want %d", got, want)
+	}
+	for _, v := range web.VolumeStats {
+		if v.Name == "data" && (v.PVCRef == nil || v.PVCRef.Name != "claim-1") {
+			t.Errorf("claim volume %+v", v)
+		}
+	}
+	if web.Network == nil || *web.Network.RxBytes != 5000 {
+		t.Errorf("pod network %+v", web.Network)
+	}
+
+	// Ten seconds and one CPU-second later: half a core. Directories are not measured again before a minute.
+	clk.Step(10 * time.Second)
+	cg.node.CPUUsageNanos += 5e9
+	st := cg.ctrs["u1"]["c1"]
+	st.CPUUsageNanos += 1e9
+	cg.ctrs["u1"]["c1"] = st
+	c.Collect(ctx)
+	s = c.Summary()
+	if got := *s.Node.CPU.UsageNanoCores; got != 5e8 {
+		t.Errorf("node nanocores %d, want 5e8", got)
+	}
+	if got := *s.Pods[1].Containers[0].CPU.UsageNanoCores; got != 1e8 {
+		t.Errorf("container nanocores %d, want 1e8", got)
+	}
+	if measured != 1 {
+		t.Errorf("layers measured %d times, want once", measured)
+	}
+	if *s.Pods[1].Containers[0].Rootfs.UsedBytes != 8192 {
+		t.Error("the last measurement of the layer was not kept")
+	}
+
+	// The resource metrics upstream's kubelet serves.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c.ResourceCollector())
+	if n, err := testutil.GatherAndCount(reg, "node_cpu_usage_seconds_total", "node_memory_working_set_bytes",
+		"resource_scrape_error", "scrape_error"); err != nil || n != 4 {
+		t.Errorf("resource metrics: %d series, %v", n, err)
+	}
+	cadvisor := prometheus.NewPedanticRegistry()
+	cadvisor.MustRegister(c.CadvisorCollector())
+	if n, err := testutil.GatherAndCount(cadvisor, "machine_memory_bytes", "container_cpu_usage_seconds_total"); err != nil || n != 3 {
+		t.Errorf("cadvisor metrics: %d series, %v", n, err)
+	}
+
+	// A new pod is measured at once; a gone one's CPU samples are dropped.
+	pods = []Pod{{Name: "new", Namespace: "default", UID: "u3"}}
+	clk.Step(10 * time.Second)
+	c.Collect(ctx)
+	if measured != 2 {
+		t.Errorf("layers measured %d times, want again for a new pod", measured)
+	}
+	if _, ok := c.prev["ctr/c1"]; ok {
+		t.Error("the CPU sample of a gone container was kept")
+	}
+
+}
+
+func TestReadNetDev(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dev")
+	writeFile(t, path, netDevFixture+"garbage line\n  short: 1 2\n")
+	ifs, err := readNetDev(path)
+	if err != nil || len(ifs) != 1 || ifs[0].name != "eth0" || ifs[0].txBytes != 7000 || ifs[0].rxErrors != 1 {
+		t.Errorf("readNetDev = %+v, %v", ifs, err)
+	}
+	if _, err := readNetDev(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing file read without error")
+	}
+}

@@ -1,0 +1,254 @@
+package stats
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodeagent/kubelet/pkg/cgroups"
+	"github.com/nodeagent/kubelet/pkg/volume"
+)
+
+// gathering is one pass over the node and its pods.
+type gathering struct {
+	c        *Collector
+	ctx      context.Context
+	now      time.Time
+	failures int
+	seen     map[string]bool // CPU samples taken, so that those of gone cgroups are dropped
+	imageFs  *statsapi.FsStats
+	nodeFs   *statsapi.FsStats
+	mount    string // the image filesystem's mount point
+	pods     []Pod  // the pods gathered, in the summary's order
+	measure  bool   // the directories are measured this time
+}
+
+func (g *gathering) summary() *statsapi.Summary {
+	c := g.c
+	g.seen = map[string]bool{}
+	g.measure = g.now.Sub(c.fsAt) >= c.cfg.FSInterval
+	if g.measure {
+		c.fsAt = g.now
+	}
+	pods := c.cfg.Pods()
+	if c.cfg.Layers != nil && (g.measure || g.newPods(pods)) {
+		if l, err := c.cfg.Layers(g.ctx); err == nil {
+			c.layers = l
+		} else {
+			g.failures++
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	g.pods = pods
+	sum := &statsapi.Summary{Node: g.node(), Pods: make([]statsapi.PodStats, 0, len(pods))}
+	live := map[types.UID]bool{}
+	for i := range pods {
+		live[pods[i].UID] = true
+		sum.Pods = append(sum.Pods, g.pod(&pods[i]))
+	}
+	for key := range c.prev {
+		if !g.seen[key] {
+			delete(c.prev, key)
+		}
+	}
+	for uid := range c.fs {
+		if !live[uid] {
+			delete(c.fs, uid)
+		}
+	}
+	return sum
+}
+
+// newPods reports whether a pod has not been measured yet.
+func (g *gathering) newPods(pods []Pod) bool {
+	for _, p := range pods {
+		if _, ok := g.c.fs[p.UID]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *gathering) cpu(key string, st cgroups.Stats) *statsapi.CPUStats {
+	g.seen[key] = true
+	return &statsapi.CPUStats{Time: mtime(g.now), UsageCoreNanoSeconds: ptr(st.CPUUsageNanos),
+		UsageNanoCores: g.c.rate(key, g.now, st.CPUUsageNanos)}
+}
+
+func (g *gathering) memory(st cgroups.Stats, limit uint64) *statsapi.MemoryStats {
+	m := &statsapi.MemoryStats{Time: mtime(g.now), UsageBytes: ptr(st.MemoryUsageBytes), WorkingSetBytes: ptr(st.MemoryWorkingSetBytes),
+		RSSBytes: ptr(st.MemoryRSSBytes), PageFaults: ptr(st.PageFaults), MajorPageFaults: ptr(st.MajorPageFaults)}
+	if limit > 0 {
+		avail := uint64(0)
+		if limit > st.MemoryWorkingSetBytes {
+			avail = limit - st.MemoryWorkingSetBytes
+		}
+		m.AvailableBytes = &avail
+	}
+	return m
+}
+
+func (g *gathering) node() statsapi.NodeStats {
+	c := g.c
+	n := statsapi.NodeStats{NodeName: c.cfg.NodeName, StartTime: mtime(c.cfg.BootTime)}
+	if st, err := c.cfg.Cgroups.NodeStats(g.ctx); err == nil {
+		n.CPU = g.cpu("node", st)
+		n.Memory = g.memory(st, memTotal(c.cfg.ProcRoot))
+		n.Rlimit = &statsapi.RlimitStats{Time: mtime(g.now), NumOfRunningProcesses: ptr(int64(st.Processes))}
+		if max, err := readInt(filepath.Join(c.cfg.ProcRoot, "sys/kernel/pid_max")); err == nil {
+			n.Rlimit.MaxPID = &max
+		}
+	} else {
+		g.failures++
+	}
+	if st, err := c.cfg.Cgroups.PodsStats(g.ctx); err == nil {
+		n.SystemContainers = append(n.SystemContainers, statsapi.ContainerStats{Name: statsapi.SystemContainerPods,
+			StartTime: mtime(c.cfg.BootTime), CPU: g.cpu("pods", st), Memory: g.memory(st, 0)})
+	} else {
+		g.failures++
+	}
+	if ifs, err := readNetDev(filepath.Join(c.cfg.ProcRoot, "net/dev")); err == nil {
+		n.Network = network(g.now, ifs)
+	} else {
+		g.failures++
+	}
+	if c.cfg.RootDir != "" {
+		if fs, err := statFS(c.cfg.RootDir, g.now); err == nil {
+			n.Fs, g.nodeFs = fs, fs
+		} else {
+			g.failures++
+		}
+	}
+	if c.cfg.ImageFs != nil {
+		if u, mount, err := c.cfg.ImageFs(g.ctx); err == nil {
+			fs, err := statFS(mount, g.now)
+			if err != nil {
+				fs = &statsapi.FsStats{Time: mtime(g.now)}
+			}
+			fs.UsedBytes, fs.InodesUsed = ptr(uint64(max(u.Bytes, 0))), ptr(uint64(max(u.Inodes, 0)))
+			n.Runtime = &statsapi.RuntimeStats{ImageFs: fs, ContainerFs: fs}
+			g.imageFs, g.mount = fs, mount
+		} else {
+			g.failures++
+		}
+	}
+	return n
+}
+
+func (g *gathering) pod(p *Pod) statsapi.PodStats {
+	c := g.c
+	ps := statsapi.PodStats{PodRef: statsapi.PodReference{Name: p.Name, Namespace: p.Namespace, UID: string(p.UID)},
+		StartTime: mtime(p.StartTime), Containers: []statsapi.ContainerStats{}}
+	if st, err := c.cfg.Cgroups.PodStats(g.ctx, p.UID); err == nil {
+		ps.CPU = g.cpu("pod/"+string(p.UID), st)
+		ps.Memory = g.memory(st, 0)
+		ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(st.Processes)}
+	} else {
+		g.failures++
+	}
+	byID, err := c.cfg.Cgroups.ContainersStats(g.ctx, p.UID)
+	if err != nil {
+		g.failures++
+	}
+	fs := g.podFS(p)
+	var ephemeral volume.Usage
+	for _, ctr := range p.Containers {
+		cs := statsapi.ContainerStats{Name: ctr.Name, StartTime: mtime(ctr.StartTime)}
+		if st, ok := byID[ctr.ID]; ok {
+			cs.CPU = g.cpu("ctr/"+ctr.ID, st)
+			cs.Memory = g.memory(st, 0)
+		}
+		if u, ok := c.layers[ctr.ID]; ok {
+			cs.Rootfs = g.fsOf(u, g.imageFs)
+			ephemeral = add(ephemeral, u)
+		}
+		if u, ok := fs.logs[ctr.Name]; ok {
+			cs.Logs = g.fsOf(u, g.nodeFs)
+			ephemeral = add(ephemeral, u)
+		}
+		ps.Containers = append(ps.Containers, cs)
+	}
+	for _, name := range sortedKeys(fs.volumes) {
+		u := fs.volumes[name]
+		vs := statsapi.VolumeStats{Name: name, FsStats: statsapi.FsStats{Time: mtime(fs.at),
+			UsedBytes: ptr(uint64(max(u.Bytes, 0))), InodesUsed: ptr(uint64(max(u.Inodes, 0)))}}
+		info := p.Volumes[name]
+		if info.Claim != "" {
+			vs.PVCRef = &statsapi.PVCReference{Name: info.Claim, Namespace: p.Namespace}
+		}
+		if info.Ephemeral {
+			ephemeral = add(ephemeral, u)
+		}
+		ps.VolumeStats = append(ps.VolumeStats, vs)
+	}
+	if !fs.at.IsZero() {
+		ps.EphemeralStorage = g.fsOf(ephemeral, g.nodeFs)
+	}
+	if !p.HostNetwork {
+		if pid, err := c.cfg.Cgroups.PodPID(p.UID); err == nil && pid > 0 {
+			if ifs, err := readNetDev(filepath.Join(c.cfg.ProcRoot, itoa(pid), "net/dev")); err == nil {
+				ps.Network = network(g.now, ifs)
+			}
+		}
+	}
+	return ps
+}
+
+// podFS measures the pod's logs and volumes when due (or never measured), else returns the last measurement.
+func (g *gathering) podFS(p *Pod) podFS {
+	c := g.c
+	last, ok := c.fs[p.UID]
+	if ok && !g.measure {
+		return last
+	}
+	fs := podFS{at: g.now, logs: map[string]volume.Usage{}}
+	dir := volume.PodLogDir(c.cfg.LogsDir, p.Namespace, p.Name, p.UID)
+	for _, ctr := range p.Containers {
+		if u, err := volume.DirUsage(filepath.Join(dir, ctr.Name)); err == nil {
+			fs.logs[ctr.Name] = u
+		}
+	}
+	if c.cfg.Volumes != nil {
+		if v, err := c.cfg.Volumes(p.UID); err == nil {
+			fs.volumes = v
+		} else {
+			g.failures++
+		}
+	}
+	c.fs[p.UID] = fs
+	return fs
+}
+
+// fsOf is usage on a filesystem, with the filesystem's capacity and what is available on it.
+func (g *gathering) fsOf(u volume.Usage, on *statsapi.FsStats) *statsapi.FsStats {
+	fs := &statsapi.FsStats{Time: mtime(g.now), UsedBytes: ptr(uint64(max(u.Bytes, 0))), InodesUsed: ptr(uint64(max(u.Inodes, 0)))}
+	if on != nil {
+		fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree = on.CapacityBytes, on.AvailableBytes, on.Inodes, on.InodesFree
+	}
+	return fs
+}
+
+func add(a, b volume.Usage) volume.Usage {
+	return volume.Usage{Bytes: a.Bytes + b.Bytes, Inodes: a.Inodes + b.Inodes}
+}
+
+// statFS is the filesystem holding path: capacity, available, used and inodes.
+func statFS(path string, now time.Time) (*statsapi.FsStats, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return nil, err
+	}
+	bs := uint64(st.Bsize)
+	capacity, avail := st.Blocks*bs, st.Bavail*bs
+	return &statsapi.FsStats{Time: mtime(now), CapacityBytes: ptr(capacity), AvailableBytes: ptr(avail),
+		UsedBytes: ptr((st.Blocks - st.Bfree) * bs), Inodes: ptr(st.Files), InodesFree: ptr(st.Ffree),
+		InodesUsed: ptr(st.Files - st.Ffree)}, nil
+}
