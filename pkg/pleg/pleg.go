@@ -12,6 +12,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/metrics"
 )
 
 // Upstream's numbers.
@@ -236,10 +238,46 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.send(ctx, events)
 
 	p.healthMu.Lock()
+	prev := p.lastRelist
 	p.lastRelist = start
 	p.lastTook = p.clock.Since(start)
+	took := p.lastTook
 	p.healthMu.Unlock()
+	observeRelist(start, prev, took, sandboxes, containers)
 	return nil
+}
+
+// observeRelist records a relist in the kubelet's metrics: its duration, the interval since the previous one,
+// when it ran, and the running pods (ready sandboxes) and containers by state that it listed.
+func observeRelist(start, prev time.Time, took time.Duration, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) {
+	metrics.PLEGRelistDuration.Observe(took.Seconds())
+	if !prev.IsZero() {
+		metrics.PLEGRelistInterval.Observe(start.Sub(prev).Seconds())
+	}
+	metrics.PLEGLastSeen.Set(float64(start.UnixNano()) / 1e9)
+	running := 0
+	for _, sb := range sandboxes {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			running++
+		}
+	}
+	metrics.RunningPods.Set(float64(running))
+	byState := map[string]int{"running": 0, "exited": 0, "created": 0, "unknown": 0}
+	for _, c := range containers {
+		switch c.GetState() {
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			byState["running"]++
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			byState["exited"]++
+		case runtimeapi.ContainerState_CONTAINER_CREATED:
+			byState["created"]++
+		default:
+			byState["unknown"]++
+		}
+	}
+	for state, n := range byState {
+		metrics.RunningContainers.WithLabelValues(state).Set(float64(n))
+	}
 }
 
 // inspectResult is one pod's inspection by a full relist.

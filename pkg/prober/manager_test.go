@@ -1,8 +1,12 @@
 package prober
 
 import (
+	"io"
+
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -169,9 +173,7 @@ func TestManagerProbesAContainer(t *testing.T) {
 	}
 
 	var buf strings.Builder
-	if err := m.WriteMetrics(&buf); err != nil {
-		t.Fatal(err)
-	}
+	writeMetrics(t, m, &buf)
 	for _, want := range []string{
 		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Startup",result="failed"} `,
 		`prober_probe_total{container="app",namespace="ns",pod="p",pod_uid="u1",probe_type="Liveness",result="failed"} `,
@@ -208,7 +210,7 @@ func TestManagerProbesAContainer(t *testing.T) {
 		t.Errorf("%d workers after RemovePod", m.Workers())
 	}
 	buf.Reset()
-	_ = m.WriteMetrics(&buf)
+	writeMetrics(t, m, &buf)
 	if strings.Contains(buf.String(), `pod="p"`) || len(m.States("u1")) != 0 {
 		t.Errorf("a removed pod's series remain:\n%s", buf.String())
 	}
@@ -239,5 +241,21 @@ func TestManagerWorkersEnd(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before+2 {
 		t.Errorf("%d goroutines after the pods went, %d before", n, before)
+	}
+}
+
+// writeMetrics writes the manager's series in Prometheus' text format.
+func writeMetrics(t *testing.T, m *Manager, w io.Writer) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

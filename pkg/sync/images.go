@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -32,6 +33,8 @@ type imagePuller struct {
 	clock    clock.Clock
 	sem      chan struct{}
 	backoff  *Backoff
+	// pulled, when set, is told how long each successful pull of a pod's image took.
+	pulled func(types.UID, time.Duration)
 
 	mu       sync.Mutex
 	calls    map[string]*pullCall     // by image and credentials
@@ -120,6 +123,10 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.",
 		c.Image, (took - waited).Round(time.Millisecond), took.Round(time.Millisecond), size)
+	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(size)).Observe((took - waited).Seconds())
+	if p.pulled != nil {
+		p.pulled(pod.UID, took)
+	}
 	return imageRef, nil, 0
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/allocation"
 	"github.com/nodeagent/kubelet/pkg/config"
+	"github.com/nodeagent/kubelet/pkg/containerlogs"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/prober"
@@ -109,6 +110,8 @@ type Config struct {
 	Source PodSource
 	// Mirrors overrides the mirror pod client built from Client.
 	Mirrors MirrorClient
+	// ContainerStarted, when set, is told of each container started, with its log file (the log links).
+	ContainerStarted func(containerlogs.Container)
 }
 
 // Kubelet runs the pods assigned to the node. Build it with New, start it with Run.
@@ -136,6 +139,7 @@ type Kubelet struct {
 	// probes runs the containers' probes; probeChanged holds the pods whose results changed.
 	probes       *prober.Manager
 	probeChanged *probeChanges
+	starts       *startTracker
 	hkBusy       sync.Mutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32
@@ -198,6 +202,7 @@ func New(cfg Config) (*Kubelet, error) {
 		pods:     newPodManager(),
 		backoff:  NewBackoff(backoffInitial, backoffMax, backoffReset),
 		reasons:  newReasonCache(),
+		starts:   newStartTracker(),
 		mirrors:  cfg.Mirrors,
 		source:   cfg.Source,
 	}
@@ -218,6 +223,7 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	k.pleg = pleg.New(cfg.Runtime, cfg.Clock, pleg.Options{RuntimeEvents: cfg.RuntimeEvents, Enrich: enrichTermination})
 	k.puller = newImagePuller(cfg.Images, cfg.Client, cfg.Recorder, cfg.Clock, cfg.MaxParallelImagePulls)
+	k.puller.pulled = k.starts.pulled
 	k.workers = newPodWorkers(k, k.pleg, cfg.Clock, cfg.SyncFrequency)
 	if k.mirrors == nil && cfg.Client != nil {
 		k.mirrors = config.NewMirrorClient(cfg.Client, cfg.NodeName)
@@ -279,9 +285,22 @@ func (k *Kubelet) StartingPods() bool { return k.starting.Load() > 0 }
 
 // Healthy returns an error when the PLEG has not relisted for three minutes or the sync loop has stalled.
 func (k *Kubelet) Healthy() error {
+	if err := k.PLEGHealthy(); err != nil {
+		return err
+	}
+	return k.SyncLoopHealthy()
+}
+
+// PLEGHealthy reports whether the PLEG relists (its last relist within 3 minutes, as upstream).
+func (k *Kubelet) PLEGHealthy() error {
 	if err := k.pleg.Healthy(); err != nil {
 		return fmt.Errorf("PLEG is not healthy: %w", err)
 	}
+	return nil
+}
+
+// SyncLoopHealthy reports whether the sync loop runs (its last iteration within 2 minutes).
+func (k *Kubelet) SyncLoopHealthy() error {
 	k.loopMu.Lock()
 	defer k.loopMu.Unlock()
 	if k.running {

@@ -88,3 +88,12 @@ func preStopFromAnnotations(a map[string]string) *v1.LifecycleHandler {
 	}
 	return &h
 }
+
+// containerType is a container kind's container_type label in upstream's metrics: a sidecar is an init
+// container there too.
+func containerType(kind string) string {
+	if kind == containerTypeApp {
+		return "container"
+	}
+	return "init_container"
+}

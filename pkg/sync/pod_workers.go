@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 )
 
@@ -201,7 +202,7 @@ func (w *podWorkers) processOne(uid types.UID, pw *podWork) (bool, bool) {
 		return false, false
 	}
 	pw.pending = false
-	pod, st, grace, deleted, since := pw.pod, pw.state, pw.grace, pw.deleted, pw.lastSync
+	pod, st, grace, deleted, since, first := pw.pod, pw.state, pw.grace, pw.deleted, pw.lastSync, pw.syncs == 0
 	if st == stateTerminated && pw.terminatedDone && !deleted {
 		w.mu.Unlock()
 		return true, false
@@ -230,6 +231,7 @@ func (w *podWorkers) processOne(uid types.UID, pw *podWork) (bool, bool) {
 		}
 	}
 	end := w.clock.Now()
+	observeSync(st, first, end.Sub(start))
 	if (out.changed || err != nil) && w.ctx.Err() == nil {
 		if rerr := w.states.RelistPod(w.ctx, uid); rerr != nil {
 			logger.V(2).Info("Pod relist after sync failed", "err", rerr)
@@ -279,6 +281,19 @@ func (w *podWorkers) processOne(uid types.UID, pw *podWork) (bool, bool) {
 	}
 	w.due[uid] = end.Add(delay)
 	return true, false
+}
+
+// observeSync records a sync's duration in kubelet_pod_worker_duration_seconds by upstream's operation types:
+// a pod's first sync creates it, a terminating or terminated pod's is a kill, any other a sync.
+func observeSync(st workerState, first bool, d time.Duration) {
+	op := "sync"
+	switch {
+	case st != stateSyncing:
+		op = "kill"
+	case first:
+		op = "create"
+	}
+	metrics.PodWorkerDuration.WithLabelValues(op).Observe(d.Seconds())
 }
 
 // takeDue returns the pods whose next sync is due at now and clears their due time.

@@ -2,7 +2,7 @@ package podsync
 
 import (
 	"fmt"
-	"io"
+	"github.com/prometheus/client_golang/prometheus"
 	"strings"
 	"sync"
 	"time"
@@ -120,5 +120,6 @@ func appIndex(pod *v1.Pod, name string) int {
 	return -1
 }
 
-// ProbeMetrics writes prober_probe_total and prober_probe_duration_seconds for /metrics/probes.
-func (k *Kubelet) ProbeMetrics(w io.Writer) error { return k.probes.WriteMetrics(w) }
+// ProbeMetrics collects prober_probe_total, prober_probe_duration_seconds and
+// prober_probe_start_lateness_seconds for /metrics/probes.
+func (k *Kubelet) ProbeMetrics() prometheus.Collector { return k.probes }

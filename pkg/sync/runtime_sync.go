@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,10 +13,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
+	"github.com/nodeagent/kubelet/pkg/containerlogs"
+	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 	"github.com/nodeagent/kubelet/pkg/volume"
+	grpcstatus "google.golang.org/grpc/status"
 )
 
 // runtimeResult is what syncRuntime did.
@@ -102,11 +106,13 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		}
 		id, err := k.runtime.RunPodSandbox(ctx, env.sandboxConfig, k.cfg.RuntimeHandler)
 		if err != nil {
+			metrics.StartedPodsErrors.Inc()
 			k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedCreateSandbox, "Failed to create pod sandbox: %v", err)
 			r.fail(fmt.Errorf("create sandbox: %w", err))
 			return r
 		}
 		failpoint.Hit(failpoint.AfterSandbox)
+		metrics.StartedPods.Inc()
 		env.sandboxID = id
 		resp, err := k.runtime.PodSandboxStatus(ctx, id, false)
 		if err != nil {
@@ -224,9 +230,15 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	k.recorder.Eventf(ref, v1.EventTypeNormal, eventCreated, "Created container: %s", c.Name)
 	if err := k.runtime.StartContainer(ctx, id); err != nil {
+		metrics.StartedContainersErrors.WithLabelValues(containerType(kind), grpcstatus.Code(err).String()).Inc()
 		k.recorder.Eventf(ref, v1.EventTypeWarning, eventFailed, "Error: %v", err)
 		r.fail(fmt.Errorf("start container %q: %w", c.Name, err))
 		return wait(status.ReasonRunContainerError, err.Error())
+	}
+	metrics.StartedContainers.WithLabelValues(containerType(kind)).Inc()
+	if k.cfg.ContainerStarted != nil {
+		k.cfg.ContainerStarted(containerlogs.Container{ID: id, Name: c.Name, Pod: pod.Name, Namespace: pod.Namespace,
+			LogPath: filepath.Join(env.sandboxConfig.LogDirectory, cfg.LogPath)})
 	}
 	k.recorder.Eventf(ref, v1.EventTypeNormal, eventStarted, "Started container %s", c.Name)
 	if _, had := k.reasons.get(pod.UID)[c.Name]; had {

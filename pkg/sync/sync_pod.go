@@ -61,6 +61,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 		st = status.Compute(in)
 	}
 	k.status.SetPodStatus(pod, st)
+	k.starts.synced(pod, &st, k.clock.Now())
 	if isTerminalPhase(st.Phase) {
 		return syncOutcome{terminal: true}, nil
 	}
@@ -209,6 +210,7 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *ple
 		return err
 	}
 	k.reasons.forget(pod.UID)
+	k.starts.forget(pod.UID)
 	k.backoff.DeletePrefix(string(pod.UID) + "/")
 	k.puller.forgetPod(pod.UID)
 	return nil
