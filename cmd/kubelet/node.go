@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -22,9 +23,13 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/cgroups"
+	"github.com/nodeagent/kubelet/pkg/containerlogs"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/node"
+	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/server"
+	"github.com/nodeagent/kubelet/pkg/stats"
 	"github.com/nodeagent/kubelet/pkg/svcenv"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
 	"github.com/nodeagent/kubelet/pkg/volume"
@@ -38,6 +43,7 @@ type nodeDeps struct {
 	runtime   cri.RuntimeService
 	images    cri.ImageManagerService
 	streaming server.StreamingRuntime // nil with a remote runtime
+	builtin   *runtime.Runtime        // the built-in runtime; nil with a remote one
 }
 
 // eventHoldMax bounds how long an event's write waits while pods are being started.
@@ -47,6 +53,9 @@ const eventHoldMax = 5 * time.Second
 // done or one of them fails.
 func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	logger := klog.FromContext(ctx)
+	// Every runtime call counts into kubelet_runtime_operations_*.
+	d.runtime, d.images = metrics.Runtime{RuntimeService: d.runtime}, metrics.Images{ImageManagerService: d.images}
+	registry := metrics.Registry(d.name)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
 	// Event writes wait while pods are being started (at most eventHoldMax): see kubeclient.HeldEventSink.
@@ -117,6 +126,10 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err != nil {
 		return fmt.Errorf("container runtime version: %w", err)
 	}
+	logs, err := newLogManager(o, d, func() []containerlogs.Container { return kl.LogContainers() })
+	if err != nil {
+		return err
+	}
 	events := make(chan *runtimeapi.ContainerEventResponse, 1024)
 	services := svcenv.NewWatcher(d.clients.pods)
 	kl, err = podsync.New(podsync.Config{
@@ -144,11 +157,16 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),
 		ResolvConf:            o.resolvConf,
 		ServiceEnv:            services.Env,
+		ContainerStarted:      func(c containerlogs.Container) { linkLog(ctx, logs, c) },
 	})
 	if err != nil {
 		return err
 	}
 	starter.Store(kl)
+	collector := stats.New(stats.Config{
+		NodeName: d.name, Cgroups: cg, Pods: kl.StatsPods, Layers: layersOf(d), ImageFs: imageFsOf(d.images),
+		Volumes: volumes.PodUsage, RootDir: o.rootDir, LogsDir: o.podLogsDir,
+	})
 
 	srv, err := server.New(server.Config{
 		Addr:        net.JoinHostPort(o.address, strconv.Itoa(o.port)),
@@ -166,8 +184,22 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Resolver:      server.CRIResolver{Runtime: d.runtime},
 		Streaming:     d.streaming,
 		StreamURLs:    streamURLs(d),
-		Checks:        []server.Check{{Name: "syncloop", Func: kl.Healthy}},
-		ProbeMetrics:  kl.ProbeMetrics,
+		// The checks of upstream's /healthz, and the PLEG's, which node Ready also reads.
+		Checks: []server.Check{{Name: "ping", Func: func() error { return nil }}, {Name: "log", Func: func() error { return nil }},
+			{Name: "syncloop", Func: kl.SyncLoopHealthy}, {Name: "pleg", Func: kl.PLEGHealthy}},
+		Status: server.StatusSources{
+			Metrics: map[string]prometheus.Gatherer{
+				"/metrics":          registry,
+				"/metrics/resource": gatherer(collector.ResourceCollector()),
+				"/metrics/cadvisor": gatherer(collector.CadvisorCollector()),
+				"/metrics/probes":   gatherer(kl.ProbeMetrics()),
+			},
+			Summary:     collector.Summary,
+			Pods:        kl.Pods,
+			RunningPods: kl.RunningPods,
+			Configz:     func() any { return o.kubeletConfiguration() },
+			NodeLogsDir: nodeLogsDir,
+		},
 	})
 	if err != nil {
 		return err
@@ -179,6 +211,8 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	g.Go(func() error { services.Run(gctx); return nil })
 	g.Go(func() error { return kl.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error { collector.Run(gctx); return nil })
+	g.Go(func() error { logs.Run(gctx); return nil })
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return nil

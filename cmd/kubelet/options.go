@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodeagent/kubelet/pkg/admission"
@@ -63,6 +64,9 @@ type options struct {
 	eventQPS          float32
 	eventBurst        int
 
+	containerLogMaxSize  string // a quantity, upstream's "10Mi"
+	containerLogMaxFiles int
+
 	version bool
 }
 
@@ -97,6 +101,9 @@ func defaultOptions() *options {
 		kubeAPIBurst:      100,
 		eventQPS:          50,
 		eventBurst:        100,
+
+		containerLogMaxSize:  "10Mi",
+		containerLogMaxFiles: 5,
 	}
 }
 
@@ -141,6 +148,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", o.kubeAPIBurst, "Burst of queries to the API server.")
 	fs.Float32Var(&o.eventQPS, "event-qps", o.eventQPS, "Events created per second, on a client of their own.")
 	fs.IntVar(&o.eventBurst, "event-burst", o.eventBurst, "Burst of events created.")
+	fs.StringVar(&o.containerLogMaxSize, "container-log-max-size", o.containerLogMaxSize, "Size a container's log file reaches before it is rotated (a quantity, e.g. 10Mi).")
+	fs.IntVar(&o.containerLogMaxFiles, "container-log-max-files", o.containerLogMaxFiles, "Most log files kept per container, the current one included (at least 2).")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
 
@@ -173,6 +182,11 @@ func (o *options) validate() error {
 		return fmt.Errorf("--sync-frequency must be at least 1s, got %v", o.syncFrequency)
 	case o.rootDir == "":
 		return fmt.Errorf("--root-dir must not be empty")
+	case o.containerLogMaxFiles < 2:
+		return fmt.Errorf("--container-log-max-files must be at least 2, got %d", o.containerLogMaxFiles)
+	}
+	if _, err := o.logMaxSize(); err != nil {
+		return err
 	}
 	if err := node.ValidateLabels(o.nodeLabels); err != nil {
 		return fmt.Errorf("--node-labels: %w", err)
@@ -232,4 +246,13 @@ func (o *options) clusterDNSIPs() []net.IP {
 		}
 	}
 	return out
+}
+
+// logMaxSize parses --container-log-max-size.
+func (o *options) logMaxSize() (int64, error) {
+	q, err := resource.ParseQuantity(o.containerLogMaxSize)
+	if err != nil || q.Value() <= 0 {
+		return 0, fmt.Errorf("--container-log-max-size %q must be a positive quantity such as 10Mi", o.containerLogMaxSize)
+	}
+	return q.Value(), nil
 }

@@ -70,9 +70,10 @@ func run(ctx context.Context, o *options) error {
 	}()
 
 	logger.Info("Kubelet started", "node", nodeName, "apiserver", restCfg.Host)
+	builtin, _ := rt.(*runtime.Runtime)
 	err = runNode(ctx, o, nodeDeps{
 		name: nodeName, clients: clients, clientCA: clientCA,
-		runtime: rt, images: images, streaming: streaming,
+		runtime: rt, images: images, streaming: streaming, builtin: builtin,
 	})
 	if cause := context.Cause(ctx); errors.Is(cause, errAPIServerExited) {
 		return cause

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -66,8 +65,8 @@ type Config struct {
 	StreamIdleTimeout, StreamCreationTimeout time.Duration
 	// Limits bound requests in flight and their duration.
 	Limits Limits
-	// ProbeMetrics writes the prober's metrics in Prometheus' text format for /metrics/probes; nil: 404.
-	ProbeMetrics func(io.Writer) error
+	// Status is what /stats/summary, /metrics..., /pods, /runningpods/, /configz and /logs/ serve.
+	Status StatusSources
 }
 
 // Server is the kubelet's endpoint: /healthz on plain HTTP, and on HTTPS /healthz, /containerLogs, /exec,
@@ -151,16 +150,9 @@ func (s *Server) routes() {
 		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}", s.servePortForward)
 		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}/{uid}", s.servePortForward)
 	}
+	s.statusRoutes()
 	// Go's profiles, as upstream's enableProfilingHandler serves them: go tool pprof reaches them through
 	// the API server's node proxy (/api/v1/nodes/NODE/proxy/debug/pprof/heap).
-	if s.cfg.ProbeMetrics != nil {
-		s.mux.HandleFunc("GET /metrics/probes", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-			if err := s.cfg.ProbeMetrics(w); err != nil {
-				klog.FromContext(r.Context()).Error(err, "Failed to write the probe metrics")
-			}
-		})
-	}
 	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
