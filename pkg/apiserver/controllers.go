@@ -38,6 +38,7 @@ func (s *Server) startControllers(ctx context.Context) error {
 		return err
 	}
 	c := &controller{s: s, client: client, graph: newOwnerGraph(s.reg)}
+	go s.metrics.Run(ctx)
 	tick := s.cfg.Clock.NewTicker(controllerResync)
 	go func() {
 		defer tick.Stop()

@@ -26,6 +26,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/apiserver/openapi"
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
 	"github.com/nodeagent/kubelet/pkg/apiserver/request"
+	"github.com/nodeagent/kubelet/pkg/apiserver/resourcemetrics"
 	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
 	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
 )
@@ -46,11 +47,13 @@ type Server struct {
 	rest            *rest.Handler
 	discovery       *discovery.Handler
 	openapi         *openapi.Handler
-	listener        net.Listener
-	port            int32 // the port it listens on
-	http            *http.Server
-	url             string
-	inFlight        *inFlight
+	// metrics serves metrics.k8s.io from the kubelets' /metrics/resource.
+	metrics  *resourcemetrics.Scraper
+	listener net.Listener
+	port     int32 // the port it listens on
+	http     *http.Server
+	url      string
+	inFlight *inFlight
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -125,7 +128,7 @@ func New(cfg Config) (s *Server, retErr error) {
 	}()
 	objs := objectIndex{store: store, codec: reg.Codec()}
 	s = &Server{cfg: cfg, reg: reg, store: store, ca: ca, rootCA: rootCA,
-		discovery: discovery.New(reg), openapi: openapi.New(reg, discovery.GitVersion), done: make(chan struct{}),
+		discovery: discovery.New(reg, resourcemetrics.Discovery()), openapi: openapi.New(reg, discovery.GitVersion), done: make(chan struct{}),
 		inFlight: newInFlight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight, cfg.MaxLongRunningRequestsInFlight)}
 	s.serviceAccounts = auth.NewServiceAccounts(saKey, cfg.ServiceAccountIssuer, cfg.APIAudiences, objs, cfg.Clock)
 	tokens = append(tokens, s.serviceAccounts)
@@ -136,6 +139,7 @@ func New(cfg Config) (s *Server, retErr error) {
 		return nil, err
 	}
 	s.serviceCIDR = cidr
+	s.metrics = newResourceMetrics(objs, nodes)
 	mutate := admission.Mutators{admission.NewServiceAccount(objs, cfg.Clock),
 		admission.NewServices(cidr, admission.DefaultNodePorts, objs)}
 	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs}, Mutate: mutate,
@@ -278,6 +282,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, info *request.
 		s.discovery.ServeHTTP(w, r)
 	case s.openapi.Serves(p):
 		s.openapi.ServeHTTP(w, r)
+	case info.IsResource && info.Group == resourcemetrics.Group:
+		s.serveResourceMetrics(w, r, info)
 	case info.IsResource:
 		s.rest.ServeHTTP(w, r)
 	default:

@@ -17,11 +17,14 @@ const GitVersion = "v1.35.4"
 
 // Handler serves discovery. It is safe for concurrent use.
 type Handler struct {
-	reg *registry.Registry
+	reg   *registry.Registry
+	extra []*metav1.APIResourceList // groups served outside the registry (metrics.k8s.io)
 }
 
-// New returns a discovery Handler for reg.
-func New(reg *registry.Registry) *Handler { return &Handler{reg: reg} }
+// New returns a discovery Handler for reg and the groups of extra.
+func New(reg *registry.Registry, extra ...*metav1.APIResourceList) *Handler {
+	return &Handler{reg: reg, extra: extra}
+}
 
 // Serves reports whether path is a discovery document this handler serves.
 func (h *Handler) Serves(path string) bool {
@@ -84,6 +87,11 @@ func (h *Handler) groups() []*metav1.APIGroup {
 		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
 		out = append(out, &metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
 	}
+	for _, l := range h.extra {
+		group, ver, _ := strings.Cut(l.GroupVersion, "/")
+		v := metav1.GroupVersionForDiscovery{GroupVersion: l.GroupVersion, Version: ver}
+		out = append(out, &metav1.APIGroup{Name: group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
 	return out
 }
 
@@ -91,6 +99,11 @@ func (h *Handler) resourceList(group, ver string) *metav1.APIResourceList {
 	gv := ver
 	if group != "" {
 		gv = group + "/" + ver
+	}
+	for _, l := range h.extra {
+		if l.GroupVersion == gv {
+			return l
+		}
 	}
 	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
 	for _, r := range h.reg.All() {
