@@ -53,7 +53,7 @@ func (o *options) kubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		ContainerLogMaxSize:         o.containerLogMaxSize,
 		ContainerLogMaxFiles:        ptr.To(int32(o.containerLogMaxFiles)),
 		ContainerLogMaxWorkers:      ptr.To(int32(1)),
-		ContainerLogMonitorInterval: &metav1.Duration{Duration: containerLogMonitorInterval},
+		ContainerLogMonitorInterval: &metav1.Duration{Duration: o.containerLogMonitorInterval},
 		AllowedUnsafeSysctls:        o.allowedUnsafeSysctls,
 		RegisterWithTaints:          regTaints,
 		RegisterNode:                ptr.To(o.registerNode),

@@ -64,8 +64,9 @@ type options struct {
 	eventQPS          float32
 	eventBurst        int
 
-	containerLogMaxSize  string // a quantity, upstream's "10Mi"
-	containerLogMaxFiles int
+	containerLogMaxSize         string // a quantity, upstream's "10Mi"
+	containerLogMaxFiles        int
+	containerLogMonitorInterval time.Duration
 
 	version bool
 }
@@ -102,8 +103,9 @@ func defaultOptions() *options {
 		eventQPS:          50,
 		eventBurst:        100,
 
-		containerLogMaxSize:  "10Mi",
-		containerLogMaxFiles: 5,
+		containerLogMaxSize:         "10Mi",
+		containerLogMaxFiles:        5,
+		containerLogMonitorInterval: 10 * time.Second,
 	}
 }
 
@@ -150,6 +152,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.eventBurst, "event-burst", o.eventBurst, "Burst of events created.")
 	fs.StringVar(&o.containerLogMaxSize, "container-log-max-size", o.containerLogMaxSize, "Size a container's log file reaches before it is rotated (a quantity, e.g. 10Mi).")
 	fs.IntVar(&o.containerLogMaxFiles, "container-log-max-files", o.containerLogMaxFiles, "Most log files kept per container, the current one included (at least 2).")
+	fs.DurationVar(&o.containerLogMonitorInterval, "container-log-monitor-interval", o.containerLogMonitorInterval, "How often container logs are checked for rotation (at least 3s).")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
 
@@ -184,6 +187,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--root-dir must not be empty")
 	case o.containerLogMaxFiles < 2:
 		return fmt.Errorf("--container-log-max-files must be at least 2, got %d", o.containerLogMaxFiles)
+	case o.containerLogMonitorInterval < 3*time.Second:
+		return fmt.Errorf("--container-log-monitor-interval must be at least 3s, got %v", o.containerLogMonitorInterval)
 	}
 	if _, err := o.logMaxSize(); err != nil {
 		return err

@@ -17,9 +17,6 @@ import (
 // nodeLogsDir is the node's log directory, served under /logs/ as upstream's kubelet serves it.
 const nodeLogsDir = "/var/log"
 
-// containerLogMonitorInterval is how often logs are checked for rotation (upstream's default).
-const containerLogMonitorInterval = containerlogs.DefaultInterval
-
 // newLogManager rotates the containers' logs (--container-log-max-size, --container-log-max-files) and keeps
 // their links in the "containers" directory beside the pod log directory (/var/log/containers).
 func newLogManager(o *options, d nodeDeps, containers func() []containerlogs.Container) (*containerlogs.Manager, error) {
@@ -30,7 +27,7 @@ func newLogManager(o *options, d nodeDeps, containers func() []containerlogs.Con
 	return containerlogs.New(containerlogs.Config{
 		Containers: containers, Runtime: d.runtime, LogsDir: o.podLogsDir,
 		LinksDir: filepath.Join(filepath.Dir(filepath.Clean(o.podLogsDir)), "containers"),
-		MaxSize:  size, MaxFiles: o.containerLogMaxFiles,
+		MaxSize:  size, MaxFiles: o.containerLogMaxFiles, Interval: o.containerLogMonitorInterval,
 	})
 }
 
