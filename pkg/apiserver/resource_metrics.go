@@ -83,4 +83,3 @@ func (s *Server) serveResourceMetrics(w http.ResponseWriter, r *http.Request, in
 	s.metrics.Serve(w, resourcemetrics.Request{Resource: info.Resource, Namespace: info.Namespace, Name: info.Name,
 		LabelSelector: strings.TrimSpace(r.URL.Query().Get("labelSelector"))})
 }
-
