@@ -298,6 +298,15 @@ func readLog(ctx context.Context, path string, opts logOptions, w io.Writer, f *
 		}
 		// At the end of what is written so far.
 		if next, ok := replaced(file, path); ok {
+			// The runtime wrote to the old file until it reopened the new one, which exists now: what came
+			// after the last read is read before moving on.
+			if err := readPieces(ctx, pr, a); err != nil {
+				_ = next.Close()
+				if opts.follow && ctx.Err() != nil {
+					return nil
+				}
+				return ignoreLimit(err)
+			}
 			_ = file.Close()
 			file = next
 			pr.reset(file)

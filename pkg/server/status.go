@@ -43,14 +43,17 @@ func (s *Server) statusRoutes() {
 		s.mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { writePodList(w, src.Pods()) })
 	}
 	if src.RunningPods != nil {
-		s.mux.HandleFunc("GET /runningpods/", func(w http.ResponseWriter, r *http.Request) {
+		running := func(w http.ResponseWriter, r *http.Request) {
 			pods, err := src.RunningPods(r.Context())
 			if err != nil {
 				http.Error(w, "list running pods: "+err.Error(), http.StatusInternalServerError)
 				return
 			}
 			writePodList(w, pods)
-		})
+		}
+		// Upstream's path ends with a slash; clients that clean paths ask without it.
+		s.mux.HandleFunc("GET /runningpods/{$}", running)
+		s.mux.HandleFunc("GET /runningpods", running)
 	}
 	if src.Configz != nil {
 		s.mux.HandleFunc("GET /configz", func(w http.ResponseWriter, r *http.Request) {

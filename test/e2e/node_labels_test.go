@@ -16,18 +16,24 @@ import (
 // kubectl runs the real kubectl as the node's API server's admin.
 func (n *node) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	kc := filepath.Join(n.dir, "admin.kubeconfig")
-	switch {
-	case n.cp != nil:
-		kc = n.cp.kubeconfig
-	case n.ext != nil:
+	if n.ext != nil {
 		t.Fatal("kubectl against a separately run API server is not wired")
 	}
-	out, err := exec.Command(kubectlPath, append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
+	out, err := n.tryKubectl(args...)
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 	}
-	return string(out)
+	return out
+}
+
+// tryKubectl runs kubectl as kubectl does, returning its output and error.
+func (n *node) tryKubectl(args ...string) (string, error) {
+	kc := filepath.Join(n.dir, "admin.kubeconfig")
+	if n.cp != nil {
+		kc = n.cp.kubeconfig
+	}
+	out, err := exec.Command(kubectlPath, append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 // The kubelet admits by its real Node: a pod whose nodeSelector matches a --node-labels label or a label an

@@ -1,0 +1,175 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// burstLines is how many numbered lines of about 100 bytes each of the three bursts writes (10 MiB).
+const burstLines = 100000
+
+// Container logs are rotated as upstream rotates them, on both runtime backends: a container writing 30 MiB in
+// three bursts against a 1 MiB limit leaves the current file, one rotated file and gzipped older ones (3 at
+// most), every line in order across them; the /var/log/containers link points at the current file and goes
+// with the pod; `kubectl logs -f` started before the writes follows across every rotation and loses no line;
+// /logs/ serves the link through the API server.
+func TestKubeletLogRotation(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, n *node) {
+		pod := busyboxPod("chatty", "sh", "-c", fmt.Sprintf(`sleep 6; for b in 1 2 3; do
+awk -v b=$b 'BEGIN { for (i = 1; i <= %d; i++) printf "burst %%d line %%07d 0123456789012345678901234567890123456789012345678901234567890123456789012345\n", b, i }'
+sleep 4; done; echo done; exec sleep 3600`, burstLines))
+		n.createPod(pod)
+		p := n.waitPod("chatty", 60*time.Second, "running", func(p *v1.Pod) error {
+			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+				return fmt.Errorf("not running")
+			}
+			return nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		kc := filepath.Join(n.dir, "admin.kubeconfig")
+		if n.cp != nil {
+			kc = n.cp.kubeconfig
+		}
+		follow := exec.CommandContext(ctx, kubectlPath, "--kubeconfig", kc, "logs", "-f", "chatty")
+		var followed bytes.Buffer
+		follow.Stdout = &followed
+		if err := follow.Start(); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join("/var/log/pods", "default_chatty_"+string(p.UID), "main")
+		eventually(t, 90*time.Second, "all bursts written and the last rotation done", func() error {
+			b, err := os.ReadFile(filepath.Join(dir, "0.log"))
+			if err != nil {
+				return err
+			}
+			if !bytes.Contains(b, []byte(" done\n")) {
+				return fmt.Errorf("not done yet")
+			}
+			return nil
+		})
+		time.Sleep(2 * time.Second) // kubectl logs -f reads the last lines
+		cancel()
+		_ = follow.Wait()
+
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		sort.Strings(names)
+		var gz, plain int
+		for _, name := range names {
+			switch {
+			case strings.HasSuffix(name, ".gz"):
+				gz++
+			case name != "0.log":
+				plain++
+			}
+		}
+		if len(names) > 3 || plain != 1 || gz < 1 {
+			t.Errorf("log files %v: want the current one, one rotated and gzipped older ones, 3 at most", names)
+		}
+
+		// Every line on disk, oldest file first: bursts in order, no line twice, only the oldest ones gone
+		// with the files past the limit.
+		var lines []string
+		for _, name := range append(names[1:], names[0]) {
+			lines = append(lines, readLogLines(t, filepath.Join(dir, name))...)
+		}
+		checkSequence(t, "on disk", lines, false)
+		// kubectl logs -f: every line, from the first.
+		checkSequence(t, "kubectl logs -f", strings.Split(strings.TrimSuffix(followed.String(), "\n"), "\n"), true)
+
+		// The link of log shippers, and /logs/ through the API server.
+		cs := p.Status.ContainerStatuses[0]
+		_, id, _ := strings.Cut(cs.ContainerID, "://")
+		link := filepath.Join("/var/log/containers", fmt.Sprintf("chatty_default_main-%s.log", id))
+		if target, err := os.Readlink(link); err != nil || target != filepath.Join(dir, "0.log") {
+			t.Errorf("link %s -> %q, %v", link, target, err)
+		}
+		if got := n.raw(t, "logs/containers/"+filepath.Base(link)); !bytes.Contains(got, []byte(" done\n")) {
+			t.Errorf("/logs/ through the link: %d bytes without the last line", len(got))
+		}
+		n.deletePodAndWait(t, "chatty")
+		eventually(t, 30*time.Second, "the link goes with the pod", func() error {
+			if _, err := os.Lstat(link); err == nil {
+				return fmt.Errorf("%s still there", link)
+			}
+			return nil
+		})
+	}, "--container-log-max-size", "1Mi", "--container-log-max-files", "3", "--container-log-monitor-interval", "3s")
+}
+
+// readLogLines reads the message of each CRI log record of a log file, gzipped or not.
+func readLogLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		r = zr
+	}
+	var out []string
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64<<10), 1<<20)
+	for s.Scan() {
+		// "<time> <stream> <tag> <message>"
+		parts := strings.SplitN(s.Text(), " ", 4)
+		if len(parts) == 4 {
+			out = append(out, parts[3])
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
+}
+
+// checkSequence checks that lines are the bursts' numbered lines in order, each once, then "done"; with
+// complete, from the very first line.
+func checkSequence(t *testing.T, what string, lines []string, complete bool) {
+	t.Helper()
+	if len(lines) == 0 || lines[len(lines)-1] != "done" {
+		t.Errorf("%s: %d lines, the last not \"done\"", what, len(lines))
+		return
+	}
+	lines = lines[:len(lines)-1]
+	if complete && len(lines) != 3*burstLines {
+		t.Errorf("%s: %d lines, want %d", what, len(lines), 3*burstLines)
+	}
+	first := 3*burstLines - len(lines)
+	for i, l := range lines {
+		k := first + i
+		want := fmt.Sprintf("burst %d line %07d ", k/burstLines+1, k%burstLines+1)
+		if !strings.HasPrefix(l, want) {
+			t.Errorf("%s: line %d is %.40q, want %q", what, i, l, want)
+			return
+		}
+	}
+}
