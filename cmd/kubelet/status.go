@@ -40,10 +40,10 @@ func linkLog(ctx context.Context, logs *containerlogs.Manager, c containerlogs.C
 
 // layersOf measures the containers' writable layers: the built-in runtime's snapshots directly, a remote
 // runtime's through CRI ListContainerStats.
-func layersOf(d nodeDeps) func(context.Context) (map[string]volume.Usage, error) {
+func layersOf(d nodeDeps) func(context.Context, []string) (map[string]volume.Usage, error) {
 	if rt := d.builtin; rt != nil {
-		return func(ctx context.Context) (map[string]volume.Usage, error) {
-			ls, err := rt.WritableLayers(ctx)
+		return func(ctx context.Context, ids []string) (map[string]volume.Usage, error) {
+			ls, err := rt.WritableLayers(ctx, ids)
 			out := make(map[string]volume.Usage, len(ls))
 			for id, u := range ls {
 				out[id] = volume.Usage{Bytes: u.Bytes, Inodes: u.Inodes}
@@ -51,7 +51,7 @@ func layersOf(d nodeDeps) func(context.Context) (map[string]volume.Usage, error)
 			return out, err
 		}
 	}
-	return func(ctx context.Context) (map[string]volume.Usage, error) {
+	return func(ctx context.Context, _ []string) (map[string]volume.Usage, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		list, err := d.runtime.ListContainerStats(ctx, nil)

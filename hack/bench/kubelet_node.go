@@ -33,6 +33,7 @@ type kubeletChild struct {
 	logPath    string
 	kubeconfig string
 	criSocket  string
+	port       int // the kubelet's endpoint, on 127.0.0.1
 	log        *os.File
 }
 
@@ -70,6 +71,7 @@ func startKubelet(ctx context.Context, bin, dir, nodeName, kubeconfig string, ex
 		dir:       dir,
 		logPath:   filepath.Join(dir, "kubelet.log"),
 		criSocket: filepath.Join(dir, "cri.sock"),
+		port:      port,
 	}
 	args := []string{
 		"--hostname-override", nodeName,

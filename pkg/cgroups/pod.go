@@ -190,8 +190,17 @@ func (m *Manager) PodCgroups() ([]types.UID, error) {
 	return slices.Sorted(maps.Keys(found)), nil
 }
 
-// podCgroup returns the name of the pod's cgroup.
+// podCgroup returns the name of the pod's cgroup: under its QoS class's when the manager placed the pod (one
+// look), else wherever it is found.
 func (m *Manager) podCgroup(uid types.UID) (cgroupName, error) {
+	m.mu.Lock()
+	p, tracked := m.pods[uid]
+	m.mu.Unlock()
+	if tracked {
+		if name := podName(m.podsName, p.qos, uid); m.layout.exists(name) {
+			return name, nil
+		}
+	}
 	for _, qos := range qosClasses {
 		if name := podName(m.podsName, qos, uid); m.layout.exists(name) {
 			return name, nil

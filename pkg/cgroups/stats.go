@@ -1,13 +1,16 @@
 package cgroups
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -110,10 +113,11 @@ func (m *Manager) statsIn(dirOf func(controller string) string) (Stats, error) {
 	return st, err
 }
 
-// ContainersStats reads the statistics of each cgroup below the pod's (its containers', the sandbox's
-// included), by container ID: the directory's name, or for a systemd scope "<prefix>-<id>.scope" its
-// ID. ErrNotFound when the pod has no cgroup; a container that goes away meanwhile is left out.
-func (m *Manager) ContainersStats(ctx context.Context, uid types.UID) (map[string]Stats, error) {
+// ContainersStats reads the statistics of the cgroups below the pod's of the containers with the given IDs
+// (every one, the sandbox's included, for nil), by container ID: the directory's name, or for a systemd
+// scope "<prefix>-<id>.scope" its ID. ErrNotFound when the pod has no cgroup; a container that goes away
+// meanwhile is left out.
+func (m *Manager) ContainersStats(ctx context.Context, uid types.UID, ids []string) (map[string]Stats, error) {
 	name, err := m.podCgroup(uid)
 	if err != nil {
 		return nil, err
@@ -126,9 +130,13 @@ func (m *Manager) ContainersStats(ctx context.Context, uid types.UID) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("containers of pod %q: %w", uid, err)
 	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
 	out := map[string]Stats{}
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || ids != nil && !want[containerIDFromDir(e.Name())] {
 			continue
 		}
 		st, err := m.statsIn(func(c string) string { return filepath.Join(m.layout.dir(name, c), e.Name()) })
@@ -262,7 +270,9 @@ func threadCount(procRoot string) (uint64, error) {
 
 // readUint reads a file holding one number; "max" reads as the largest.
 func readUint(dir, file string) (uint64, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, file))
+	buf := bufPool.Get().(*[]byte)
+	defer bufPool.Put(buf)
+	raw, err := readSmall(filepath.Join(dir, file), *buf)
 	if err != nil {
 		return 0, err
 	}
@@ -280,21 +290,62 @@ func readUint(dir, file string) (uint64, error) {
 // readKeyValues reads "key value" lines (memory.stat, cpu.stat, meminfo,
 // whose keys keep their colon). Lines that do not parse are skipped.
 func readKeyValues(path string) (map[string]uint64, error) {
-	f, err := os.Open(path)
+	buf := bufPool.Get().(*[]byte)
+	defer bufPool.Put(buf)
+	raw, err := readSmall(path, *buf)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	out := map[string]uint64{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) < 2 {
+	out := make(map[string]uint64, 48)
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		key, value, ok := bytes.Cut(bytes.TrimSpace(line), []byte{' '})
+		if !ok {
 			continue
 		}
-		if v, err := strconv.ParseUint(fields[1], 10, 64); err == nil {
-			out[fields[0]] = v
+		value = bytes.TrimSpace(value)
+		if sp := bytes.IndexByte(value, ' '); sp >= 0 { // meminfo's " kB"
+			value = value[:sp]
+		}
+		if v, err := strconv.ParseUint(string(value), 10, 64); err == nil {
+			out[string(key)] = v
 		}
 	}
-	return out, s.Err()
+	return out, nil
+}
+
+// bufPool holds the buffers cgroup files are read into; they are small (memory.stat is under 2 KiB).
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }}
+
+// readSmall reads a small file (a cgroup or proc file) into buf with open, read and close alone: the stats
+// read several thousand of them a minute, and os.ReadFile costs twice the system calls (stat, a poller
+// registration, a last read). A file larger than buf is read whole into a new slice.
+func readSmall(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
 }

@@ -104,7 +104,7 @@ func TestContainersStatsAndPodPID(t *testing.T) {
 				h.write("pids", ctr, "pids.current", "1\n")
 				h.write("pids", ctr, "cgroup.procs", "4242\n4243\n")
 			}
-			got, err := m.ContainersStats(ctx, "s1")
+			got, err := m.ContainersStats(ctx, "s1", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,10 @@ func TestContainersStatsAndPodPID(t *testing.T) {
 			if pid, err := m.PodPID("s1"); err != nil || pid != 4242 {
 				t.Errorf("PodPID = %d, %v; want 4242", pid, err)
 			}
-			if _, err := m.ContainersStats(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+			if only, err := m.ContainersStats(ctx, "s1", []string{"other"}); err != nil || len(only) != 0 {
+				t.Errorf("ContainersStats of another container = %+v, %v; want none", only, err)
+			}
+			if _, err := m.ContainersStats(ctx, "nope", nil); !errors.Is(err, ErrNotFound) {
 				t.Errorf("ContainersStats of unknown pod = %v, want ErrNotFound", err)
 			}
 		})

@@ -55,6 +55,14 @@ var (
 		Help: "[ALPHA] Cumulative number of pod evictions by eviction signal"}, []string{"eviction_signal"})
 	ImagePullDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: subsystem, Name: "image_pull_duration_seconds",
 		Help: "[ALPHA] Duration in seconds to pull an image.", Buckets: imagePullBuckets}, []string{"image_size_in_bytes"})
+	// StatsGatheringDuration is the node agent's own: how long each gathering of the node's and pods' usage
+	// took (the stats behind /stats/summary and /metrics/resource).
+	StatsGatheringDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nodeagent", Name: "stats_gathering_duration_seconds",
+		Help:    "How long each gathering of the node's and pods' usage took, in seconds.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}})
+	// StatsGatheringCPU is the CPU time the gatherings took, in seconds.
+	StatsGatheringCPU = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nodeagent", Name: "stats_gathering_cpu_seconds_total",
+		Help: "CPU time spent gathering the node's and pods' usage, in seconds."})
 	nodeName = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: subsystem, Name: "node_name",
 		Help: "[ALPHA] The node's name. The count is always 1."}, []string{"node"})
 )
@@ -68,7 +76,7 @@ func Registry(node string) *prometheus.Registry {
 	reg.MustRegister(PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PodStartDuration, PodStartSLIDuration,
 		PodWorkerDuration, RunningPods, RunningContainers, RuntimeOperations, RuntimeOperationsDuration,
 		RuntimeOperationsErrors, StartedContainers, StartedContainersErrors, StartedPods, StartedPodsErrors, Evictions,
-		ImagePullDuration, nodeName, restRequests, restLatency,
+		ImagePullDuration, StatsGatheringDuration, StatsGatheringCPU, nodeName, restRequests, restLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	nodeName.WithLabelValues(node).Set(1)
 	registerOnce.Do(registerRESTClientMetrics)

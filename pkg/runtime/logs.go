@@ -64,18 +64,19 @@ func (l *logFile) reopen() error {
 }
 
 func (l *logFile) record(stream string, partial bool, line []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.w == nil {
-		return
-	}
+	var b bytes.Buffer
+	appendRecord(&b, l.clock.Now(), stream, partial, line)
+	l.write(b.Bytes(), 1)
+}
+
+// appendRecord appends one CRI log record to b.
+func appendRecord(b *bytes.Buffer, at time.Time, stream string, partial bool, line []byte) {
 	tag := "F"
 	if partial {
 		tag = "P"
 	}
-	var b bytes.Buffer
 	b.Grow(len(line) + 48)
-	b.WriteString(l.clock.Now().UTC().Format(time.RFC3339Nano))
+	b.WriteString(at.UTC().Format(time.RFC3339Nano))
 	b.WriteByte(' ')
 	b.WriteString(stream)
 	b.WriteByte(' ')
@@ -83,9 +84,19 @@ func (l *logFile) record(stream string, partial bool, line []byte) {
 	b.WriteByte(' ')
 	b.Write(line)
 	b.WriteByte('\n')
-	if _, err := l.w.Write(b.Bytes()); err != nil {
-		l.lost++
-		if l.lost == 1 {
+}
+
+// write appends records (n of them) to the log in one write, so that a reader sees them whole and a chatty
+// container costs one write per read of its output, not one per line.
+func (l *logFile) write(records []byte, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w == nil || len(records) == 0 {
+		return
+	}
+	if _, err := l.w.Write(records); err != nil {
+		l.lost += n
+		if l.lost == n {
 			klog.Background().Error(err, "Failed to write a container log line; later failures are counted", "path", l.path)
 		}
 	}
@@ -114,18 +125,24 @@ type streamWriter struct {
 func (w *streamWriter) Write(p []byte) (int, error) {
 	w.fanout.write(p)
 	w.buf = append(w.buf, p...)
+	var out bytes.Buffer
+	n := 0
+	now := w.log.clock.Now()
 	for {
 		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
 			break
 		}
-		w.log.record(w.stream, false, w.buf[:i])
+		appendRecord(&out, now, w.stream, false, w.buf[:i])
+		n++
 		w.buf = w.buf[i+1:]
 	}
 	for len(w.buf) >= maxLogLine {
-		w.log.record(w.stream, true, w.buf[:maxLogLine])
+		appendRecord(&out, now, w.stream, true, w.buf[:maxLogLine])
+		n++
 		w.buf = w.buf[maxLogLine:]
 	}
+	w.log.write(out.Bytes(), n)
 	if len(w.buf) == 0 {
 		w.buf = nil
 	}

@@ -314,18 +314,22 @@ func withLinuxResources(res *runtimeapi.LinuxContainerResources) containerd.Upda
 // LayerUsage is what a container's writable layer holds, as the snapshotter counts it.
 type LayerUsage struct{ Bytes, Inodes int64 }
 
-// WritableLayers measures the writable layer of every container of the runtime, by ID: one snapshotter call
-// each, and nothing else read (ListContainerStats also reads each record and asks each shim for metrics). The
-// node's stats call it once a minute.
-func (r *Runtime) WritableLayers(ctx context.Context) (map[string]LayerUsage, error) {
+// WritableLayers measures the writable layer of the containers with the given IDs (every container of the
+// runtime for nil), by ID: one snapshotter call each, and nothing else read (ListContainerStats also reads each
+// record and asks each shim for metrics). The node's stats call it once a minute, and for new containers.
+func (r *Runtime) WritableLayers(ctx context.Context, ids []string) (map[string]LayerUsage, error) {
 	ctx = r.ns(ctx)
 	recs, err := r.listRecords(ctx, labelIs(labelKind, kindContainer))
 	if err != nil {
 		return nil, err
 	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
 	out := make(map[string]LayerUsage, len(recs))
 	for _, rec := range recs {
-		if rec.SnapshotKey == "" {
+		if rec.SnapshotKey == "" || ids != nil && !want[rec.ID] {
 			continue
 		}
 		if u, err := r.client.SnapshotService(rec.Snapshotter).Usage(ctx, rec.SnapshotKey); err == nil {

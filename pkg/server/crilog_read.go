@@ -317,6 +317,11 @@ func readLog(ctx context.Context, path string, opts logOptions, w io.Writer, f *
 			f = nil
 			continue
 		}
+		if fl, ok := w.(interface{ Flush() error }); ok {
+			if err := fl.Flush(); err != nil {
+				return nil // the caller went away
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil

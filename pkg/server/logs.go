@@ -233,7 +233,9 @@ func (s *Server) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// logOut buffers a log response; when following, it flushes every line so that it reaches the caller.
+// logOut buffers a log response; when following, the reader flushes it each time it has caught up with the
+// log, so that lines reach the caller at once without a flush per line (a chatty container writes 100,000
+// lines a second).
 type logOut struct {
 	buf     *bufio.Writer
 	flusher http.Flusher
@@ -242,11 +244,16 @@ type logOut struct {
 
 func (o *logOut) Write(p []byte) (int, error) {
 	o.wrote = true
-	n, err := o.buf.Write(p)
-	if err == nil && o.flusher != nil {
-		if err = o.buf.Flush(); err == nil {
-			o.flusher.Flush()
-		}
+	return o.buf.Write(p)
+}
+
+// Flush sends what is buffered to the caller.
+func (o *logOut) Flush() error {
+	if err := o.buf.Flush(); err != nil {
+		return err
 	}
-	return n, err
+	if o.flusher != nil {
+		o.flusher.Flush()
+	}
+	return nil
 }

@@ -2,10 +2,12 @@ package stats
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/cgroups"
+	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
@@ -27,7 +30,7 @@ type Cgroups interface {
 	NodeStats(ctx context.Context) (cgroups.Stats, error)
 	PodsStats(ctx context.Context) (cgroups.Stats, error)
 	PodStats(ctx context.Context, uid types.UID) (cgroups.Stats, error)
-	ContainersStats(ctx context.Context, uid types.UID) (map[string]cgroups.Stats, error)
+	ContainersStats(ctx context.Context, uid types.UID, ids []string) (map[string]cgroups.Stats, error)
 	PodPID(uid types.UID) (int, error)
 }
 
@@ -62,8 +65,9 @@ type Config struct {
 	Cgroups  Cgroups
 	// Pods returns the pods the node runs, with their running containers.
 	Pods func() []Pod
-	// Layers measures the running containers' writable layers by container ID (the runtime's); nil: none.
-	Layers func(ctx context.Context) (map[string]volume.Usage, error)
+	// Layers measures the writable layers of the containers with the given IDs (all of them for nil), by
+	// container ID (the runtime's); nil: none.
+	Layers func(ctx context.Context, ids []string) (map[string]volume.Usage, error)
 	// ImageFs is the image filesystem's usage and mount point (the runtime's ImageFsInfo); nil: none.
 	ImageFs func(ctx context.Context) (volume.Usage, string, error)
 	// Volumes measures a pod's volumes by name (pkg/volume); nil: none.
@@ -87,8 +91,9 @@ type Collector struct {
 	prev   map[string]cpuSample // the last CPU reading of each cgroup, for rates
 	fs     map[types.UID]podFS  // the last filesystem measurement of each pod
 	fsAt   time.Time
-	layers map[string]volume.Usage // the containers' writable layers as last measured
-	mu     sync.Mutex              // serialises gatherings (Run and Collect)
+	layers map[string]volume.Usage  // the containers' writable layers as last measured
+	pids   map[types.UID]podProcess // a process of each pod, to read its network from
+	mu     sync.Mutex               // serialises gatherings (Run and Collect)
 }
 
 // snapshot is one gathering: the summary and when it took how long.
@@ -133,7 +138,7 @@ func New(cfg Config) *Collector {
 	if cfg.BootTime.IsZero() {
 		cfg.BootTime = bootTime(cfg.ProcRoot)
 	}
-	return &Collector{cfg: cfg, prev: map[string]cpuSample{}, fs: map[types.UID]podFS{}}
+	return &Collector{cfg: cfg, prev: map[string]cpuSample{}, fs: map[types.UID]podFS{}, pids: map[types.UID]podProcess{}}
 }
 
 // Run gathers at once, then every Interval, until ctx is done.
@@ -154,12 +159,27 @@ func (c *Collector) Run(ctx context.Context) {
 func (c *Collector) Collect(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The gathering runs on a thread of its own, whose CPU time is then the gathering's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
 	start := c.cfg.Clock.Now()
 	g := &gathering{c: c, ctx: ctx, now: start}
 	sum := g.summary()
 	took := c.cfg.Clock.Since(start)
+	metrics.StatsGatheringDuration.Observe(took.Seconds())
+	metrics.StatsGatheringCPU.Add((threadCPU() - cpu0).Seconds())
 	c.last.Store(&snapshot{summary: sum, pods: g.pods, imageFsMount: g.mount, at: start, took: took, failures: g.failures})
 	klog.FromContext(ctx).V(5).Info("Gathered node and pod stats", "pods", len(sum.Pods), "took", took, "failures", g.failures)
+}
+
+// threadCPU is the CPU time the calling thread has used.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Summary returns the last gathering (nil before the first). Callers must not change it.

@@ -34,7 +34,7 @@ func (f *fakeCgroups) PodStats(_ context.Context, uid types.UID) (cgroups.Stats,
 	}
 	return st, nil
 }
-func (f *fakeCgroups) ContainersStats(_ context.Context, uid types.UID) (map[string]cgroups.Stats, error) {
+func (f *fakeCgroups) ContainersStats(_ context.Context, uid types.UID, _ []string) (map[string]cgroups.Stats, error) {
 	return f.ctrs[uid], nil
 }
 func (f *fakeCgroups) PodPID(uid types.UID) (int, error) { return f.pid[uid], nil }
@@ -62,6 +62,14 @@ func TestCollector(t *testing.T) {
 	writeFile(t, filepath.Join(proc, "sys/kernel/pid_max"), "4194304\n")
 	writeFile(t, filepath.Join(proc, "net/dev"), netDevFixture)
 	writeFile(t, filepath.Join(proc, "4242/net/dev"), netDevFixture)
+	if err := os.Symlink("net:[4026532001]", filepath.Join(proc, "4242/ns/net")); err != nil && !os.IsExist(err) {
+		if err := os.MkdirAll(filepath.Join(proc, "4242/ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("net:[4026532001]", filepath.Join(proc, "4242/ns/net")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	logs := t.TempDir()
 	writeFile(t, filepath.Join(volume.PodLogDir(logs, "default", "web", "u1"), "app", "0.log"), strings.Repeat("x", 5000))
 
@@ -74,6 +82,7 @@ func TestCollector(t *testing.T) {
 	}
 	clk := clocktesting.NewFakeClock(time.Unix(1800000000, 0))
 	measured := 0
+	var asked []string
 	pods := []Pod{
 		{Name: "web", Namespace: "default", UID: "u1", StartTime: clk.Now(),
 			Containers: []Container{{Name: "app", ID: "c1", Image: "busybox", StartTime: clk.Now()}},
@@ -82,8 +91,9 @@ func TestCollector(t *testing.T) {
 	}
 	c := New(Config{
 		NodeName: "n1", Cgroups: cg, Pods: func() []Pod { return append([]Pod(nil), pods...) },
-		Layers: func(context.Context) (map[string]volume.Usage, error) {
+		Layers: func(_ context.Context, ids []string) (map[string]volume.Usage, error) {
 			measured++
+			asked = ids
 			return map[string]volume.Usage{"c1": {Bytes: 8192, Inodes: 4}}, nil
 		},
 		Volumes: func(uid types.UID) (map[string]volume.Usage, error) {
@@ -174,12 +184,18 @@ func TestCollector(t *testing.T) {
 		t.Errorf("cadvisor metrics: %d series, %v", n, err)
 	}
 
-	// A new pod is measured at once; a gone one's CPU samples are dropped.
-	pods = []Pod{{Name: "new", Namespace: "default", UID: "u3"}}
+	// A new container's layer is measured at once, alone; a gone one's CPU samples are dropped.
+	pods = []Pod{{Name: "new", Namespace: "default", UID: "u3", Containers: []Container{{Name: "x", ID: "c3"}}}}
 	clk.Step(10 * time.Second)
 	c.Collect(ctx)
-	if measured != 2 {
-		t.Errorf("layers measured %d times, want again for a new pod", measured)
+	if measured != 2 || len(asked) != 1 || asked[0] != "c3" {
+		t.Errorf("layers measured %d times, last for %v; want again for the new container alone", measured, asked)
+	}
+	// A minute after the last measure, every layer again.
+	clk.Step(time.Minute)
+	c.Collect(ctx)
+	if measured != 3 || asked != nil {
+		t.Errorf("layers measured %d times, last for %v; want all of them", measured, asked)
 	}
 	if _, ok := c.prev["ctr/c1"]; ok {
 		t.Error("the CPU sample of a gone container was kept")

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -21,6 +22,7 @@ type gathering struct {
 	now      time.Time
 	failures int
 	seen     map[string]bool // CPU samples taken, so that those of gone cgroups are dropped
+	livePIDs map[types.UID]bool
 	imageFs  *statsapi.FsStats
 	nodeFs   *statsapi.FsStats
 	mount    string // the image filesystem's mount point
@@ -30,18 +32,14 @@ type gathering struct {
 
 func (g *gathering) summary() *statsapi.Summary {
 	c := g.c
-	g.seen = map[string]bool{}
+	g.seen, g.livePIDs = map[string]bool{}, map[types.UID]bool{}
 	g.measure = g.now.Sub(c.fsAt) >= c.cfg.FSInterval
 	if g.measure {
 		c.fsAt = g.now
 	}
 	pods := c.cfg.Pods()
-	if c.cfg.Layers != nil && (g.measure || g.newPods(pods)) {
-		if l, err := c.cfg.Layers(g.ctx); err == nil {
-			c.layers = l
-		} else {
-			g.failures++
-		}
+	if c.cfg.Layers != nil {
+		g.measureLayers(pods)
 	}
 	sort.Slice(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
@@ -64,17 +62,43 @@ func (g *gathering) summary() *statsapi.Summary {
 			delete(c.fs, uid)
 		}
 	}
+	for uid := range c.pids {
+		if !g.livePIDs[uid] {
+			delete(c.pids, uid)
+		}
+	}
 	return sum
 }
 
-// newPods reports whether a pod has not been measured yet.
-func (g *gathering) newPods(pods []Pod) bool {
-	for _, p := range pods {
-		if _, ok := g.c.fs[p.UID]; !ok {
-			return true
+// measureLayers measures every container's writable layer when the directories are due, else those of
+// containers never measured (new ones), keeping the others' last measurement.
+func (g *gathering) measureLayers(pods []Pod) {
+	c := g.c
+	var ids []string
+	if !g.measure {
+		for _, p := range pods {
+			for _, ctr := range p.Containers {
+				if _, ok := c.layers[ctr.ID]; !ok {
+					ids = append(ids, ctr.ID)
+				}
+			}
+		}
+		if len(ids) == 0 {
+			return
 		}
 	}
-	return false
+	l, err := c.cfg.Layers(g.ctx, ids)
+	if err != nil {
+		g.failures++
+		return
+	}
+	if g.measure || c.layers == nil {
+		c.layers = l
+		return
+	}
+	for id, u := range l {
+		c.layers[id] = u
+	}
 }
 
 func (g *gathering) cpu(key string, st cgroups.Stats) *statsapi.CPUStats {
@@ -154,7 +178,11 @@ func (g *gathering) pod(p *Pod) statsapi.PodStats {
 	} else {
 		g.failures++
 	}
-	byID, err := c.cfg.Cgroups.ContainersStats(g.ctx, p.UID)
+	ids := make([]string, 0, len(p.Containers))
+	for _, ctr := range p.Containers {
+		ids = append(ids, ctr.ID)
+	}
+	byID, err := c.cfg.Cgroups.ContainersStats(g.ctx, p.UID, ids)
 	if err != nil {
 		g.failures++
 	}
@@ -193,13 +221,42 @@ func (g *gathering) pod(p *Pod) statsapi.PodStats {
 		ps.EphemeralStorage = g.fsOf(ephemeral, g.nodeFs)
 	}
 	if !p.HostNetwork {
-		if pid, err := c.cfg.Cgroups.PodPID(p.UID); err == nil && pid > 0 {
+		if pid := g.podPID(p.UID); pid > 0 {
 			if ifs, err := readNetDev(filepath.Join(c.cfg.ProcRoot, itoa(pid), "net/dev")); err == nil {
 				ps.Network = network(g.now, ifs)
 			}
 		}
 	}
 	return ps
+}
+
+// podProcess is a process of a pod, and the network namespace it was in when found.
+type podProcess struct {
+	pid   int
+	netns string
+}
+
+// podPID returns a process in the pod's network namespace: the one found before while it is still in that
+// namespace (one readlink), else one found in the pod's cgroup.
+func (g *gathering) podPID(uid types.UID) int {
+	c := g.c
+	g.livePIDs[uid] = true
+	if pp, ok := c.pids[uid]; ok {
+		if ns, err := os.Readlink(filepath.Join(c.cfg.ProcRoot, itoa(pp.pid), "ns/net")); err == nil && ns == pp.netns {
+			return pp.pid
+		}
+	}
+	pid, err := c.cfg.Cgroups.PodPID(uid)
+	if err != nil || pid <= 0 {
+		delete(c.pids, uid)
+		return 0
+	}
+	ns, err := os.Readlink(filepath.Join(c.cfg.ProcRoot, itoa(pid), "ns/net"))
+	if err != nil {
+		return 0
+	}
+	c.pids[uid] = podProcess{pid: pid, netns: ns}
+	return pid
 }
 
 // podFS measures the pod's logs and volumes when due (or never measured), else returns the last measurement.
