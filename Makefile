@@ -71,6 +71,7 @@ bench: setup
 	$(GO) run ./hack/bench kubelet
 	$(GO) run ./hack/bench kubelet --only volumes
 	$(GO) run ./hack/bench kubelet --only probes
+	$(GO) run ./hack/bench kubelet --only status
 
 vet:
 	$(GO) vet ./...
