@@ -48,6 +48,10 @@ func main() {
 		fmt.Printf("kubelet %s (runtime %s %s)\n", kubeletVersion, runtime.Name, runtime.Version)
 		return
 	}
+	if err := opts.loadConfig(fs); err != nil {
+		fmt.Fprintln(os.Stderr, "kubelet:", err)
+		os.Exit(2)
+	}
 	if err := opts.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "kubelet:", err)
 		os.Exit(2)

@@ -171,6 +171,8 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	srv, err := server.New(server.Config{
 		Addr:        net.JoinHostPort(o.address, strconv.Itoa(o.port)),
 		HealthzAddr: healthzAddr(o.healthzPort),
+		TLSCertFile: o.tlsCertFile,
+		TLSKeyFile:  o.tlsKeyFile,
 		RootDir:     o.rootDir,
 		Hostnames:   append([]string{d.name}, ipStrings(agent.NodeIPs())...),
 		ClientCA:    d.clientCA,

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/node"
@@ -17,6 +18,8 @@ import (
 
 // options are the kubelet's flags. Defaults are upstream's unless the flag is ours.
 type options struct {
+	configFile      string // --config: a KubeletConfiguration file
+	configDir       string // --config-dir: drop-ins merged over it
 	kubeconfig      string
 	clientCAFile    string
 	adminKubeconfig string
@@ -57,6 +60,8 @@ type options struct {
 	healthzPort       int
 	port              int
 	address           string
+	tlsCertFile       string
+	tlsKeyFile        string
 	syncFrequency     time.Duration
 	imagePullParallel int
 	kubeAPIQPS        float32
@@ -67,6 +72,11 @@ type options struct {
 	containerLogMaxSize         string // a quantity, upstream's "10Mi"
 	containerLogMaxFiles        int
 	containerLogMonitorInterval time.Duration
+
+	// Graceful node shutdown (configuration file only, as upstream): zero disables it.
+	shutdownGracePeriod             time.Duration
+	shutdownGracePeriodCriticalPods time.Duration
+	shutdownByPriority              []kubeletconfig.ShutdownGracePeriodByPodPriority
 
 	version bool
 }
@@ -110,6 +120,8 @@ func defaultOptions() *options {
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.configFile, "config", o.configFile, "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, YAML or JSON); flags given on the command line override its fields.")
+	fs.StringVar(&o.configDir, "config-dir", o.configDir, "A directory of drop-in KubeletConfiguration files (*.conf), merged over --config in lexical order.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the API server to join. Empty: start the lightweight API server (--apiserver-binary) and run a standalone node.")
 	fs.StringVar(&o.clientCAFile, "client-ca-file", o.clientCAFile, "CA bundle authenticating callers of the kubelet's endpoint; defaults to the kubeconfig's cluster CA.")
 	fs.StringVar(&o.adminKubeconfig, "admin-kubeconfig", o.adminKubeconfig, "Standalone node: where to write the admin kubeconfig for kubectl.")
@@ -144,6 +156,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.healthzPort, "healthz-port", o.healthzPort, "Plain-HTTP /healthz port on 127.0.0.1; 0 disables.")
 	fs.IntVar(&o.port, "port", o.port, "HTTPS port of the kubelet's endpoint.")
 	fs.StringVar(&o.address, "address", o.address, "Address the kubelet's endpoint listens on.")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile, "The endpoint's serving certificate; empty: a self-signed one kept in <root dir>/pki.")
+	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "The key of --tls-cert-file.")
 	fs.DurationVar(&o.syncFrequency, "sync-frequency", o.syncFrequency, "Most time between two syncs of a running pod.")
 	fs.IntVar(&o.imagePullParallel, "max-parallel-image-pulls", o.imagePullParallel, "Most image pulls at once (one per image at a time).")
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", o.kubeAPIQPS, "Queries per second to the API server.")
@@ -189,6 +203,14 @@ func (o *options) validate() error {
 		return fmt.Errorf("--container-log-max-files must be at least 2, got %d", o.containerLogMaxFiles)
 	case o.containerLogMonitorInterval < 3*time.Second:
 		return fmt.Errorf("--container-log-monitor-interval must be at least 3s, got %v", o.containerLogMonitorInterval)
+	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
+		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+	case o.shutdownGracePeriod < 0 || o.shutdownGracePeriodCriticalPods < 0:
+		return fmt.Errorf("shutdownGracePeriod and shutdownGracePeriodCriticalPods must not be negative")
+	case o.shutdownGracePeriodCriticalPods > o.shutdownGracePeriod:
+		return fmt.Errorf("shutdownGracePeriodCriticalPods (%v) must not be longer than shutdownGracePeriod (%v)", o.shutdownGracePeriodCriticalPods, o.shutdownGracePeriod)
+	case len(o.shutdownByPriority) > 0 && o.shutdownGracePeriod > 0:
+		return fmt.Errorf("shutdownGracePeriodByPodPriority cannot be set with shutdownGracePeriod")
 	}
 	if _, err := o.logMaxSize(); err != nil {
 		return err

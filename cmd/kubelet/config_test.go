@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// load writes file (and drop-ins) and loads them as the kubelet does with the given command line.
+func load(t *testing.T, file string, dropIns map[string]string, args ...string) (*options, error) {
+	t.Helper()
+	dir := t.TempDir()
+	o := defaultOptions()
+	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
+	o.addFlags(fs)
+	path := filepath.Join(dir, "kubelet.yaml")
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{"--config", path}, args...)
+	if len(dropIns) > 0 {
+		d := filepath.Join(dir, "kubelet.conf.d")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, content := range dropIns {
+			if err := os.WriteFile(filepath.Join(d, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args = append(args, "--config-dir", d)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o, o.loadConfig(fs)
+}
+
+const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+func TestConfigFile(t *testing.T) {
+	o, err := load(t, header+`maxPods: 50
+cgroupDriver: systemd
+podPidsLimit: 4096
+clusterDNS: [10.96.0.10]
+clusterDomain: cluster.local
+syncFrequency: 30s
+containerLogMaxSize: 20Mi
+containerLogMaxFiles: 3
+registerWithTaints:
+- {key: dedicated, value: gpu, effect: NoSchedule}
+authentication:
+  x509: {clientCAFile: /etc/ca.crt}
+  webhook: {enabled: true}
+  anonymous: {enabled: false}
+authorization: {mode: Webhook}
+enableServer: true
+shutdownGracePeriod: 30s
+shutdownGracePeriodCriticalPods: 10s
+`, map[string]string{"10-pool.conf": header + "maxPods: 60\n", "20-later.conf": header + "maxPods: 70\nsyncFrequency: 20s\n"},
+		"--sync-frequency", "45s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case o.maxPods != 70:
+		t.Errorf("maxPods %d: the last drop-in should win", o.maxPods)
+	case o.syncFrequency != 45*time.Second:
+		t.Errorf("syncFrequency %v: the flag should win", o.syncFrequency)
+	case o.cgroupDriver != "systemd" || o.podMaxPIDs != 4096 || o.clusterDomain != "cluster.local" || o.clientCAFile != "/etc/ca.crt":
+		t.Errorf("fields not applied: %+v", o)
+	case len(o.registerTaints) != 1 || o.registerTaints[0] != "dedicated=gpu:NoSchedule":
+		t.Errorf("taints %v", o.registerTaints)
+	case o.containerLogMaxSize != "20Mi" || o.containerLogMaxFiles != 3:
+		t.Errorf("log rotation %s %d", o.containerLogMaxSize, o.containerLogMaxFiles)
+	case o.shutdownGracePeriod != 30*time.Second || o.shutdownGracePeriodCriticalPods != 10*time.Second:
+		t.Errorf("shutdown %v %v", o.shutdownGracePeriod, o.shutdownGracePeriodCriticalPods)
+	}
+	if c := o.kubeletConfiguration(); c.MaxPods != 70 || c.CgroupDriver != "systemd" || c.ShutdownGracePeriod.Duration != 30*time.Second {
+		t.Errorf("/configz shows %d %s %v", c.MaxPods, c.CgroupDriver, c.ShutdownGracePeriod)
+	}
+}
+
+func TestConfigFileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"typo", header + "maxPod: 10\n", `unknown field "maxPod"`},
+		{"unsupported", header + "evictionHard: {memory.available: 100Mi}\n", "evictionHard.memory.available: not supported by this kubelet"},
+		{"unsupported nested", header + "authentication: {webhook: {enabled: true}, x509: {clientCAFile: /x}, other: 1}\n", `unknown field "other"`},
+		{"fixed field other value", header + "readOnlyPort: 10255\n", "readOnlyPort: this kubelet supports only 0"},
+		{"anonymous", header + "authentication: {anonymous: {enabled: true}}\n", "authentication.anonymous.enabled: this kubelet supports only false"},
+		{"invalid value", header + "maxPods: -1\n", "maxPods: --max-pods must be positive, got -1"},
+		{"wrong type", header + "maxPods: many\n", "maxPods: cannot be string"},
+		{"bad duration", header + "syncFrequency: soon\n", "soon"},
+		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n", `kind: "Pod"`},
+		{"wrong version", "apiVersion: v1\nkind: KubeletConfiguration\n", `apiVersion: "v1"`},
+		{"not yaml", header + "maxPods: [\n", "kubelet config"},
+		{"critical longer", header + "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n", "must not be longer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.file, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "kubelet.yaml") {
+				t.Fatalf("error %v, want one naming the file and %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+		})
+	}
+}
