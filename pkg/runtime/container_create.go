@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/containerd/containerd"
-	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -73,7 +72,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	}
 	_, err = r.client.NewContainer(lctx, id,
 		r.withImageSnapshot(id, image, facts),
-		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
+		containerd.WithRuntime("io.containerd.runc.v2", runcOptions(sbMeta.CgroupParent)),
 		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(map[string]string{labelKind: kindContainer, labelSandboxID: sbRec.ID, labelPodUID: podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))}),
 		containerd.WithContainerExtension(extensionMeta, meta),

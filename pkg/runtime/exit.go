@@ -159,8 +159,8 @@ func (r *Runtime) oomKilled(id string, _ map[string]string) bool {
 func (r *Runtime) containerCgroupPath(id string) string {
 	rec, err := r.client.ContainerService().Get(r.ns(context.Background()), id)
 	if err == nil {
-		if meta, err := decodeContainerMeta(rec); err == nil && meta.CgroupsPath != "" && !strings.Contains(meta.CgroupsPath, ":") {
-			return meta.CgroupsPath
+		if meta, err := decodeContainerMeta(rec); err == nil && meta.CgroupsPath != "" {
+			return cgroupfsPath(meta.CgroupsPath)
 		}
 	}
 	return filepath.Join("/", r.cfg.Namespace, id)

@@ -119,8 +119,25 @@ func TestCgroupsPath(t *testing.T) {
 	if got := cgroupsPath("/kubepods/burstable/pod1", "abc"); got != "/kubepods/burstable/pod1/abc" {
 		t.Errorf("cgroupfs: %q", got)
 	}
-	if got := cgroupsPath("kubepods-burstable-pod1.slice", "abc"); got != "kubepods-burstable-pod1.slice:nodeagent:abc" {
+	if got := cgroupsPath("kubepods-burstable-pod1.slice", "abc"); got != "kubepods-burstable-pod1.slice:cri-containerd:abc" {
 		t.Errorf("systemd: %q", got)
+	}
+	for in, want := range map[string]string{
+		"/kubepods/burstable/pod1/abc":                     "/kubepods/burstable/pod1/abc",
+		"kubepods-burstable-pod1.slice:cri-containerd:abc": "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-abc.scope",
+		"kubepods-pod2.slice:cri-containerd:abc":           "/kubepods.slice/kubepods-pod2.slice/cri-containerd-abc.scope",
+		"system.slice:docker:abc":                          "/system.slice/docker-abc.scope",
+		"not:a-slice:abc":                                  "not:a-slice:abc",
+	} {
+		if got := cgroupfsPath(in); got != want {
+			t.Errorf("cgroupfsPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if o := runcOptions("kubepods-pod2.slice"); !o.SystemdCgroup {
+		t.Error("a slice parent without runc's systemd cgroup driver")
+	}
+	if o := runcOptions("/kubepods/pod2"); o.SystemdCgroup {
+		t.Error("a cgroupfs parent with runc's systemd cgroup driver")
 	}
 }
 

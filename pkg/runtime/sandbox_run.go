@@ -91,7 +91,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	cont, err := r.client.NewContainer(lctx, id,
 		rootfs,
-		containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{}),
+		containerd.WithRuntime("io.containerd.runc.v2", runcOptions(meta.CgroupParent)),
 		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(map[string]string{labelKind: kindSandbox, labelPodUID: podUIDLabel(config.GetLabels(), md.Uid), labelIncomplete: "true"}),
 		containerd.WithContainerExtension(extensionMeta, meta),
@@ -329,10 +329,42 @@ func pauseMountsOnly(config *runtimeapi.PodSandboxConfig) bool {
 
 // cgroupsPath is the container's cgroup under its parent: a path for cgroupfs, "slice:prefix:name" for systemd.
 func cgroupsPath(parent, id string) string {
-	if strings.HasSuffix(parent, ".slice") {
-		return parent + ":nodeagent:" + id
+	if isSystemdSlice(parent) {
+		return parent + ":" + systemdScopePrefix + ":" + id
 	}
 	return filepath.Join(parent, id)
+}
+
+// systemdScopePrefix names a container's scope under the systemd driver "cri-containerd-<id>.scope", as
+// containerd's CRI plugin names it, so that tools that know upstream's layout find it.
+const systemdScopePrefix = "cri-containerd"
+
+// isSystemdSlice reports whether a cgroup parent is a systemd slice (the kubelet's systemd driver): runc
+// then creates the container as a scope through systemd.
+func isSystemdSlice(parent string) bool { return strings.HasSuffix(parent, ".slice") }
+
+// runcOptions are the runc shim's options for a sandbox or container whose cgroup parent is parent: the
+// systemd cgroup driver for a slice, as containerd's CRI plugin sets SystemdCgroup.
+func runcOptions(parent string) *runcoptions.Options {
+	return &runcoptions.Options{SystemdCgroup: isSystemdSlice(parent)}
+}
+
+// cgroupfsPath is where a cgroups path runc was given lies under a hierarchy's root: itself for cgroupfs, the
+// nested slices and the scope for systemd's "parent.slice:prefix:id" ("a-b.slice" is "/a.slice/a-b.slice").
+func cgroupfsPath(p string) string {
+	parts := strings.Split(p, ":")
+	if len(parts) != 3 || !isSystemdSlice(parts[0]) {
+		return p
+	}
+	slice := strings.TrimSuffix(parts[0], ".slice")
+	var dirs []string
+	for i := 0; i < len(slice); i++ {
+		if slice[i] == '-' {
+			dirs = append(dirs, slice[:i]+".slice")
+		}
+	}
+	dirs = append(dirs, parts[0], parts[1]+"-"+parts[2]+".scope")
+	return "/" + strings.Join(dirs, "/")
 }
 
 // podMounts binds the sandbox's hosts, resolv.conf and hostname files and, when it has one, its /dev/shm into
