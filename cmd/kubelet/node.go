@@ -29,6 +29,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/server"
+	"github.com/nodeagent/kubelet/pkg/shutdown"
 	"github.com/nodeagent/kubelet/pkg/stats"
 	"github.com/nodeagent/kubelet/pkg/svcenv"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
@@ -89,6 +90,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		return fmt.Errorf("--register-with-taints: %w", err)
 	}
 	var kl *podsync.Kubelet
+	var shutdownMgr atomic.Pointer[shutdown.Manager]
 	agent, err := node.New(node.Config{
 		Name:           d.name,
 		Client:         d.clients.heartbeat,
@@ -103,7 +105,13 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		NoRegister:     !o.registerNode,
 		Labels:         o.nodeLabels,
 		Taints:         taints,
-		Health:         []node.Check{{Name: "pleg", Func: func() error { return kl.Healthy() }}},
+		Health: []node.Check{{Name: "pleg", Func: func() error { return kl.Healthy() }},
+			{Name: "shutdown", Func: func() error {
+				if m := shutdownMgr.Load(); m != nil {
+					return m.Check()
+				}
+				return nil
+			}}},
 	})
 	if err != nil {
 		return err
@@ -214,6 +222,15 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	g.Go(func() error { return kl.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { collector.Run(gctx); return nil })
+	if m := startShutdown(ctx, o, kl, agent); m != nil {
+		shutdownMgr.Store(m)
+		g.Go(func() error {
+			if err := m.Run(gctx); err != nil {
+				logger.Error(err, "Graceful node shutdown stopped")
+			}
+			return nil
+		})
+	}
 	g.Go(func() error { logs.Run(gctx); return nil })
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {

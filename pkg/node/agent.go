@@ -38,6 +38,7 @@ type Agent struct {
 
 	registered     chan struct{}
 	registeredOnce sync.Once
+	resync         chan struct{} // asks for a status sync now (Resync)
 	// initial is the Node this agent registers (labels, taints, allocatable), Node's answer until the
 	// watch has one; watched is the API's, from the node's own watch.
 	initial *v1.Node
@@ -87,7 +88,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	a := &Agent{cfg: cfg, host: host, nodeIPs: ips, addresses: nodeAddresses(ips, cfg.Hostname),
-		registered: make(chan struct{}), signals: cfg.Signals}
+		registered: make(chan struct{}), resync: make(chan struct{}, 1), signals: cfg.Signals}
 	a.capacity = capacity(host, cfg.MaxPods)
 	a.allocatable = allocatable(a.capacity, cfg.Reserved, cfg.Eviction)
 	a.initial = newNode(cfg.Name, cfg.Hostname, cfg.Labels, cfg.Taints)
@@ -139,7 +140,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-a.cfg.Clock.After(interval):
+		case <-a.resync:
 		}
+	}
+}
+
+// Resync asks for the node's status to be computed and posted now (a health check changed: the node shuts
+// down). It never blocks.
+func (a *Agent) Resync() {
+	select {
+	case a.resync <- struct{}{}:
+	default:
 	}
 }
 

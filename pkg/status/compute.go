@@ -63,9 +63,12 @@ type Input struct {
 	Now time.Time
 	// Terminal is true once the pod worker has stopped every container for good.
 	Terminal bool
-	// FailReason and FailMessage, when FailReason is set, force phase Failed (admission, active deadline).
+	// FailReason and FailMessage, when FailReason is set, force phase Failed (admission, active deadline,
+	// node shutdown).
 	FailReason  string
 	FailMessage string
+	// Disruption, when set, is the pod's DisruptionTarget condition (the kubelet terminates it: node shutdown).
+	Disruption *v1.PodCondition
 	// Resize, when set, adds the containers' allocated and actual resources and the resize conditions.
 	Resize *Resize
 	// Probe, when set, says whether a running container instance (its CRI ID) has started (its startup
@@ -141,6 +144,9 @@ func Compute(in Input) v1.PodStatus {
 		s.StartTime = &now
 	}
 	s.Conditions = conditions(pod, prev, &s, sandboxes, now)
+	if d := in.Disruption; d != nil {
+		s.Conditions = setCondition(s.Conditions, prev.Conditions, *d, now)
+	}
 	if in.Resize != nil && !isTerminal(s.Phase) {
 		applyResize(in.Resize, &s, prev, now)
 	}
@@ -148,6 +154,24 @@ func Compute(in Input) v1.PodStatus {
 }
 
 func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+// setCondition puts c in conds in place of one of its type, keeping the transition time prev had for the
+// same status.
+func setCondition(conds, prev []v1.PodCondition, c v1.PodCondition, now metav1.Time) []v1.PodCondition {
+	c.LastTransitionTime = now
+	for _, o := range prev {
+		if o.Type == c.Type && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+	}
+	out := make([]v1.PodCondition, 0, len(conds)+1)
+	for _, o := range conds {
+		if o.Type != c.Type {
+			out = append(out, o)
+		}
+	}
+	return append(out, c)
+}
 
 // validSandboxes drops nil entries and sorts newest first.
 func validSandboxes(in []*runtimeapi.PodSandboxStatus) []*runtimeapi.PodSandboxStatus {

@@ -140,6 +140,7 @@ type Kubelet struct {
 	probes       *prober.Manager
 	probeChanged *probeChanges
 	starts       *startTracker
+	shutdowns    shutdownSet
 	hkBusy       sync.Mutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32

@@ -130,3 +130,15 @@ func (k *Kubelet) LogContainers() []containerlogs.Container {
 	}
 	return out
 }
+
+// ActivePods returns the pods the kubelet runs: admitted and not yet terminating.
+func (k *Kubelet) ActivePods() []*v1.Pod {
+	known := k.workers.known()
+	var out []*v1.Pod
+	for _, p := range k.pods.all() {
+		if info, ok := known[p.UID]; ok && info.state == stateSyncing && !k.pods.isRejected(p.UID) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -37,6 +37,9 @@ func (k *Kubelet) statusInput(pod *v1.Pod, state *pleg.PodState) status.Input {
 	if state != nil {
 		in.Sandboxes, in.Containers = state.Sandboxes, state.Containers
 	}
+	if k.shutdowns.has(pod.UID) {
+		shutdownStatus(&in)
+	}
 	return in
 }
 
@@ -145,9 +148,12 @@ func (k *Kubelet) ensureMirror(ctx context.Context, pod *v1.Pod) {
 	logger := klog.FromContext(ctx)
 	hash := pod.Annotations[podfacts.AnnotationConfigHash]
 	mirror, ok := k.pods.mirror(pod.Namespace, pod.Name)
-	if ok && (mirror.Annotations[podfacts.AnnotationConfigMirror] != hash || mirror.DeletionTimestamp != nil) {
+	// A mirror left terminal by an earlier run (the node shut down, the pod was evicted) cannot show this run:
+	// the API never moves a pod out of a terminal phase. It is replaced, as one of another spec is.
+	stale := ok && isTerminalPhase(mirror.Status.Phase)
+	if ok && (stale || mirror.Annotations[podfacts.AnnotationConfigMirror] != hash || mirror.DeletionTimestamp != nil) {
 		if mirror.DeletionTimestamp == nil {
-			logger.Info("Deleting outdated mirror pod", "pod", klog.KObj(pod))
+			logger.Info("Deleting outdated mirror pod", "pod", klog.KObj(pod), "terminal", stale)
 			if err := k.mirrors.DeleteMirror(ctx, mirror.Namespace, mirror.Name, mirror.UID); err != nil {
 				logger.Error(err, "Failed to delete mirror pod", "pod", klog.KObj(pod))
 			}

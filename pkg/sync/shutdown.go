@@ -1,0 +1,64 @@
+package podsync
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/kubelet/pkg/shutdown"
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+// shutdownSet holds the pods terminated for the node's shutdown: their status says so.
+type shutdownSet struct {
+	mu   sync.Mutex
+	uids map[types.UID]bool
+}
+
+func (s *shutdownSet) add(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uids == nil {
+		s.uids = map[types.UID]bool{}
+	}
+	s.uids[uid] = true
+}
+
+func (s *shutdownSet) has(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uids[uid]
+}
+
+// shutdownStatus marks a status input as upstream marks a pod the node's shutdown terminates: phase Failed,
+// reason Terminated, and the DisruptionTarget condition.
+func shutdownStatus(in *status.Input) {
+	in.FailReason, in.FailMessage = shutdown.PodReason, shutdown.PodMessage
+	in.Disruption = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+		Reason: v1.PodReasonTerminationByKubelet, Message: shutdown.PodMessage}
+}
+
+// ShutdownPod terminates pod for the node's shutdown within grace, and returns once its containers have
+// stopped and its final status has reached the API (or ctx ends): the node may power off right after.
+func (k *Kubelet) ShutdownPod(ctx context.Context, pod *v1.Pod, grace time.Duration) error {
+	k.shutdowns.add(pod.UID)
+	g := int64(max(grace, 0) / time.Second)
+	k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod, grace: &g})
+	t := k.clock.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if st, ok := k.workers.state(pod.UID); !ok || st >= stateTerminated {
+			if k.cfg.Client == nil || k.status.Synced(pod.UID) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
