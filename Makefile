@@ -10,7 +10,7 @@ E2E_TIMEOUT ?= 40m
 # smaller and its resident set about 10 MiB smaller (no dynamic symbol table, dead code removed).
 BUILD_TAGS := no_dynamic_plugins
 
-.PHONY: all build setup run test test-unit test-fuzz test-e2e test-vm soak bench fmt vet clean
+.PHONY: all build setup run install uninstall test test-unit test-fuzz test-e2e test-vm soak bench fmt vet clean
 
 all: build
 
@@ -25,6 +25,16 @@ setup:
 # A standalone node in the foreground; the kubelet runs bin/apiserver, the lightweight API server, as its child.
 run: setup build
 	$(BIN)/kubelet
+
+# The node as systemd services (kubelet.service, nodeagent-containerd.service) with /etc/nodeagent/kubelet.yaml;
+# root. Builds first when Go is here; a host without Go installs the bin/ it was given.
+install:
+	@if command -v $(GO) >/dev/null 2>&1; then $(MAKE) --no-print-directory build; fi
+	hack/install.sh
+
+# Removes what install added; PURGE=1 also removes the pods' data, images and containerd's state.
+uninstall:
+	hack/install.sh --uninstall
 
 # Everything CI runs: unit tests, a short run of each fuzz target, the end-to-end suite on real containerd,
 # runc, CNI and cgroup v1, and the cgroup v2 checks in a VM.
@@ -58,10 +68,12 @@ test-e2e: setup
 	hack/control-plane.sh start >/dev/null
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/...; rc=$$?; hack/control-plane.sh stop >/dev/null; exit $$rc
 
-# pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, in a qemu guest (root; the first run builds
-# the guest image, a few minutes, cached in /var/cache/nodeagent/vm).
-test-vm:
+# pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, then the whole node installed with
+# `make install` as systemd services and checked there, power-off and reboot included, in qemu guests (root;
+# the first run builds the guest images, a few minutes each, cached in /var/cache/nodeagent/vm).
+test-vm: build setup
 	hack/vm/test-cgroups.sh
+	hack/vm/test-node.sh
 
 # Benchmarks: each figure on its own line as "name: value unit".
 bench: setup

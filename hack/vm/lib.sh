@@ -133,14 +133,17 @@ vm_make_image() {
 
 # vm_boot IMAGE KERNEL INITRD CONSOLE_LOG: boots the guest with cgroup v2
 # and waits for it to power off (or VM_TIMEOUT). Returns qemu's status.
+# VM_NIC gives the guest a network interface (qemu's -nic option); none by
+# default.
 vm_boot() {
 	local img=$1 kernel=$2 initrd=$3 console=$4
+	# shellcheck disable=SC2086 # VM_NIC is a list of qemu arguments
 	timeout --foreground "$VM_TIMEOUT" qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
 		-kernel "$kernel" -initrd "$initrd" \
-		-append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1" \
+		-append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 net.ifnames=0 panic=-1" \
 		-drive "file=$img,format=raw,if=virtio" \
-		-nic none -display none -monitor none -serial "file:$console" -no-reboot
+		${VM_NIC:--nic none} -display none -monitor none -serial "file:$console" -no-reboot
 }
 
 # vm_read IMAGE PATH: prints a file of the (stopped) guest's disk.

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Installs the node agent as systemd services, or removes it (--uninstall):
+#   /usr/local/bin/kubelet and /usr/local/bin/apiserver (from bin/, built by `make build` or copied there);
+#   /etc/systemd/system/kubelet.service and nodeagent-containerd.service;
+#   /etc/nodeagent/kubelet.yaml (the KubeletConfiguration; kept when it exists) and kubelet.env (flags);
+#   the node's packages, containerd and CNI configuration, and the pause and busybox images (hack/setup.sh,
+#   whose containerd the unit then runs).
+# On a host whose PID 1 is systemd both units are enabled and started; elsewhere the files are installed and
+# the script says so.
+#
+# Uninstall stops and removes what install added and leaves the pods' data (/var/lib/kubelet,
+# /var/lib/nodeagent, /var/log/pods) unless PURGE=1.
+set -euo pipefail
+
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(dirname "$HACK_DIR")
+. "$HACK_DIR/lib.sh"
+export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+
+UNIT_DIR=/etc/systemd/system
+CONF_DIR=/etc/nodeagent
+BIN=/usr/local/bin
+PURGE=${PURGE:-0}
+
+systemd_runs() { [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ]; }
+
+install_node() {
+	local driver=cgroupfs unit
+	for b in kubelet apiserver; do
+		[ -x "$REPO_DIR/bin/$b" ] || die "$REPO_DIR/bin/$b is missing: run make build (or copy the binaries into bin/)"
+	done
+	install -m 0755 "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$BIN/"
+	say "install: $BIN/kubelet, $BIN/apiserver"
+	for unit in kubelet.service nodeagent-containerd.service; do
+		install -m 0644 "$HACK_DIR/systemd/$unit" "$UNIT_DIR/$unit"
+	done
+	say "install: $UNIT_DIR/kubelet.service, $UNIT_DIR/nodeagent-containerd.service"
+	mkdir -p "$CONF_DIR"
+	systemd_runs && driver=systemd
+	if [ ! -f "$CONF_DIR/kubelet.yaml" ]; then
+		sed "s/@CGROUP_DRIVER@/$driver/" "$HACK_DIR/systemd/kubelet.yaml" >"$CONF_DIR/kubelet.yaml"
+		say "install: $CONF_DIR/kubelet.yaml (cgroupDriver: $driver)"
+	else
+		say "install: $CONF_DIR/kubelet.yaml kept"
+	fi
+	[ -f "$CONF_DIR/kubelet.env" ] || install -m 0644 "$HACK_DIR/systemd/kubelet.env" "$CONF_DIR/kubelet.env"
+
+	if ! systemd_runs; then
+		NODEAGENT_NODE_ONLY=1 "$HACK_DIR/setup.sh"
+		say "systemd is not PID 1 here: the units are installed but not started"
+		return
+	fi
+	systemctl daemon-reload
+	# A containerd that `make setup` started by hand gives the socket up to the unit.
+	if our_containerd_pid >/dev/null; then
+		"$HACK_DIR/stop-containerd.sh" >/dev/null
+	fi
+	systemctl enable nodeagent-containerd.service kubelet.service >/dev/null 2>&1
+	NODEAGENT_NODE_ONLY=1 NODEAGENT_CONTAINERD_UNIT=nodeagent-containerd.service "$HACK_DIR/setup.sh"
+	systemctl restart kubelet.service
+	say "kubelet.service and nodeagent-containerd.service are enabled and running;" \
+		"kubectl --kubeconfig /var/lib/kubelet/admin.kubeconfig get nodes"
+}
+
+uninstall_node() {
+	local unit
+	if systemd_runs; then
+		for unit in kubelet.service nodeagent-containerd.service; do
+			systemctl disable --now "$unit" >/dev/null 2>&1 || true
+		done
+	fi
+	rm -f "$UNIT_DIR/kubelet.service" "$UNIT_DIR/nodeagent-containerd.service" "$BIN/kubelet" "$BIN/apiserver" \
+		"$CONF_DIR/kubelet.yaml" "$CONF_DIR/kubelet.env" /etc/systemd/logind.conf.d/99-kubelet.conf
+	systemd_runs && systemctl daemon-reload
+	say "uninstall: units, binaries and configuration removed"
+	if [ "$PURGE" = 1 ]; then
+		# Pods' mounts go before their directories; nothing below is followed out of these trees.
+		grep -E ' /var/lib/(kubelet|nodeagent)/' /proc/self/mountinfo | awk '{print $5}' | sort -r |
+			while read -r m; do umount -l "$m" 2>/dev/null || true; done
+		rm -rf --one-file-system /var/lib/kubelet /var/lib/nodeagent /var/log/pods /var/log/containers "$CONF_DIR" /run/nodeagent
+		say "uninstall: PURGE=1: pods' data, images and containerd's state removed"
+	else
+		say "uninstall: pods' data kept in /var/lib/kubelet, /var/lib/nodeagent and /var/log/pods (PURGE=1 removes them)"
+	fi
+}
+
+require_root
+case "${1:-}" in
+--uninstall) uninstall_node ;;
+"") install_node ;;
+*) die "usage: $0 [--uninstall]" ;;
+esac

@@ -1,0 +1,231 @@
+#!/bin/bash
+# The whole-node checks, run inside the guest by hack/vm/test-node.sh (a oneshot unit after multi-user, once
+# per boot). The first boot installs the node with `make install` as a user would, checks it, and ends with a
+# real power-off through logind (the kubelet's graceful shutdown); the second boot checks what the shutdown
+# left and that the node comes back. Each check prints "ok NAME" or "FAIL NAME: why" to the log.
+set -u
+LOG=/var/log/nodeagent-test.log
+PHASE_FILE=/var/lib/nodeagent-test/phase
+K="kubectl --kubeconfig /var/lib/kubelet/admin.kubeconfig"
+NODE=$(hostname)
+failures=0
+exec >>"$LOG" 2>&1
+
+ok() { echo "ok $1"; }
+fail() {
+	echo "FAIL $1: $2"
+	failures=$((failures + 1))
+}
+# wait_for SECONDS COMMAND...: runs COMMAND every 2 s until it succeeds.
+wait_for() {
+	local t=$1
+	shift
+	local end=$((SECONDS + t))
+	while [ $SECONDS -lt $end ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 2
+	done
+	return 1
+}
+node_ready() { [ "$($K get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+pod_phase() { $K get pod "$1" -o jsonpath='{.status.phase}' 2>/dev/null; }
+pod_running() { [ "$(pod_phase "$1")" = Running ]; }
+pod_uid() { $K get pod "$1" -o jsonpath='{.metadata.uid}'; }
+ctr_id() { $K get pod "$1" -o jsonpath='{.status.containerStatuses[0].containerID}' | sed 's|.*://||'; }
+# pod_slice UID QOS: the pod's cgroup directory under the systemd driver.
+pod_slice() {
+	local uid=${1//-/_} qos=$2
+	case $qos in
+	guaranteed) echo "/sys/fs/cgroup/kubepods.slice/kubepods-pod$uid.slice" ;;
+	*) echo "/sys/fs/cgroup/kubepods.slice/kubepods-$qos.slice/kubepods-$qos-pod$uid.slice" ;;
+	esac
+}
+expect_file() { # NAME FILE WANT
+	local got
+	got=$(cat "$2" 2>/dev/null)
+	if [ "$got" = "$3" ]; then ok "$1"; else fail "$1" "$2 is '$got', want '$3'"; fi
+}
+finish() {
+	echo "checks-failed=$failures"
+	echo "phase-done=$1"
+	sync
+}
+
+pod() { # NAME QOS-RESOURCES COMMAND...
+	local name=$1 res=$2
+	shift 2
+	local cmd=""
+	for a in "$@"; do cmd="$cmd\"$a\", "; done
+	cat <<-YAML | $K apply -f - >/dev/null
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: $name}
+		spec:
+		  terminationGracePeriodSeconds: 2
+		  containers:
+		  - name: main
+		    image: localhost/busybox:1.35
+		    command: [${cmd%, }]
+		    resources: $res
+	YAML
+}
+
+first_boot() {
+	echo "== first boot: $(uname -r), $(stat -fc %T /sys/fs/cgroup), pid1 $(cat /proc/1/comm)"
+	mkdir -p "$(dirname "$PHASE_FILE")"
+	echo 1 >"$PHASE_FILE"
+	cd /opt/nodeagent || return
+	if NODEAGENT_SKIP_APT=1 make install >/var/log/nodeagent-install.log 2>&1; then ok install; else
+		fail install "make install failed: $(tail -n 5 /var/log/nodeagent-install.log | tr '\n' ' ')"
+		return
+	fi
+	if systemd-analyze verify /etc/systemd/system/kubelet.service /etc/systemd/system/nodeagent-containerd.service; then
+		ok units-verify
+	else fail units-verify "systemd-analyze verify complained"; fi
+	for u in nodeagent-containerd kubelet; do
+		if systemctl is-active --quiet "$u"; then ok "active-$u"; else fail "active-$u" "$(systemctl is-active "$u")"; fi
+	done
+	if wait_for 180 node_ready; then ok node-ready; else
+		fail node-ready "$(journalctl -u kubelet -n 20 --no-pager | tr '\n' ' ')"
+		return
+	fi
+	if [ "$($K get --raw "/api/v1/nodes/$NODE/proxy/configz" | grep -o '"cgroupDriver":"[a-z]*"')" = '"cgroupDriver":"systemd"' ]; then
+		ok systemd-driver
+	else fail systemd-driver "/configz does not say systemd"; fi
+
+	# QoS: the kernel's files of each class under kubepods.slice.
+	pod guaranteed '{limits: {cpu: 500m, memory: 64Mi}}' sleep 3600
+	pod burstable '{requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 200m, memory: 128Mi}}' sleep 3600
+	pod besteffort '{}' sleep 3600
+	for p in guaranteed burstable besteffort; do
+		wait_for 120 pod_running $p || fail "run-$p" "phase $(pod_phase $p)"
+	done
+	g=$(pod_slice "$(pod_uid guaranteed)" guaranteed)
+	expect_file qos-guaranteed-cpu.weight "$g/cpu.weight" 20
+	expect_file qos-guaranteed-cpu.max "$g/cpu.max" "50000 100000"
+	expect_file qos-guaranteed-memory.max "$g/memory.max" 67108864
+	expect_file qos-guaranteed-scope "$g/cri-containerd-$(ctr_id guaranteed).scope/memory.max" 67108864
+	b=$(pod_slice "$(pod_uid burstable)" burstable)
+	expect_file qos-burstable-cpu.weight "$b/cpu.weight" 4
+	expect_file qos-burstable-cpu.max "$b/cpu.max" "20000 100000"
+	expect_file qos-burstable-memory.max "$b/memory.max" 134217728
+	e=$(pod_slice "$(pod_uid besteffort)" besteffort)
+	expect_file qos-besteffort-cpu.weight "$e/cpu.weight" 1
+	expect_file qos-besteffort-pids.max "$e/pids.max" max
+
+	# A crash loop backs off.
+	pod crasher '{}' sh -c 'exit 3'
+	crashing() {
+		[ "$($K get pod crasher -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}')" = CrashLoopBackOff ] &&
+			[ "$($K get pod crasher -o jsonpath='{.status.containerStatuses[0].restartCount}')" -ge 1 ]
+	}
+	if wait_for 90 crashing; then ok crash-loop-backoff; else fail crash-loop-backoff "$($K get pod crasher -o wide | tail -n1)"; fi
+
+	# Two pods over the bridge.
+	pod server '{}' sh -c 'while true; do echo hello-from-server | nc -l -p 8080; done'
+	wait_for 120 pod_running server
+	ip=$($K get pod server -o jsonpath='{.status.podIP}')
+	pod client '{}' sh -c "sleep 2; nc $ip 8080; sleep 3600"
+	wait_for 120 pod_running client
+	if wait_for 60 sh -c "$K logs client | grep -q hello-from-server"; then ok pod-to-pod; else fail pod-to-pod "no answer from $ip"; fi
+
+	# A restart of the kubelet restarts no container.
+	before=$($K get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[0].containerID} {end}' | tr ' ' '\n' | grep -v crasher | sort)
+	systemctl restart kubelet
+	sleep 5
+	wait_for 120 node_ready
+	sleep 10
+	after=$($K get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[0].containerID} {end}' | tr ' ' '\n' | grep -v crasher | sort)
+	if [ "$before" = "$after" ]; then ok restart-keeps-containers; else fail restart-keeps-containers "before [$before] after [$after]"; fi
+
+	# Deleted pods leave nothing behind.
+	$K delete pod guaranteed burstable besteffort crasher server client --wait=true --timeout=120s >/dev/null
+	sleep 5
+	left=$(find /sys/fs/cgroup/kubepods.slice -name '*pod*.slice' -type d | wc -l)
+	mounts=$(grep -c '/var/lib/kubelet/pods/' /proc/self/mountinfo)
+	netns=$(ls /var/run/netns 2>/dev/null | wc -l)
+	tasks=$(ctr --address /run/nodeagent/containerd/containerd.sock -n nodeagent tasks ls -q | wc -l)
+	if [ "$left$mounts$netns$tasks" = 0000 ]; then ok nothing-left; else
+		fail nothing-left "pod cgroups $left, mounts $mounts, netns $netns, tasks $tasks"
+	fi
+
+	# Bad configuration: one clear line naming the field; a fixed file brings the kubelet back.
+	cp /etc/nodeagent/kubelet.yaml /root/kubelet.yaml.good
+	echo "maxPod: 20" >>/etc/nodeagent/kubelet.yaml
+	systemctl restart kubelet
+	sleep 3
+	if journalctl -u kubelet -n 20 --no-pager | grep -q 'kubelet.yaml: unknown field "maxPod"'; then ok bad-config-says-why; else
+		fail bad-config-says-why "$(journalctl -u kubelet -n 5 --no-pager | tr '\n' ' ')"
+	fi
+	cp /root/kubelet.yaml.good /etc/nodeagent/kubelet.yaml
+	if wait_for 60 systemctl is-active --quiet kubelet && wait_for 120 node_ready; then ok bad-config-recovers; else fail bad-config-recovers "kubelet did not come back"; fi
+
+	# containerd started after the kubelet (masked meanwhile, so that the kubelet's Wants= does not start it):
+	# the kubelet fails, systemd restarts it, and it comes up once containerd answers.
+	systemctl stop kubelet nodeagent-containerd
+	systemctl mask --runtime nodeagent-containerd >/dev/null 2>&1
+	systemctl start kubelet
+	sleep 15
+	systemctl unmask --runtime nodeagent-containerd >/dev/null 2>&1
+	systemctl start nodeagent-containerd
+	if wait_for 120 node_ready; then ok containerd-late; else fail containerd-late "$(journalctl -u kubelet -n 5 --no-pager | tr '\n' ' ')"; fi
+
+	# No CNI configuration: NotReady saying so; back once it is there.
+	mv /etc/nodeagent/cni/net.d/10-nodeagent.conflist /root/
+	network_not_ready() { $K get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}' | grep -q 'network'; }
+	if wait_for 60 network_not_ready; then ok no-cni-not-ready; else fail no-cni-not-ready "$($K get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"; fi
+	mv /root/10-nodeagent.conflist /etc/nodeagent/cni/net.d/
+	if wait_for 90 node_ready; then ok cni-back-ready; else fail cni-back-ready "still not ready"; fi
+
+	# A static pod, and podPidsLimit from the file.
+	mkdir -p /etc/nodeagent/manifests
+	printf 'staticPodPath: /etc/nodeagent/manifests\npodPidsLimit: 1024\n' >>/etc/nodeagent/kubelet.yaml
+	cat >/etc/nodeagent/manifests/static.yaml <<-YAML
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: static-web, namespace: default}
+		spec:
+		  containers:
+		  - {name: main, image: localhost/busybox:1.35, command: [sleep, "3600"]}
+	YAML
+	systemctl restart kubelet
+	if wait_for 120 pod_running "static-web-$NODE"; then ok static-pod; else fail static-pod "phase $(pod_phase "static-web-$NODE")"; fi
+	expect_file pod-pids-limit "$(pod_slice "$($K get pod "static-web-$NODE" -o jsonpath='{.metadata.annotations.kubernetes\.io/config\.hash}')" besteffort)/pids.max" 1024
+	$K get pod "static-web-$NODE" -o jsonpath='{.status.startTime}' >/var/lib/nodeagent-test/static-start
+
+	# Graceful shutdown is armed: logind allows 30 s, the kubelet holds a delay lock.
+	delay=$(busctl get-property org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager InhibitDelayMaxUSec | awk '{print $2}')
+	if [ "${delay:-0}" -ge 30000000 ]; then ok logind-delay; else fail logind-delay "InhibitDelayMaxUSec $delay"; fi
+	if systemd-inhibit --list --no-pager | grep -q 'kubelet.*delay'; then ok inhibitor-lock; else fail inhibitor-lock "$(systemd-inhibit --list --no-pager | tr '\n' ' ')"; fi
+
+	pod victim '{}' sleep 3600
+	if wait_for 120 pod_running victim; then ok victim-running; else fail victim-running "phase $(pod_phase victim)"; fi
+	echo 2 >"$PHASE_FILE"
+	echo "== powering off (graceful shutdown)"
+}
+
+second_boot() {
+	echo "== second boot"
+	if wait_for 180 node_ready; then ok ready-after-boot; else fail ready-after-boot "$(journalctl -u kubelet -n 10 --no-pager | tr '\n' ' ')"; fi
+	reason=$($K get pod victim -o jsonpath='{.status.phase}/{.status.reason}')
+	if [ "$reason" = Failed/Terminated ]; then ok shutdown-pod-status; else fail shutdown-pod-status "victim is $reason"; fi
+	if $K get pod victim -o jsonpath='{.status.message}' | grep -q 'imminent node shutdown'; then ok shutdown-pod-message; else fail shutdown-pod-message "$($K get pod victim -o jsonpath='{.status.message}')"; fi
+	if journalctl -b -1 -u kubelet --no-pager | grep -q 'Node is shutting down'; then ok shutdown-in-journal; else fail shutdown-in-journal "the previous boot's journal says nothing"; fi
+	static_restarted() {
+		pod_running "static-web-$NODE" && [ "$($K get pod "static-web-$NODE" -o jsonpath='{.status.startTime}')" != "$(cat /var/lib/nodeagent-test/static-start)" ]
+	}
+	if wait_for 120 static_restarted; then ok static-pod-after-boot; else fail static-pod-after-boot "$($K get pod "static-web-$NODE" -o wide | tail -n1)"; fi
+	echo 3 >"$PHASE_FILE"
+}
+
+case "$(cat "$PHASE_FILE" 2>/dev/null || echo 0)" in
+0)
+	first_boot
+	finish 1
+	;;
+2)
+	second_boot
+	finish 2
+	;;
+*) echo "== nothing to do" ;;
+esac

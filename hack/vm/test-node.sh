@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The whole node in a guest that looks like a server: Debian with systemd as PID 1 and cgroup v2, under qemu
+# (software emulation), with the node's Debian packages (containerd, runc, the CNI plugins) and no Go. The
+# built binaries, the Makefile, hack/ and the image archives are copied in, and `make install` runs there as a
+# user would run it; hack/vm/node-checks.sh then checks the node (one line per check), and the first boot
+# ends with a power-off through logind, which runs the kubelet's graceful shutdown. A second boot checks what
+# the shutdown left and that the node came back.
+#
+# Needs root, bin/kubelet and bin/apiserver (make build), the image archives (make setup) and kubectl
+# (hack/kube-binaries.sh). The guest root filesystem is built once with debootstrap and cached (see
+# hack/vm/lib.sh). Exit status 0 only when every check passed on both boots.
+set -euo pipefail
+
+VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(dirname "$(dirname "$VM_DIR")")
+. "$VM_DIR/lib.sh"
+export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+
+# The node's packages, beside the guest's systemd and kernel; dbus for logind, make for `make install`.
+VM_GUEST_PACKAGES="$VM_GUEST_PACKAGES,dbus,containerd,runc,containernetworking-plugins,iptables,iproute2,busybox-static,make,procps"
+
+vm_require_root
+vm_host_packages
+for f in "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar; do
+	[ -f "$f" ] || vm_die "$f is missing: run make build setup"
+done
+"$REPO_DIR/hack/kube-binaries.sh" kubectl >/dev/null
+KUBECTL=/var/lib/nodeagent/bin/kubectl
+
+work=$(mktemp -d /tmp/nodeagent-vm-node.XXXXXX)
+trap 'rm -rf "$work/root" "$work/disk.img"' EXIT
+
+rootfs=$(vm_rootfs)
+read -r kernel initrd < <(vm_kernel "$rootfs")
+
+vm_say "preparing the guest disk"
+cp -a "$rootfs" "$work/root"
+root=$work/root
+vm_add_test_unit "$root" "$VM_DIR/node-checks.sh"
+# The test runs again at the next boot: the unit is not removed, and the script knows its phase.
+mkdir -p "$root/opt/nodeagent/bin" "$root/var/lib/nodeagent/images" "$root/var/log/journal"
+cp "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$root/opt/nodeagent/bin/"
+cp "$REPO_DIR/Makefile" "$root/opt/nodeagent/"
+cp -r "$REPO_DIR/hack" "$root/opt/nodeagent/"
+cp /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar "$root/var/lib/nodeagent/images/"
+install -m 0755 "$KUBECTL" "$root/usr/local/bin/kubectl"
+# A network interface like a server's (qemu's user network, restricted: nothing leaves the guest).
+cat >"$root/etc/systemd/network/10-eth0.network" <<-'EOF'
+	[Match]
+	Name=eth0
+	[Network]
+	Address=10.0.2.15/24
+	Gateway=10.0.2.2
+EOF
+ln -sf /lib/systemd/system/systemd-networkd.service "$root/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+vm_make_image "$root" "$work/disk.img"
+
+total=$SECONDS
+failed=0
+for boot in 1 2; do
+	vm_say "boot $boot (cgroup v2, systemd; console log in $work/console-$boot.log)"
+	start=$SECONDS
+	status=0
+	VM_NIC="-nic user,model=virtio-net-pci,restrict=on" vm_boot "$work/disk.img" "$kernel" "$initrd" "$work/console-$boot.log" || status=$?
+	vm_say "guest stopped after $((SECONDS - start)) s (qemu status $status)"
+	vm_read "$work/disk.img" /var/log/nodeagent-test.log >"$work/test.log" || true
+	if ! grep -q "^phase-done=$boot$" "$work/test.log"; then
+		cat "$work/test.log" >&2 || true
+		tail -n 40 "$work/console-$boot.log" >&2 || true
+		vm_die "boot $boot did not finish its checks (log and console tail above; kept in $work)"
+	fi
+done
+cat "$work/test.log"
+failed=$(grep -c '^FAIL ' "$work/test.log" || true)
+passed=$(grep -c '^ok ' "$work/test.log" || true)
+[ "$failed" = 0 ] || vm_die "$failed of $((passed + failed)) node checks failed in the guest (log above; kept in $work)"
+vm_say "the whole node passed $passed checks on two boots in $((SECONDS - total)) s"
