@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodeagent/kubelet/internal/httpjson"
 )
 
 // StatusSources are what the status endpoints serve. Each is optional: a path without its source answers 404.
@@ -106,15 +107,7 @@ func writePodList(w http.ResponseWriter, pods []*v1.Pod) {
 	writeJSON(w, &list)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
-}
+func writeJSON(w http.ResponseWriter, v any) { httpjson.Write(w, v) }
 
 // promLogger logs what the Prometheus handler could not gather.
 type promLogger struct{}

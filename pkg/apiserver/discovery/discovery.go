@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"encoding/json"
 	"net/http"
 	"runtime"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/nodeagent/kubelet/internal/httpjson"
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
 )
 
@@ -140,12 +140,4 @@ func (h *Handler) resourceList(group, ver string) *metav1.APIResourceList {
 	return list
 }
 
-func write(w http.ResponseWriter, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
-}
+func write(w http.ResponseWriter, v any) { httpjson.Write(w, v) }

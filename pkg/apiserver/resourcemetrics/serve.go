@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/nodeagent/kubelet/internal/httpjson"
 )
 
 // Group is the API group served, with its version.
@@ -151,15 +153,7 @@ func usage(cores, bytes float64) corev1.ResourceList {
 	}
 }
 
-func write(w http.ResponseWriter, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
-}
+func write(w http.ResponseWriter, v any) { httpjson.Write(w, v) }
 
 func writeError(w http.ResponseWriter, err *apierrors.StatusError) {
 	st := err.Status()
