@@ -45,6 +45,7 @@ type options struct {
 	containerdAddress string
 	containerdNS      string
 	containerdRoot    string
+	containerdState   string
 	criSocket         string // where the built-in runtime is served over CRI; empty disables
 	cniConfDir        string
 	cniBinDir         string
@@ -97,6 +98,7 @@ func defaultOptions() *options {
 		containerdAddress: "/run/nodeagent/containerd/containerd.sock",
 		containerdNS:      "nodeagent",
 		containerdRoot:    "/var/lib/nodeagent/containerd",
+		containerdState:   "/run/nodeagent/containerd",
 		criSocket:         "/run/nodeagent/runtime.sock",
 		cniConfDir:        "/etc/nodeagent/cni/net.d",
 		cniBinDir:         "/usr/lib/cni",
@@ -143,6 +145,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", o.runtimeEndpoint, "Remote CRI runtime socket (e.g. unix:///run/containerd/containerd.sock). Empty: the built-in runtime.")
 	fs.StringVar(&o.containerdAddress, "containerd-address", o.containerdAddress, "Built-in runtime: containerd's socket.")
 	fs.StringVar(&o.containerdNS, "containerd-namespace", o.containerdNS, "Built-in runtime: the containerd namespace for pods and images.")
+	fs.StringVar(&o.containerdState, "containerd-state", o.containerdState, "Built-in runtime: containerd's state directory, where it records each task's shim: exec probes talk to the shim directly. Empty: through containerd.")
 	fs.StringVar(&o.containerdRoot, "containerd-root", o.containerdRoot, "Built-in runtime: containerd's root directory, whose filesystem holds images (for image filesystem stats).")
 	fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "Built-in runtime: serve it over CRI on this unix socket (mode 0600) for crictl; empty disables.")
 	fs.StringVar(&o.cniConfDir, "cni-conf-dir", o.cniConfDir, "Built-in runtime: directory of the CNI network configuration.")

@@ -96,14 +96,15 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	rt, err := runtime.New(rctx, runtime.Config{
-		Address:           o.containerdAddress,
-		Namespace:         o.containerdNS,
-		StateDir:          filepath.Join(o.rootDir, "runtime"),
-		FIFODir:           "/run/nodeagent/fifo",
-		ImageFsDir:        o.containerdRoot,
-		PauseImage:        o.pauseImage,
-		PauseImageArchive: o.pauseImageArchive,
-		Network:           cni.New(cni.Config{ConfDir: o.cniConfDir, BinDirs: o.cniBinDirs(), CacheDir: filepath.Join(o.rootDir, "cni-cache")}),
+		Address:            o.containerdAddress,
+		Namespace:          o.containerdNS,
+		StateDir:           filepath.Join(o.rootDir, "runtime"),
+		FIFODir:            "/run/nodeagent/fifo",
+		ImageFsDir:         o.containerdRoot,
+		ContainerdStateDir: o.containerdState,
+		PauseImage:         o.pauseImage,
+		PauseImageArchive:  o.pauseImageArchive,
+		Network:            cni.New(cni.Config{ConfDir: o.cniConfDir, BinDirs: o.cniBinDirs(), CacheDir: filepath.Join(o.rootDir, "cni-cache")}),
 	})
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("built-in runtime (is containerd running at %s? `sudo make setup` starts it): %w", o.containerdAddress, err)

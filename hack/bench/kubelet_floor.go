@@ -34,6 +34,7 @@ func openRuntime(ctx context.Context, ns, dir string) (*runtime.Runtime, error) 
 		Address: containerdSock, Namespace: ns, StateDir: filepath.Join(dir, "state"),
 		FIFODir: fifoDir(ns), PauseImage: "localhost/pause:3.10",
 		PauseImageArchive: "/var/lib/nodeagent/images/pause.tar", ImageFsDir: "/var/lib/nodeagent/containerd",
+		ContainerdStateDir: "/run/nodeagent/containerd",
 		Network: cni.New(cni.Config{ConfDir: "/etc/nodeagent/cni/net.d", BinDirs: []string{"/usr/lib/cni"},
 			CacheDir: filepath.Join(dir, "cni-cache")}),
 	})

@@ -45,7 +45,8 @@ func benchRuntime(ctx context.Context, args []string) error {
 		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/bench/state",
 		FIFODir: "/run/nodeagent/bench-fifo", PauseImage: "localhost/pause:3.10",
 		PauseImageArchive: "/var/lib/nodeagent/images/pause.tar", ImageFsDir: "/var/lib/nodeagent/containerd",
-		Network: cni.New(cni.Config{ConfDir: "/etc/nodeagent/cni/net.d", BinDirs: []string{"/usr/lib/cni"}}),
+		ContainerdStateDir: "/run/nodeagent/containerd",
+		Network:            cni.New(cni.Config{ConfDir: "/etc/nodeagent/cni/net.d", BinDirs: []string{"/usr/lib/cni"}}),
 	})
 	if err != nil {
 		return err

@@ -11,9 +11,16 @@ NODE=$(hostname)
 failures=0
 exec >>"$LOG" 2>&1
 
-ok() { echo "ok $1"; }
+# Each line carries the seconds since the previous one, so that a slow step shows.
+last=$SECONDS
+took() {
+	local d=$((SECONDS - last))
+	last=$SECONDS
+	echo "${d}s"
+}
+ok() { echo "ok $1 ($(took))"; }
 fail() {
-	echo "FAIL $1: $2"
+	echo "FAIL $1 ($(took)): $2"
 	failures=$((failures + 1))
 }
 # wait_for SECONDS COMMAND...: runs COMMAND every 2 s until it succeeds.
@@ -141,7 +148,7 @@ first_boot() {
 	# Deleted pods leave nothing behind.
 	$K delete pod guaranteed burstable besteffort crasher server client --wait=true --timeout=120s >/dev/null
 	sleep 5
-	left=$(find /sys/fs/cgroup/kubepods.slice -name '*pod*.slice' -type d | wc -l)
+	left=$(find /sys/fs/cgroup/kubepods.slice -name '*-pod*.slice' -type d | wc -l)
 	mounts=$(grep -c '/var/lib/kubelet/pods/' /proc/self/mountinfo)
 	netns=$(ls /var/run/netns 2>/dev/null | wc -l)
 	tasks=$(ctr --address /run/nodeagent/containerd/containerd.sock -n nodeagent tasks ls -q | wc -l)

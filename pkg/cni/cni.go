@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -50,9 +51,11 @@ type Manager struct {
 	cfg Config
 	cni *libcni.CNIConfig
 
-	mu   sync.Mutex
-	net  *libcni.NetworkConfigList
-	masq []*net.IPNet // subnets the node masquerades for net's plugins (masquerade.go)
+	mu      sync.Mutex
+	net     *libcni.NetworkConfigList
+	masq    []*net.IPNet // subnets the node masquerades for net's plugins (masquerade.go)
+	netFile string       // the file net was read from, and its modification time: a change reloads it
+	netTime time.Time
 
 	masqMu      sync.Mutex
 	masqChecked time.Time // when the masquerade rules were last found or made right
@@ -81,7 +84,12 @@ func (m *Manager) network() (*libcni.NetworkConfigList, []*net.IPNet, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.net != nil {
-		return m.net, m.masq, nil
+		// The file still there and unchanged (one stat): the network as read. Removed or edited, it is
+		// read again, as containerd's CRI plugin follows its configuration directory.
+		if fi, err := os.Stat(m.netFile); err == nil && fi.ModTime().Equal(m.netTime) {
+			return m.net, m.masq, nil
+		}
+		m.net, m.masq = nil, nil
 	}
 	files, err := libcni.ConfFiles(m.cfg.ConfDir, []string{".conflist", ".conf", ".json"})
 	if err != nil {
@@ -96,6 +104,9 @@ func (m *Manager) network() (*libcni.NetworkConfigList, []*net.IPNet, error) {
 			continue
 		}
 		m.net, m.masq = list, nil
+		if fi, err := os.Stat(f); err == nil {
+			m.netFile, m.netTime = f, fi.ModTime()
+		}
 		if m.cfg.Iptables != nil {
 			if delegated, subnets, err := delegateMasquerade(list); err == nil {
 				m.net, m.masq = delegated, subnets

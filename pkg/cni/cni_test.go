@@ -93,6 +93,33 @@ func TestStatusWithoutNetwork(t *testing.T) {
 	}
 }
 
+// A network configuration removed while the node runs makes it not ready; put back, ready again.
+func TestStatusFollowsTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "10-net.conflist")
+	write := func() {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte(`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"bridge"}]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write()
+	m := New(Config{ConfDir: dir, Exec: &fakeExec{}})
+	if err := m.Status(); err != nil {
+		t.Fatalf("Status() = %v", err)
+	}
+	if err := os.Remove(conf); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Status(); !errors.Is(err, ErrNoNetwork) {
+		t.Fatalf("Status() with the file removed = %v, want ErrNoNetwork", err)
+	}
+	write()
+	if err := m.Status(); err != nil {
+		t.Fatalf("Status() with the file back = %v", err)
+	}
+}
+
 func TestBrokenConfigIsReported(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "10-bad.conflist"), []byte("{not json"), 0o644); err != nil {

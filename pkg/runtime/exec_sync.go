@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/protobuf"
@@ -17,10 +16,11 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// execSync runs a command without stdin or terminal (probes, hooks, CRI ExecSync) in four calls to
-// containerd's task service: exec, start, wait and delete. The general exec path loads the container, its
-// task and its spec and deletes through a wait, a kill and a status: ten calls for the same result. The
-// process spec comes from the exec spec cache, so nothing is read from containerd first.
+// execSync runs a command without stdin or terminal (probes, hooks, CRI ExecSync) in four calls to the task
+// API: exec, start, wait and delete, made to the container's shim directly when its address is known, else
+// to containerd's task service (the general exec path loads the container, its task and its spec and deletes
+// through a wait, a kill and a status: ten calls to containerd for the same result). The process spec comes
+// from the exec spec cache, so nothing is read from containerd first.
 func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string, stdout, stderr io.Writer, timeout time.Duration) (int, error) {
 	ctx = r.ns(ctx)
 	if len(cmd) == 0 {
@@ -41,11 +41,10 @@ func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string
 	}
 	defer pipes.Close()
 	cfg := pipes.Config()
-	ts := r.client.TaskService()
-	if _, err := ts.Exec(ctx, &tasks.ExecProcessRequest{ContainerID: rec.ID, ExecID: execID,
-		Stdout: cfg.Stdout, Stderr: cfg.Stderr, Spec: spec}); err != nil {
+	api := r.execAPIFor(ctx, rec.ID)
+	defer api.close()
+	if err := api.exec(ctx, rec.ID, execID, cfg.Stdout, cfg.Stderr, spec); err != nil {
 		pipes.Cancel()
-		err = errdefs.FromGRPC(err)
 		if errdefs.IsNotFound(err) || errdefs.IsFailedPrecondition(err) {
 			return 0, fmt.Errorf("exec in %q: container is not running: %w", containerID, err)
 		}
@@ -54,12 +53,10 @@ func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string
 	cctx, cancel := r.cleanupContext(ctx)
 	defer cancel()
 	// The shim keeps an exec's exit until it is deleted, so a wait after the start misses nothing.
-	defer func() {
-		_, _ = ts.DeleteProcess(cctx, &tasks.DeleteProcessRequest{ContainerID: rec.ID, ExecID: execID})
-	}()
-	if _, err := ts.Start(ctx, &tasks.StartRequest{ContainerID: rec.ID, ExecID: execID}); err != nil {
+	defer func() { _ = api.delete(cctx, rec.ID, execID) }()
+	if err := api.start(ctx, rec.ID, execID); err != nil {
 		pipes.Cancel()
-		return 0, fmt.Errorf("exec in %q: start: %w", containerID, errdefs.FromGRPC(err))
+		return 0, fmt.Errorf("exec in %q: start: %w", containerID, err)
 	}
 	wctx := ctx
 	if timeout > 0 {
@@ -67,14 +64,14 @@ func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string
 		wctx, stop = context.WithTimeout(ctx, timeout)
 		defer stop()
 	}
-	resp, err := ts.Wait(wctx, &tasks.WaitRequest{ContainerID: rec.ID, ExecID: execID})
+	code, err := api.wait(wctx, rec.ID, execID)
 	if err == nil {
 		pipes.Wait() // the output copies drain before the caller reads the buffers
-		return int(resp.ExitStatus), nil
+		return int(code), nil
 	}
 	// Out of time, or the caller gave up: the command is killed and its exit awaited before the delete.
-	_, _ = ts.Kill(cctx, &tasks.KillRequest{ContainerID: rec.ID, ExecID: execID, Signal: uint32(unix.SIGKILL)})
-	_, _ = ts.Wait(cctx, &tasks.WaitRequest{ContainerID: rec.ID, ExecID: execID})
+	_ = api.kill(cctx, rec.ID, execID, uint32(unix.SIGKILL))
+	_, _ = api.wait(cctx, rec.ID, execID)
 	pipes.Cancel()
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
@@ -82,7 +79,7 @@ func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string
 	if wctx.Err() != nil {
 		return 0, fmt.Errorf("exec in %q: %w after %v", containerID, ErrExecTimeout, timeout)
 	}
-	return 0, fmt.Errorf("exec in %q: wait: %w", containerID, errdefs.FromGRPC(err))
+	return 0, fmt.Errorf("exec in %q: wait: %w", containerID, err)
 }
 
 // execSpecs is what the record index keeps for exec in a container: its OCI process (read from containerd

@@ -54,6 +54,9 @@ type Config struct {
 	PauseImageArchive string
 	// ImageFsDir is the directory whose filesystem holds images (containerd's root), for ImageFsInfo.
 	ImageFsDir string
+	// ContainerdStateDir is containerd's state directory, where it keeps the address of each task's shim:
+	// ExecSync then talks to the shim directly. Empty (or an address it cannot read): through containerd.
+	ContainerdStateDir string
 	// Network attaches pods to the pod network.
 	Network network
 	// Clock is injected for tests; nil means the real clock.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -354,5 +355,29 @@ func TestRestoreOOMScore(t *testing.T) {
 	}
 	if err := restoreOOMScore(filepath.Join(t.TempDir(), "missing", "oom_score_adj"), 0); err == nil {
 		t.Fatal("a restore that cannot write reported no error")
+	}
+}
+
+func TestShimAddress(t *testing.T) {
+	state := t.TempDir()
+	dir := filepath.Join(state, "io.containerd.runtime.v2.task", "ns", "c1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for content, want := range map[string]string{
+		"unix:///run/containerd/s/abc\n": "/run/containerd/s/abc",
+		"/run/x.sock":                    "/run/x.sock",
+		"ttrpc+vsock://3:1024":           "",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "address"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := shimAddress(state, "ns", "c1")
+		if got != want || (err != nil) != (want == "") {
+			t.Errorf("address %q: %q, %v; want %q", content, got, err, want)
+		}
+	}
+	if _, err := shimAddress(state, "ns", "gone"); err == nil {
+		t.Error("a task without an address file gave one")
 	}
 }
