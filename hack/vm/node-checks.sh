@@ -13,14 +13,13 @@ exec >>"$LOG" 2>&1
 
 # Each line carries the seconds since the previous one, so that a slow step shows.
 last=$SECONDS
-took() {
-	local d=$((SECONDS - last))
+ok() {
+	echo "ok $1 ($((SECONDS - last))s)"
 	last=$SECONDS
-	echo "${d}s"
 }
-ok() { echo "ok $1 ($(took))"; }
 fail() {
-	echo "FAIL $1 ($(took)): $2"
+	echo "FAIL $1 ($((SECONDS - last))s): $2"
+	last=$SECONDS
 	failures=$((failures + 1))
 }
 # wait_for SECONDS COMMAND...: runs COMMAND every 2 s until it succeeds.
