@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,7 +205,7 @@ func memoryStats(dir, usageFile, inactiveKey, rssKey, faultKey, majorKey string,
 	if err != nil {
 		return err
 	}
-	kv, err := readKeyValues(filepath.Join(dir, "memory.stat"))
+	kv, err := readKeyValues(filepath.Join(dir, "memory.stat"), inactiveKey, rssKey, faultKey, majorKey)
 	if err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func memoryStats(dir, usageFile, inactiveKey, rssKey, faultKey, majorKey string,
 
 // meminfoStats fills node memory from /proc/meminfo.
 func (m *Manager) meminfoStats(st *Stats) error {
-	kv, err := readKeyValues(filepath.Join(m.cfg.ProcRoot, "meminfo"))
+	kv, err := readKeyValues(filepath.Join(m.cfg.ProcRoot, "meminfo"), "MemTotal:", "MemFree:", "Inactive(file):", "AnonPages:")
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func workingSet(usage, inactiveFile uint64) uint64 {
 
 // cpuUsageV2 reads usage_usec from cpu.stat, in nanoseconds.
 func cpuUsageV2(dir string) (uint64, error) {
-	kv, err := readKeyValues(filepath.Join(dir, "cpu.stat"))
+	kv, err := readKeyValues(filepath.Join(dir, "cpu.stat"), "usage_usec")
 	if err != nil {
 		return 0, err
 	}
@@ -287,17 +288,18 @@ func readUint(dir, file string) (uint64, error) {
 	return v, nil
 }
 
-// readKeyValues reads "key value" lines (memory.stat, cpu.stat, meminfo,
-// whose keys keep their colon). Lines that do not parse are skipped.
-func readKeyValues(path string) (map[string]uint64, error) {
+// readKeyValues reads the given keys' values from "key value" lines
+// (memory.stat, cpu.stat, meminfo, whose keys keep their colon); every key
+// when none is given. Lines that do not parse are skipped.
+func readKeyValues(path string, keys ...string) (map[string]uint64, error) {
 	buf := bufPool.Get().(*[]byte)
 	defer bufPool.Put(buf)
 	raw, err := readSmall(path, *buf)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]uint64, 48)
-	for len(raw) > 0 {
+	out := make(map[string]uint64, max(len(keys), 8))
+	for len(raw) > 0 && (len(keys) == 0 || len(out) < len(keys)) {
 		line := raw
 		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
 			line, raw = raw[:i], raw[i+1:]
@@ -305,7 +307,7 @@ func readKeyValues(path string) (map[string]uint64, error) {
 			raw = nil
 		}
 		key, value, ok := bytes.Cut(bytes.TrimSpace(line), []byte{' '})
-		if !ok {
+		if !ok || len(keys) > 0 && !slices.Contains(keys, string(key)) {
 			continue
 		}
 		value = bytes.TrimSpace(value)
