@@ -22,7 +22,8 @@ CONTAINERD_START_TIMEOUT=${CONTAINERD_START_TIMEOUT:-30}
 NODEAGENT_NODE_ONLY=${NODEAGENT_NODE_ONLY:-0}
 NODEAGENT_CONTAINERD_UNIT=${NODEAGENT_CONTAINERD_UNIT:-}
 PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 iptables)
-[ "$NODEAGENT_NODE_ONLY" = 1 ] || PACKAGES+=(docker-registry)
+# The test suite's: a registry on loopback, and Chromium for the debug page.
+[ "$NODEAGENT_NODE_ONLY" = 1 ] || PACKAGES+=(docker-registry chromium)
 
 # sudo resets PATH; Go lives in /usr/local/go/bin on these hosts.
 export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"

@@ -24,6 +24,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
+	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/node"
@@ -166,6 +167,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		ResolvConf:            o.resolvConf,
 		ServiceEnv:            services.Env,
 		ContainerStarted:      func(c containerlogs.Container) { linkLog(ctx, logs, c) },
+		NoTimelines:           !o.debugTimelines,
 	})
 	if err != nil {
 		return err
@@ -209,6 +211,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 			RunningPods: kl.RunningPods,
 			Configz:     func() any { return o.kubeletConfiguration() },
 			NodeLogsDir: nodeLogsDir,
+			DebugPods:   debugpage.Handler(debugPage(d.name, kl, agent, cg, o.cgroupDriver)),
 		},
 	})
 	if err != nil {

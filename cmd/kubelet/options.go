@@ -79,6 +79,8 @@ type options struct {
 	shutdownGracePeriodCriticalPods time.Duration
 	shutdownByPriority              []kubeletconfig.ShutdownGracePeriodByPodPriority
 
+	debugTimelines bool
+
 	version bool
 }
 
@@ -118,6 +120,7 @@ func defaultOptions() *options {
 		containerLogMaxSize:         "10Mi",
 		containerLogMaxFiles:        5,
 		containerLogMonitorInterval: 10 * time.Second,
+		debugTimelines:              true,
 	}
 }
 
@@ -170,6 +173,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.containerLogMaxSize, "container-log-max-size", o.containerLogMaxSize, "Size a container's log file reaches before it is rotated (a quantity, e.g. 10Mi).")
 	fs.IntVar(&o.containerLogMaxFiles, "container-log-max-files", o.containerLogMaxFiles, "Most log files kept per container, the current one included (at least 2).")
 	fs.DurationVar(&o.containerLogMonitorInterval, "container-log-monitor-interval", o.containerLogMonitorInterval, "How often container logs are checked for rotation (at least 3s).")
+	fs.BoolVar(&o.debugTimelines, "debug-timelines", o.debugTimelines, "Record each pod's startup timeline for the debug page (/debug/pods).")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // statusPaths are the endpoint's paths that monitoring scrapes, measured with 110 pods.
-var statusPaths = []string{"/stats/summary", "/metrics", "/metrics/resource", "/metrics/cadvisor", "/pods"}
+var statusPaths = []string{"/stats/summary", "/metrics", "/metrics/resource", "/metrics/cadvisor", "/pods", "/debug/pods"}
 
 // runStatus measures the status endpoint with 110 pods: each path's latency asked directly of the kubelet
 // (p50, p99 of 100 requests, and the size of the answer), what a gathering of the node's and pods' usage
@@ -175,6 +175,9 @@ func getAll(ctx context.Context, c *http.Client, url string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
+	}
+	if strings.HasSuffix(url, "/debug/pods") {
+		req.Header.Set("Accept", "application/json") // the page's data, as its refresh asks for it
 	}
 	resp, err := c.Do(req)
 	if err != nil {

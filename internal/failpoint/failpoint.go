@@ -21,11 +21,14 @@ const (
 	AfterCNIAdd          = "after-cni-add"          // the pod network is set up, the pause container maybe not
 	AfterSandbox         = "after-sandbox"          // RunPodSandbox returned, no container created yet
 	AfterContainerCreate = "after-container-create" // a container is created, not started
+	// HangContainerStatus=<container name>: the runtime's ContainerStatus of that container never returns,
+	// as a wedged shim's would.
+	HangContainerStatus = "hang-container-status"
 )
 
 var (
 	enabled bool
-	points  map[string]bool
+	points  map[string]string // name -> value ("" for a plain point)
 )
 
 func init() {
@@ -33,10 +36,11 @@ func init() {
 	if v == "" {
 		return
 	}
-	points = map[string]bool{}
+	points = map[string]string{}
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			points[p] = true
+			name, value, _ := strings.Cut(p, "=")
+			points[name] = value
 		}
 	}
 	enabled = len(points) > 0
@@ -44,9 +48,22 @@ func init() {
 
 // Hit kills the process with SIGKILL when name is listed in NODEAGENT_FAILPOINTS.
 func Hit(name string) {
-	if !enabled || !points[name] {
+	if !enabled {
+		return
+	}
+	if _, ok := points[name]; !ok {
 		return
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // the signal is on its way
+}
+
+// HangIf blocks the calling goroutine for good when name=value is listed in NODEAGENT_FAILPOINTS.
+func HangIf(name, value string) {
+	if !enabled {
+		return
+	}
+	if v, ok := points[name]; ok && v == value {
+		select {}
+	}
 }

@@ -39,6 +39,7 @@ type Agent struct {
 	registered     chan struct{}
 	registeredOnce sync.Once
 	resync         chan struct{} // asks for a status sync now (Resync)
+	health         healthState   // what the debug page shows of the node
 	// initial is the Node this agent registers (labels, taints, allocatable), Node's answer until the
 	// watch has one; watched is the API's, from the node's own watch.
 	initial *v1.Node
@@ -259,7 +260,9 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 		cancel()
 		failures = runtimeFailures(resp, err)
 	}
+	a.health.setRuntime(failures)
 	failures = append(failures, checkFailures(a.cfg.Health)...)
+	a.health.setFailures(failures)
 	if sig, err := a.signals(); err != nil {
 		klog.FromContext(ctx).V(2).Info("Unable to read node signals, keeping the pressure conditions", "err", err.Error())
 	} else {

@@ -60,10 +60,14 @@ func (a *Agent) runLease(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			a.health.setLease(false, time.Time{})
 			a.leaseFailed(ctx, &fails, err)
-		} else if n, since := fails.succeed(); n > 0 {
-			klog.FromContext(ctx).Info("Node lease renewed again", "node", a.cfg.Name, "failures", n,
-				"since", since.Format(time.RFC3339))
+		} else {
+			a.health.setLease(true, a.cfg.Clock.Now())
+			if n, since := fails.succeed(); n > 0 {
+				klog.FromContext(ctx).Info("Node lease renewed again", "node", a.cfg.Name, "failures", n,
+					"since", since.Format(time.RFC3339))
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -39,6 +39,22 @@ type Options struct {
 	// Enrich, when set, is called on every container status the PLEG inspects before it is cached (the kubelet
 	// fills in termination messages there). It must not block for long.
 	Enrich func(*runtimeapi.ContainerStatus)
+	// InspectTimeout bounds one pod's inspection by a full relist (DefaultInspectTimeout when 0): a pod whose
+	// runtime call has not returned by then is left out of the relist, keeps its last record, is listed by
+	// Stuck, and is not inspected again until the call returns. One hung call never stalls the relist, so it
+	// cannot make the node NotReady.
+	InspectTimeout time.Duration
+}
+
+// DefaultInspectTimeout is how long a full relist waits for one pod's inspection.
+const DefaultInspectTimeout = 10 * time.Second
+
+// StuckPod is a pod whose inspection has not returned.
+type StuckPod struct {
+	UID       types.UID
+	Namespace string
+	Name      string
+	Since     time.Time
 }
 
 // PLEG relists the runtime and produces events and the pod cache. Relist, RelistPod, Healthy and Watch are
@@ -65,6 +81,9 @@ type PLEG struct {
 	healthMu   sync.Mutex
 	lastRelist time.Time
 	lastTook   time.Duration
+
+	stuckMu sync.Mutex
+	stuck   map[types.UID]StuckPod // inspections still out after InspectTimeout
 }
 
 // New returns a PLEG reading rt.
@@ -79,7 +98,26 @@ func New(rt Runtime, clk clock.WithTicker, opts Options) *PLEG {
 		reinspect:   map[types.UID]bool{},
 		podRead:     map[types.UID]time.Time{},
 		podRecorded: map[types.UID]uint64{},
+		stuck:       map[types.UID]StuckPod{},
 	}
+}
+
+// Stuck returns the pods whose inspection has not returned within the inspection timeout.
+func (p *PLEG) Stuck() []StuckPod {
+	p.stuckMu.Lock()
+	defer p.stuckMu.Unlock()
+	out := make([]StuckPod, 0, len(p.stuck))
+	for _, s := range p.stuck {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (p *PLEG) isStuck(uid types.UID) bool {
+	p.stuckMu.Lock()
+	defer p.stuckMu.Unlock()
+	_, ok := p.stuck[uid]
+	return ok
 }
 
 // Watch returns the channel of events. There is one channel; events are dropped (and logged) when it is full.
@@ -204,13 +242,20 @@ func (p *PLEG) Relist(ctx context.Context) error {
 			continue // a single-pod relist read it after this one began: its record and events stand
 		}
 		res, ok := inspected[uid]
+		if !ok && changed[uid] && p.isStuck(uid) {
+			p.reinspect[uid] = true // its last record stands; it is read again once its call returns
+			continue
+		}
 		if p.podRecorded[uid] > seen {
 			// A single-pod relist that began before this one recorded the pod while this one inspected: which
 			// of the two listings is newer is unknown. Record a state read after this relist began (the cache
 			// time below must not cover an older one), send no event, keep that relist's view, and look again
 			// at the next relist.
 			if !ok {
-				res = p.inspectAll(ctx, map[types.UID]bool{uid: true}, cur, sandboxes, containers)[uid]
+				if res, ok = p.inspectAll(ctx, map[types.UID]bool{uid: true}, cur, sandboxes, containers)[uid]; !ok {
+					p.reinspect[uid] = true // stuck: its last record stands
+					continue
+				}
 			}
 			p.record(ctx, uid, res.state, res.err, start)
 			p.reinspect[uid] = true
@@ -289,30 +334,82 @@ type inspectResult struct {
 // inspectParallel is how many pods a full relist inspects at once.
 const inspectParallel = 4
 
-// inspectAll inspects the given pods, inspectParallel at a time.
+// inspectAll inspects the given pods, inspectParallel at a time, each within the inspection timeout. A pod
+// whose inspection is still out (from this relist or an earlier one) is missing from the result.
 func (p *PLEG) inspectAll(ctx context.Context, uids map[types.UID]bool, cur Snapshot, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) map[types.UID]inspectResult {
 	out := make(map[types.UID]inspectResult, len(uids))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	type done struct {
+		uid types.UID
+		res inspectResult
+		ok  bool
+	}
+	results := make(chan done, len(uids))
 	slots := make(chan struct{}, inspectParallel)
+	timeout := p.opts.InspectTimeout
+	if timeout <= 0 {
+		timeout = DefaultInspectTimeout
+	}
+	pending := 0
 	for uid := range uids {
 		rec, ok := cur[uid]
 		if !ok {
 			out[uid] = inspectResult{}
 			continue
 		}
+		if p.isStuck(uid) {
+			continue
+		}
 		slots <- struct{}{}
-		wg.Add(1)
+		pending++
 		go func() {
-			defer func() { <-slots; wg.Done() }()
-			state, err := p.inspect(ctx, uid, rec, sandboxes, containers)
-			mu.Lock()
-			out[uid] = inspectResult{state, err}
-			mu.Unlock()
+			call := make(chan inspectResult, 1)
+			go func() {
+				ictx, cancel := context.WithTimeout(ctx, timeout)
+				defer cancel()
+				state, err := p.inspect(ictx, uid, rec, sandboxes, containers)
+				call <- inspectResult{state, err}
+			}()
+			t := p.clock.NewTimer(timeout)
+			defer t.Stop()
+			select {
+			case r := <-call:
+				<-slots
+				results <- done{uid, r, true}
+			case <-t.C():
+				// The call ignored its deadline: leave it, and the pod, until it returns.
+				p.markStuck(ctx, uid, rec, sandboxes)
+				<-slots
+				results <- done{uid: uid}
+				go func() {
+					<-call
+					p.stuckMu.Lock()
+					delete(p.stuck, uid)
+					p.stuckMu.Unlock()
+				}()
+			}
 		}()
 	}
-	wg.Wait()
+	for ; pending > 0; pending-- {
+		if d := <-results; d.ok {
+			out[d.uid] = d.res
+		}
+	}
 	return out
+}
+
+// markStuck records that uid's inspection has not returned, with the pod's name from its sandboxes.
+func (p *PLEG) markStuck(ctx context.Context, uid types.UID, rec PodRecord, sandboxes []*runtimeapi.PodSandbox) {
+	s := StuckPod{UID: uid, Since: p.clock.Now()}
+	for _, sb := range sandboxes {
+		if sb != nil && sandboxUID(sb) == uid {
+			s.Namespace, s.Name = sb.GetMetadata().GetNamespace(), sb.GetMetadata().GetName()
+		}
+	}
+	p.stuckMu.Lock()
+	p.stuck[uid] = s
+	p.stuckMu.Unlock()
+	klog.FromContext(ctx).Info("A pod's runtime inspection did not return in time; relists go on without it",
+		"pod", klog.KRef(s.Namespace, s.Name), "podUID", uid)
 }
 
 // RelistPod lists and inspects one pod now, updates the cache and sends its events. Pod workers call it after

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
+	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 )
 
@@ -487,5 +488,74 @@ func TestRelistKeepsRacedPodRelist(t *testing.T) {
 		if e.UID == "b" && e.Type == ContainerStarted {
 			t.Errorf("the next relist sent %v for pod b", e)
 		}
+	}
+}
+
+// hangingRuntime blocks ContainerStatus of one container, whatever its context says, until released.
+type hangingRuntime struct {
+	*critest.FakeRuntimeService
+	hang    atomic.Value // container ID
+	release chan struct{}
+}
+
+func (h *hangingRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	if v, _ := h.hang.Load().(string); v == id {
+		<-h.release
+	}
+	return h.FakeRuntimeService.ContainerStatus(ctx, id, verbose)
+}
+
+// A pod whose runtime call hangs is left out of relists, listed as stuck, and read again once the call
+// returns; the other pods' events flow and relists stay fast (the node stays Ready).
+func TestStuckInspection(t *testing.T) {
+	ctx := context.Background()
+	rt := &hangingRuntime{FakeRuntimeService: critest.NewFakeRuntimeService(), release: make(chan struct{})}
+	p := New(rt, clock.RealClock{}, Options{InspectTimeout: 200 * time.Millisecond})
+	_, ca := startPod(t, rt.FakeRuntimeService, "a")
+	_, cb := startPod(t, rt.FakeRuntimeService, "b")
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drain(p)
+	for _, id := range []string{ca, cb} {
+		if err := rt.StopContainer(ctx, id, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt.hang.Store(ca)
+	start := time.Now()
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("a relist took %v with one hung call", took)
+	}
+	got := drain(p)
+	if len(got) != 1 || got[0].UID != "b" || got[0].Type != ContainerDied {
+		t.Fatalf("events %v, want b's container died alone", got)
+	}
+	if stuck := p.Stuck(); len(stuck) != 1 || stuck[0].UID != "a" || stuck[0].Name != "pa" {
+		t.Fatalf("stuck %+v, want pod a", stuck)
+	}
+	if st, _ := p.Cache().Get("a"); len(st.Containers) != 1 || st.Containers[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("a stuck pod's record changed: %+v", st)
+	}
+	// A second relist while the call is still out does not ask again.
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(rt.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(p.Stuck()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(p.Stuck()) > 0 {
+		t.Fatal("the pod stayed stuck after its call returned")
+	}
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(p); len(got) != 1 || got[0].UID != "a" || got[0].Type != ContainerDied {
+		t.Fatalf("events after the call returned %v, want a's container died", got)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/containers"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/internal/failpoint"
 )
 
 // containerView is what one container looks like to CRI, derived from its record and task.
@@ -85,6 +87,9 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	meta, err := r.records.metas.container(rec)
 	if err != nil {
 		return nil, err
+	}
+	if meta.Metadata != nil {
+		failpoint.HangIf(failpoint.HangContainerStatus, meta.Metadata.Name)
 	}
 	if t != nil && t.Status == task.Status_STOPPED && rec.Labels[labelFinishedAt] == "" {
 		// The exit is not recorded yet (its event is on its way): record it now, so that lists, which go by

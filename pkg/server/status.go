@@ -29,6 +29,8 @@ type StatusSources struct {
 	Configz func() any
 	// NodeLogsDir is the node's log directory served under /logs/ (upstream's /var/log).
 	NodeLogsDir string
+	// DebugPods serves /debug/pods, the node's debug page (nodes/proxy, as every path without its own).
+	DebugPods http.Handler
 }
 
 func (s *Server) statusRoutes() {
@@ -63,6 +65,9 @@ func (s *Server) statusRoutes() {
 	}
 	if src.NodeLogsDir != "" {
 		s.mux.HandleFunc("GET /logs/", s.serveNodeLogs)
+	}
+	if src.DebugPods != nil {
+		s.mux.Handle("GET /debug/pods", src.DebugPods)
 	}
 }
 

@@ -35,6 +35,8 @@ type imagePuller struct {
 	backoff  *Backoff
 	// pulled, when set, is told how long each successful pull of a pod's image took.
 	pulled func(types.UID, time.Duration)
+	// debug, when set, records pulls for the debug page.
+	debug *debugState
 
 	mu       sync.Mutex
 	calls    map[string]*pullCall     // by image and credentials
@@ -103,6 +105,10 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 
 	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
 	start := p.clock.Now()
+	if p.debug != nil {
+		p.debug.pulling(pod.UID, c.Image, start)
+		defer p.debug.pulling(pod.UID, c.Image, time.Time{})
+	}
 	auths := p.credentials(ctx, pod, image)
 	imageRef, waited, err := p.pull(ctx, spec, auths, sandbox)
 	if err != nil {
@@ -124,6 +130,9 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.",
 		c.Image, (took - waited).Round(time.Millisecond), took.Round(time.Millisecond), size)
 	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(size)).Observe((took - waited).Seconds())
+	if p.debug != nil {
+		p.debug.step(pod.UID, "pull "+c.Image, fmt.Sprintf("%d bytes, %v waiting", size, waited.Round(time.Millisecond)), start, start.Add(took))
+	}
 	if p.pulled != nil {
 		p.pulled(pod.UID, took)
 	}

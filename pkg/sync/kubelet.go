@@ -112,6 +112,8 @@ type Config struct {
 	Mirrors MirrorClient
 	// ContainerStarted, when set, is told of each container started, with its log file (the log links).
 	ContainerStarted func(containerlogs.Container)
+	// NoTimelines turns off the pods' startup timelines of the debug page.
+	NoTimelines bool
 }
 
 // Kubelet runs the pods assigned to the node. Build it with New, start it with Run.
@@ -141,6 +143,7 @@ type Kubelet struct {
 	probeChanged *probeChanges
 	starts       *startTracker
 	shutdowns    shutdownSet
+	debug        debugState
 	hkBusy       sync.Mutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32
@@ -204,6 +207,7 @@ func New(cfg Config) (*Kubelet, error) {
 		backoff:  NewBackoff(backoffInitial, backoffMax, backoffReset),
 		reasons:  newReasonCache(),
 		starts:   newStartTracker(),
+		debug:    debugState{off: cfg.NoTimelines},
 		mirrors:  cfg.Mirrors,
 		source:   cfg.Source,
 	}
@@ -225,6 +229,7 @@ func New(cfg Config) (*Kubelet, error) {
 	k.pleg = pleg.New(cfg.Runtime, cfg.Clock, pleg.Options{RuntimeEvents: cfg.RuntimeEvents, Enrich: enrichTermination})
 	k.puller = newImagePuller(cfg.Images, cfg.Client, cfg.Recorder, cfg.Clock, cfg.MaxParallelImagePulls)
 	k.puller.pulled = k.starts.pulled
+	k.puller.debug = &k.debug
 	k.workers = newPodWorkers(k, k.pleg, cfg.Clock, cfg.SyncFrequency)
 	if k.mirrors == nil && cfg.Client != nil {
 		k.mirrors = config.NewMirrorClient(cfg.Client, cfg.NodeName)

@@ -312,13 +312,15 @@ func (w *podWorkers) takeDue(now time.Time) []types.UID {
 
 // workerInfo is a read-only view of one worker.
 type workerInfo struct {
-	pod          *v1.Pod
-	state        workerState
-	deleted      bool
-	lastStart    time.Time
-	lastDuration time.Duration
-	lastErr      error
-	syncs        int
+	pod           *v1.Pod
+	state         workerState
+	terminatingAt time.Time
+	grace         *int64
+	deleted       bool
+	lastStart     time.Time
+	lastDuration  time.Duration
+	lastErr       error
+	syncs         int
 }
 
 // known returns a view of every worker.
@@ -328,7 +330,7 @@ func (w *podWorkers) known() map[types.UID]workerInfo {
 	out := make(map[types.UID]workerInfo, len(w.pods))
 	for uid, pw := range w.pods {
 		out[uid] = workerInfo{pod: pw.pod, state: pw.state, deleted: pw.deleted, lastStart: pw.lastStart,
-			lastDuration: pw.lastDuration, lastErr: pw.lastErr, syncs: pw.syncs}
+			lastDuration: pw.lastDuration, lastErr: pw.lastErr, syncs: pw.syncs, terminatingAt: pw.terminatingAt, grace: pw.grace}
 	}
 	return out
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
@@ -19,7 +22,6 @@ import (
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 	"github.com/nodeagent/kubelet/pkg/volume"
-	grpcstatus "google.golang.org/grpc/status"
 )
 
 // runtimeResult is what syncRuntime did.
@@ -104,6 +106,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 			r.fail(fmt.Errorf("create pod log directory: %w", err))
 			return r
 		}
+		t0 := k.clock.Now()
 		id, err := k.runtime.RunPodSandbox(ctx, env.sandboxConfig, k.cfg.RuntimeHandler)
 		if err != nil {
 			metrics.StartedPodsErrors.Inc()
@@ -120,6 +123,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 			return r
 		}
 		env.podIPs = sandboxIPs(resp.GetStatus())
+		k.debug.step(pod.UID, "sandbox and network", strings.Join(env.podIPs, ", "), t0, k.clock.Now())
 	} else {
 		for _, sb := range state.Sandboxes {
 			if sb.Id == a.SandboxID {
@@ -217,6 +221,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.fail(fmt.Errorf("container %q config: %w", c.Name, err))
 		return wait(status.ReasonCreateContainerConfigError, err.Error())
 	}
+	t0 := k.clock.Now()
 	id, err := k.runtime.CreateContainer(ctx, env.sandboxID, cfg, env.sandboxConfig)
 	if err != nil {
 		k.recorder.Eventf(ref, v1.EventTypeWarning, eventFailed, "Error: %v", err)
@@ -229,6 +234,8 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		klog.FromContext(ctx).Error(err, "Failed to checkpoint a container's resources", "pod", klog.KObj(pod), "container", c.Name)
 	}
 	k.recorder.Eventf(ref, v1.EventTypeNormal, eventCreated, "Created container: %s", c.Name)
+	k.debug.step(pod.UID, "created "+c.Name, "", t0, k.clock.Now())
+	t0 = k.clock.Now()
 	if err := k.runtime.StartContainer(ctx, id); err != nil {
 		metrics.StartedContainersErrors.WithLabelValues(containerType(kind), grpcstatus.Code(err).String()).Inc()
 		k.recorder.Eventf(ref, v1.EventTypeWarning, eventFailed, "Error: %v", err)
@@ -236,6 +243,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return wait(status.ReasonRunContainerError, err.Error())
 	}
 	metrics.StartedContainers.WithLabelValues(containerType(kind)).Inc()
+	k.debug.step(pod.UID, "started "+c.Name, "", t0, k.clock.Now())
 	if k.cfg.ContainerStarted != nil {
 		k.cfg.ContainerStarted(containerlogs.Container{ID: id, Name: c.Name, Pod: pod.Name, Namespace: pod.Namespace,
 			LogPath: filepath.Join(env.sandboxConfig.LogDirectory, cfg.LogPath)})
@@ -246,7 +254,10 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.reasonsChanged = true
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		if err := k.runHook(ctx, pod, c, id, c.Lifecycle.PostStart, 0); err != nil {
+		t0 = k.clock.Now()
+		err := k.runHook(ctx, pod, c, id, c.Lifecycle.PostStart, 0)
+		k.debug.step(pod.UID, "postStart "+c.Name, errString(err), t0, k.clock.Now())
+		if err != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
 			k.recorder.Event(ref, v1.EventTypeWarning, eventFailedPostStartHook, msg)
 			cs := &runtimeapi.ContainerStatus{Id: id, Metadata: cfg.Metadata, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Annotations: cfg.Annotations}

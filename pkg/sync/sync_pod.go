@@ -64,7 +64,14 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 		st = status.Compute(in)
 	}
 	k.status.SetPodStatus(pod, st)
-	k.starts.synced(pod, &st, k.clock.Now())
+	now := k.clock.Now()
+	k.starts.synced(pod, &st, now)
+	if !pod.CreationTimestamp.IsZero() {
+		k.debug.step(pod.UID, "admitted", "", pod.CreationTimestamp.Time, now)
+	}
+	if allRunning(&st) && podReady(&st) {
+		k.debug.step(pod.UID, "ready", "", now, now)
+	}
 	if isTerminalPhase(st.Phase) {
 		return syncOutcome{terminal: true}, nil
 	}
@@ -77,17 +84,22 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	// A resize raises the pod cgroup before its containers and lowers it after them.
 	actuated := k.actuated(pod, state)
 	upper := allocation.UpperBound(pod, actuated)
+	t0 := k.clock.Now()
 	cgroupParent, err := k.cgroups.EnsurePod(ctx, upper)
+	k.debug.step(pod.UID, "pod cgroup", cgroupParent, t0, k.clock.Now())
 	if err != nil {
 		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedCreatePodCgroups, "unable to ensure pod container exists: %v", err)
 		return syncOutcome{}, fmt.Errorf("ensure pod cgroup: %w", err)
 	}
 	failpoint.Hit(failpoint.AfterPodCgroup)
+	t0 = k.clock.Now()
 	volumes, err := k.volumes.MountPod(ctx, pod)
+	k.debug.mountResult(pod.UID, err)
 	if err != nil {
 		k.recordMountFailure(pod, err)
 		return syncOutcome{}, fmt.Errorf("mount volumes: %w", err)
 	}
+	k.debug.step(pod.UID, "volumes", fmt.Sprintf("%d volumes", len(volumes)), t0, k.clock.Now())
 
 	res := k.syncRuntime(ctx, pod, state, cgroupParent, volumes, actuated)
 	if res.resizeErr == nil && upper != pod {
@@ -217,6 +229,7 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *ple
 	}
 	k.reasons.forget(pod.UID)
 	k.starts.forget(pod.UID)
+	k.debug.forget(pod.UID)
 	k.backoff.DeletePrefix(string(pod.UID) + "/")
 	k.puller.forgetPod(pod.UID)
 	return nil

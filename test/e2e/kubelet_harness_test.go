@@ -137,10 +137,11 @@ func startNode(t *testing.T, extraArgs ...string) *node {
 	return n
 }
 
-func (n *node) start() {
+// start launches the kubelet (with env added to its environment) and waits until its API answers.
+func (n *node) start(env ...string) {
 	t := n.t
 	t.Helper()
-	n.launch()
+	n.launch(env...)
 	if n.cp != nil || n.ext != nil {
 		n.waitRegistered()
 		return

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"time"
+
+	"github.com/nodeagent/kubelet/pkg/cgroups"
+	"github.com/nodeagent/kubelet/pkg/debugpage"
+	"github.com/nodeagent/kubelet/pkg/node"
+	podsync "github.com/nodeagent/kubelet/pkg/sync"
+)
+
+// debugPage builds the node's debug page from what the kubelet, the PLEG, the node agent and the cgroup
+// manager hold in memory: no runtime or API call.
+func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.Manager, driver string) func() *debugpage.Page {
+	return func() *debugpage.Page {
+		h := agent.Health()
+		relist, took, stuck := kl.PLEGStatus()
+		now := time.Now()
+		p := &debugpage.Page{Generated: now, Pods: kl.DebugPods(), Node: debugpage.Node{
+			Name: name, Ready: len(h.Failures) == 0, Failures: h.Failures,
+			LastRelist: relist, RelistTook: took,
+			RuntimeReady: h.RuntimeMessage == "", RuntimeMessage: h.RuntimeMessage,
+			NetworkReady: h.NetworkMessage == "", NetworkMessage: h.NetworkMessage,
+			APIReachable: h.APIReachable, LastLease: h.LastLease,
+			CgroupMode: cg.Mode().String(), CgroupDriver: driver,
+		}}
+		if len(h.Failures) > 0 {
+			p.Node.ReadyMessage = h.Failures[0]
+		}
+		for _, s := range stuck {
+			p.Node.Stuck = append(p.Node.Stuck, debugpage.Stuck{Pod: s.Namespace + "/" + s.Name, Call: "runtime status call",
+				Since: now.Sub(s.Since)})
+		}
+		return p
+	}
+}
