@@ -143,7 +143,7 @@ func TestInProcessAPIServerRegisterReadyAndLease(t *testing.T) {
 	for {
 		n, err := admin.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err == nil && !isReady(&n.Status) {
-			if c := conditionOf(&n.Status, v1.NodeReady); c.Message != "container runtime is down: connection refused" {
+			if c := conditionOf(&n.Status, v1.NodeReady); c.Message != "container runtime is down: its CRI Status call failed: connection refused" {
 				t.Errorf("ready = %+v", c)
 			}
 			break

@@ -25,7 +25,7 @@ func readyCondition(failures []error) v1.NodeCondition {
 // upstream's words: the runtime down or not ready, its network not ready.
 func runtimeFailures(resp *runtimeapi.StatusResponse, err error) []error {
 	if err != nil {
-		return []error{fmt.Errorf("container runtime is down: %v", err)}
+		return []error{fmt.Errorf("container runtime is down: its CRI Status call failed: %v", err)}
 	}
 	var out []error
 	var runtimeCond, networkCond *runtimeapi.RuntimeCondition

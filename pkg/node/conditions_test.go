@@ -49,7 +49,7 @@ func TestRuntimeFailures(t *testing.T) {
 	}{
 		{"all ready", status(cond("RuntimeReady", true, "", ""), cond("NetworkReady", true, "", "")), nil, nil},
 		{"runtime down", nil, errors.New("rpc error: code = Unavailable"),
-			[]string{"container runtime is down: rpc error: code = Unavailable"}},
+			[]string{"container runtime is down: its CRI Status call failed: rpc error: code = Unavailable"}},
 		{"network not ready", status(cond("RuntimeReady", true, "", ""),
 			cond("NetworkReady", false, "NetworkPluginNotReady", "cni config uninitialized")), nil,
 			[]string{"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized"}},

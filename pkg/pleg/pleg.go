@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sort"
 	"sync"
 	"time"
 
@@ -78,9 +79,12 @@ type PLEG struct {
 	recorded    uint64                  // counts single-pod records
 	podRecorded map[types.UID]uint64    // the count at each pod's last single-pod record
 
-	healthMu   sync.Mutex
-	lastRelist time.Time
-	lastTook   time.Duration
+	healthMu    sync.Mutex
+	lastRelist  time.Time
+	lastTook    time.Duration
+	lastErr     error     // why the last relist failed; nil after a success
+	calling     string    // the runtime call a relist waits on, for Healthy's message
+	callingFrom time.Time // when it was made
 
 	stuckMu sync.Mutex
 	stuck   map[types.UID]StuckPod // inspections still out after InspectTimeout
@@ -201,13 +205,16 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.relistMu.Lock()
 	defer p.relistMu.Unlock()
 	start := p.clock.Now()
+	p.call("ListPodSandbox")
 	sandboxes, err := p.runtime.ListPodSandbox(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("list pod sandboxes: %w", err)
+		return p.relistFailed(fmt.Errorf("list pod sandboxes: %w", err))
 	}
+	p.call("ListContainers")
 	containers, err := p.runtime.ListContainers(ctx, nil)
+	p.call("")
 	if err != nil {
-		return fmt.Errorf("list containers: %w", err)
+		return p.relistFailed(fmt.Errorf("list containers: %w", err))
 	}
 	cur := BuildSnapshot(sandboxes, containers)
 
@@ -284,12 +291,27 @@ func (p *PLEG) Relist(ctx context.Context) error {
 
 	p.healthMu.Lock()
 	prev := p.lastRelist
-	p.lastRelist = start
+	p.lastRelist, p.lastErr = start, nil
 	p.lastTook = p.clock.Since(start)
 	took := p.lastTook
 	p.healthMu.Unlock()
 	observeRelist(start, prev, took, sandboxes, containers)
 	return nil
+}
+
+// relistFailed remembers why the last relist failed, for Healthy's message.
+func (p *PLEG) relistFailed(err error) error {
+	p.healthMu.Lock()
+	p.lastErr, p.calling = err, ""
+	p.healthMu.Unlock()
+	return err
+}
+
+// call notes the runtime call a relist is about to wait on ("" once it returned).
+func (p *PLEG) call(name string) {
+	p.healthMu.Lock()
+	p.calling, p.callingFrom = name, p.clock.Now()
+	p.healthMu.Unlock()
 }
 
 // observeRelist records a relist in the kubelet's metrics: its duration, the interval since the previous one,
@@ -345,10 +367,6 @@ func (p *PLEG) inspectAll(ctx context.Context, uids map[types.UID]bool, cur Snap
 	}
 	results := make(chan done, len(uids))
 	slots := make(chan struct{}, inspectParallel)
-	timeout := p.opts.InspectTimeout
-	if timeout <= 0 {
-		timeout = DefaultInspectTimeout
-	}
 	pending := 0
 	for uid := range uids {
 		rec, ok := cur[uid]
@@ -362,31 +380,9 @@ func (p *PLEG) inspectAll(ctx context.Context, uids map[types.UID]bool, cur Snap
 		slots <- struct{}{}
 		pending++
 		go func() {
-			call := make(chan inspectResult, 1)
-			go func() {
-				ictx, cancel := context.WithTimeout(ctx, timeout)
-				defer cancel()
-				state, err := p.inspect(ictx, uid, rec, sandboxes, containers)
-				call <- inspectResult{state, err}
-			}()
-			t := p.clock.NewTimer(timeout)
-			defer t.Stop()
-			select {
-			case r := <-call:
-				<-slots
-				results <- done{uid, r, true}
-			case <-t.C():
-				// The call ignored its deadline: leave it, and the pod, until it returns.
-				p.markStuck(ctx, uid, rec, sandboxes)
-				<-slots
-				results <- done{uid: uid}
-				go func() {
-					<-call
-					p.stuckMu.Lock()
-					delete(p.stuck, uid)
-					p.stuckMu.Unlock()
-				}()
-			}
+			r, ok := p.inspectBounded(ctx, uid, rec, sandboxes, containers)
+			<-slots
+			results <- done{uid, r, ok}
 		}()
 	}
 	for ; pending > 0; pending-- {
@@ -397,8 +393,43 @@ func (p *PLEG) inspectAll(ctx context.Context, uids map[types.UID]bool, cur Snap
 	return out
 }
 
+// inspectBounded inspects a pod within the inspection timeout. ok is false when the pod is stuck: its call
+// did not return in time (it is marked, and unmarked when the call returns), or an earlier one is still out.
+func (p *PLEG) inspectBounded(ctx context.Context, uid types.UID, rec PodRecord, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) (inspectResult, bool) {
+	if p.isStuck(uid) {
+		return inspectResult{}, false
+	}
+	timeout := p.opts.InspectTimeout
+	if timeout <= 0 {
+		timeout = DefaultInspectTimeout
+	}
+	call := make(chan inspectResult, 1)
+	go func() {
+		ictx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		state, err := p.inspect(ictx, uid, rec, sandboxes, containers)
+		call <- inspectResult{state, err}
+	}()
+	t := p.clock.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-call:
+		return r, true
+	case <-t.C():
+	}
+	// The call ignored its deadline: leave it, and the pod, until it returns.
+	p.markStuck(ctx, uid, sandboxes)
+	go func() {
+		<-call
+		p.stuckMu.Lock()
+		delete(p.stuck, uid)
+		p.stuckMu.Unlock()
+	}()
+	return inspectResult{}, false
+}
+
 // markStuck records that uid's inspection has not returned, with the pod's name from its sandboxes.
-func (p *PLEG) markStuck(ctx context.Context, uid types.UID, rec PodRecord, sandboxes []*runtimeapi.PodSandbox) {
+func (p *PLEG) markStuck(ctx context.Context, uid types.UID, sandboxes []*runtimeapi.PodSandbox) {
 	s := StuckPod{UID: uid, Since: p.clock.Now()}
 	for _, sb := range sandboxes {
 		if sb != nil && sandboxUID(sb) == uid {
@@ -433,7 +464,11 @@ func (p *PLEG) RelistPod(ctx context.Context, uid types.UID) error {
 	var state *PodState
 	var inspectErr error
 	if rec, ok := mine[uid]; ok {
-		state, inspectErr = p.inspect(ctx, uid, rec, sandboxes, containers)
+		r, ok := p.inspectBounded(ctx, uid, rec, sandboxes, containers)
+		if !ok {
+			return nil // stuck: its last record stands until its call returns
+		}
+		state, inspectErr = r.state, r.err
 	}
 
 	p.mu.Lock()
@@ -558,13 +593,27 @@ func (p *PLEG) send(ctx context.Context, events []Event) {
 func (p *PLEG) Healthy() error {
 	p.healthMu.Lock()
 	defer p.healthMu.Unlock()
-	if p.lastRelist.IsZero() {
-		return errors.New("pleg has yet to be successful")
+	var msg string
+	switch since := p.clock.Since(p.lastRelist); {
+	case p.lastRelist.IsZero():
+		msg = "pleg has yet to be successful"
+	case since > RelistThreshold:
+		msg = fmt.Sprintf("pleg was last seen active %v ago; threshold is %v", since, RelistThreshold)
+	default:
+		return nil
 	}
-	if since := p.clock.Since(p.lastRelist); since > RelistThreshold {
-		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", since, RelistThreshold)
+	// Why, as precisely as known: the call it waits on, or its last error; and the pods it cannot read.
+	if p.calling != "" && p.clock.Since(p.callingFrom) >= time.Second {
+		msg += fmt.Sprintf("; the runtime's %s call has not returned for %v", p.calling, p.clock.Since(p.callingFrom).Round(time.Second))
+	} else if p.lastErr != nil {
+		msg += fmt.Sprintf("; the last relist failed: %v", p.lastErr)
 	}
-	return nil
+	stuck := p.Stuck()
+	sort.Slice(stuck, func(i, j int) bool { return stuck[i].Since.Before(stuck[j].Since) })
+	for _, s := range stuck {
+		msg += fmt.Sprintf("; the inspection of pod %s/%s has not returned for %v", s.Namespace, s.Name, p.clock.Since(s.Since).Round(time.Second))
+	}
+	return errors.New(msg)
 }
 
 // LastRelist returns when the last successful full relist started and how long it took.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -328,8 +329,8 @@ func TestHealthy(t *testing.T) {
 		t.Fatal("relist did not fail")
 	}
 	clk.Step(time.Second)
-	if p.Healthy() == nil {
-		t.Fatal("healthy after 3 min without a relist")
+	if err := p.Healthy(); err == nil || !strings.Contains(err.Error(), "threshold is 3m0s; the last relist failed: list pod sandboxes: down") {
+		t.Fatalf("after 3 min without a relist: %v, want why", err)
 	}
 }
 
@@ -543,6 +544,11 @@ func TestStuckInspection(t *testing.T) {
 	// A second relist while the call is still out does not ask again.
 	if err := p.Relist(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// Nor does a single-pod relist (a runtime event, a pod worker) wait on it.
+	start = time.Now()
+	if err := p.RelistPod(ctx, "a"); err != nil || time.Since(start) > time.Second {
+		t.Fatalf("a single-pod relist of the stuck pod: %v after %v", err, time.Since(start))
 	}
 	close(rt.release)
 	deadline := time.Now().Add(5 * time.Second)

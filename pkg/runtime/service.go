@@ -65,8 +65,9 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 	rt := &runtimeapi.RuntimeCondition{Type: runtimeapi.RuntimeReady, Status: true}
 	if ok, err := r.client.IsServing(r.ns(ctx)); !ok {
 		rt.Status, rt.Reason = false, "ContainerdNotServing"
+		rt.Message = "containerd does not answer its health check"
 		if err != nil {
-			rt.Message = err.Error()
+			rt.Message += ": " + err.Error()
 		}
 	}
 	nw := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
