@@ -67,8 +67,13 @@ var _ rest.Mutator = (*ServiceAccount)(nil)
 // Mutate implements rest.Mutator for creates of pods; it ignores everything
 // else.
 func (p *ServiceAccount) Mutate(ctx context.Context, a *rest.Attributes) error {
-	if a.Resource == nil || a.Resource.Group != "" || a.Resource.Name != "pods" || a.Old != nil ||
-		a.Info != nil && a.Info.Subresource != "" {
+	if a.Resource == nil || a.Resource.Group != "" || a.Resource.Name != "pods" {
+		return nil
+	}
+	if a.Old != nil && a.Info != nil && a.Info.Subresource == "ephemeralcontainers" {
+		return p.admitEphemeralContainers(ctx, a)
+	}
+	if a.Old != nil || a.Info != nil && a.Info.Subresource != "" {
 		return nil
 	}
 	pod, ok := a.Object.(*corev1.Pod)
@@ -101,6 +106,27 @@ func (p *ServiceAccount) Mutate(ctx context.Context, a *rest.Attributes) error {
 		if err := limitSecretReferences(sa, pod); err != nil {
 			return forbid(err)
 		}
+	}
+	return nil
+}
+
+// admitEphemeralContainers holds ephemeral containers added to a pod to its service account's mountable
+// secrets, as upstream's plugin does for pods/ephemeralcontainers.
+func (p *ServiceAccount) admitEphemeralContainers(ctx context.Context, a *rest.Attributes) error {
+	pod, ok := a.Object.(*corev1.Pod)
+	if !ok || pod.Spec.ServiceAccountName == "" {
+		return nil
+	}
+	sa, err := p.lookup(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
+		return apierrors.NewForbidden(corev1.Resource("pods"), podName(pod),
+			fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
+	}
+	if !enforceMountableSecrets(sa) {
+		return nil
+	}
+	if err := limitSecretReferences(sa, pod); err != nil {
+		return apierrors.NewForbidden(corev1.Resource("pods"), podName(pod), err)
 	}
 	return nil
 }
@@ -318,7 +344,7 @@ func limitSecretReferences(sa *corev1.ServiceAccount, pod *corev1.Pod) error {
 	for _, set := range []struct {
 		what string
 		cs   []corev1.Container
-	}{{"init container", pod.Spec.InitContainers}, {"container", pod.Spec.Containers}} {
+	}{{"init container", pod.Spec.InitContainers}, {"container", pod.Spec.Containers}, {"ephemeral container", ephemeralContainers(pod)}} {
 		for _, c := range set.cs {
 			for _, e := range c.Env {
 				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && !mountable[e.ValueFrom.SecretKeyRef.Name] {
@@ -345,6 +371,14 @@ func limitSecretReferences(sa *corev1.ServiceAccount, pod *corev1.Pod) error {
 		}
 	}
 	return nil
+}
+
+func ephemeralContainers(pod *corev1.Pod) []corev1.Container {
+	out := make([]corev1.Container, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		out[i] = corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+	}
+	return out
 }
 
 // Mutators runs each of its members in order; the first refusal stops it.

@@ -237,6 +237,29 @@ func TestServiceAccountAdmissionIgnores(t *testing.T) {
 	}
 }
 
+// An ephemeral container added to a pod is held to its service account's mountable secrets.
+func TestServiceAccountAdmissionEphemeralContainers(t *testing.T) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "myns", Name: "default"},
+		Secrets: []corev1.ObjectReference{{Name: "foo"}}}
+	p := testPlugin(fakeAccounts{"myns/default": sa}, clock.RealClock{})
+	old := pod(func(s *corev1.PodSpec) { s.ServiceAccountName = "default" })
+	debugged := old.DeepCopy()
+	debugged.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "dbg", Env: []corev1.EnvVar{secretEnv("bar")}}}}
+	attrs := func() *rest.Attributes {
+		return &rest.Attributes{Resource: podsResource, Object: debugged, Old: old,
+			Info: &request.Info{IsResource: true, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}}
+	}
+	if err := p.Mutate(context.Background(), attrs()); err != nil {
+		t.Fatalf("not enforced: %v", err)
+	}
+	sa.Annotations = map[string]string{EnforceMountableSecretsAnnotation: "true"}
+	err := p.Mutate(context.Background(), attrs())
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `ephemeral container dbg with envVar E referencing secret.secretName="bar" is not allowed`) {
+		t.Fatalf("enforced: %v", err)
+	}
+}
+
 // A pod created just after its namespace waits for the default service account the control loop creates.
 func TestServiceAccountAdmissionWaitsForDefault(t *testing.T) {
 	accounts := fakeAccounts{}

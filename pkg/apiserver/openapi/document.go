@@ -128,7 +128,7 @@ func (b *builder) addPaths(paths map[string]map[string]any, defs definitions) {
 		p := map[string]any{"parameters": nameParam}
 		suffix := strings.ToUpper(sub[:1]) + sub[1:]
 		switch sub {
-		case "status", "resize":
+		case "status", "resize", "ephemeralcontainers":
 			p["get"] = b.op("read", suffix, "get", b.kind, nil, nil, nil)
 			p["put"] = b.op("replace", suffix, "put", b.kind, &b.kind, bodyTypes, writeParams)
 			p["patch"] = b.op("patch", suffix, "patch", b.kind, nil, patchTypes, patchParams)

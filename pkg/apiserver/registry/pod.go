@@ -34,6 +34,9 @@ func (podStrategy) PrepareForUpdate(obj, old runtime.Object) {
 func (podStrategy) Validate(obj runtime.Object) field.ErrorList {
 	pod := obj.(*corev1.Pod)
 	errs := validateMeta(obj, true, apivalidation.NameIsDNSSubdomain)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create"))
+	}
 	return append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
 }
 

@@ -56,6 +56,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validateContainer(&s.Containers[i], path.Child("containers").Index(i), names, vols)...)
 		errs = append(errs, validateProbes(&s.Containers[i], path.Child("containers").Index(i), false)...)
 	}
+	errs = append(errs, validateEphemeralContainers(s, path.Child("ephemeralContainers"), names, vols)...)
 	switch s.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:

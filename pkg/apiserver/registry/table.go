@@ -15,7 +15,7 @@ func resources() []*Resource {
 			Strategy: namespaceStrategy{}},
 		{Version: "v1", Name: "pods", Singular: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"},
 			Categories:   []string{"all"},
-			Subresources: []string{"status", "resize", "binding", "eviction", "log", "exec", "attach", "portforward"}, Storage: "pods",
+			Subresources: []string{"status", "resize", "ephemeralcontainers", "binding", "eviction", "log", "exec", "attach", "portforward"}, Storage: "pods",
 			New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
 			Strategy: podStrategy{}},
 		{Version: "v1", Name: "nodes", Singular: "node", Kind: "Node", ShortNames: []string{"no"},

@@ -153,7 +153,7 @@ func (q *req) serve() {
 	case "token":
 		q.onlyVerb("create", q.requestToken)
 		return
-	case "status", "finalize", "resize":
+	case "status", "finalize", "resize", "ephemeralcontainers":
 		switch q.info.Verb {
 		case "get":
 			q.get()

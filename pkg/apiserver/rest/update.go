@@ -160,6 +160,18 @@ func (q *req) nextState(cur, obj runtime.Object, applied bool) (runtime.Object, 
 		if !applied {
 			q.trackFields(old, next)
 		}
+	case "ephemeralcontainers":
+		es, ok := q.res.Strategy.(registry.EphemeralContainersStrategy)
+		if !ok {
+			return nil, apierrors.NewNotFound(q.res.GroupResource(), name)
+		}
+		next = es.PrepareForEphemeralContainers(obj, old)
+		if errs := es.ValidateEphemeralContainersUpdate(next, old); len(errs) > 0 {
+			return nil, q.invalid(name, errs)
+		}
+		if !applied {
+			q.trackFields(old, next)
+		}
 	case "finalize":
 		ns, ok := cur.(*corev1.Namespace)
 		if !ok {
