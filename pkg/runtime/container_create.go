@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -33,6 +34,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	pausePID, err := r.pausePID(ctx, sbRec.ID)
 	if err != nil {
 		return "", fail("sandbox is not running", err)
+	}
+	targetPID := pausePID
+	if ns := config.GetLinux().GetSecurityContext().GetNamespaceOptions(); ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
+		if targetPID, err = r.targetPID(ctx, sbRec.ID, ns.GetTargetId()); err != nil {
+			return "", fail("target container", err)
+		}
 	}
 	image, facts, err := r.resolveImage(ctx, config.GetImage().GetImage())
 	if err != nil {
@@ -62,7 +69,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		meta.CgroupsPath = cgroupsPath(sbMeta.CgroupParent, id)
 	}
 
-	specOpts, err := r.containerSpecOpts(id, pausePID, sbMeta, meta, config, imgConfig)
+	specOpts, err := r.containerSpecOpts(id, pausePID, targetPID, sbMeta, meta, config, imgConfig)
 	if err != nil {
 		return "", fail("spec", err)
 	}
@@ -82,6 +89,26 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	}
 	logger(ctx).V(2).Info("Created container", "pod", podRef, "container", name, "id", id)
 	return id, nil
+}
+
+// targetPID is the PID of a running container of the sandbox, whose process namespace a new container with
+// NamespaceMode TARGET joins (an ephemeral container debugging it).
+func (r *Runtime) targetPID(ctx context.Context, sandboxID, id string) (uint32, error) {
+	rec, err := r.findContainer(ctx, id, kindContainer)
+	if err != nil {
+		return 0, fmt.Errorf("container %q: %w", id, err)
+	}
+	if rec.Labels[labelSandboxID] != sandboxID {
+		return 0, fmt.Errorf("container %q is not in pod sandbox %q: %w", id, sandboxID, errdefs.ErrInvalidArgument)
+	}
+	t, err := r.taskOf(ctx, rec.ID)
+	if err != nil {
+		return 0, err
+	}
+	if t == nil || t.GetStatus() != task.Status_RUNNING {
+		return 0, fmt.Errorf("container %q is not running: %w", id, errdefs.ErrFailedPrecondition)
+	}
+	return t.GetPid(), nil
 }
 
 // pausePID is the PID of a sandbox's pause process, whose namespaces a new container joins.

@@ -27,7 +27,7 @@ var allCapabilities = func() []string {
 
 // containerSpecOpts builds the OCI spec of an app container: the image's process merged with the CRI config
 // as Kubernetes does, the sandbox's namespaces, mounts, resources and security settings.
-func (r *Runtime) containerSpecOpts(id string, sandboxPid uint32, sb *sandboxMeta, meta *containerMeta, config *runtimeapi.ContainerConfig, img *imagespec.ImageConfig) ([]oci.SpecOpts, error) {
+func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb *sandboxMeta, meta *containerMeta, config *runtimeapi.ContainerConfig, img *imagespec.ImageConfig) ([]oci.SpecOpts, error) {
 	sc := config.GetLinux().GetSecurityContext()
 	opts := []oci.SpecOpts{
 		oci.WithDefaultSpec(),
@@ -104,7 +104,7 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid uint32, sb *sandboxMet
 		opts = append(opts, oci.WithCgroup(meta.CgroupsPath))
 	}
 	opts = append(opts,
-		criopts.WithPodNamespaces(sc, sandboxPid, sandboxPid, nil, nil),
+		criopts.WithPodNamespaces(sc, sandboxPid, targetPid, nil, nil),
 		criopts.WithSupplementalGroups(sc.GetSupplementalGroups()),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: meta.SandboxID}),
 	)

@@ -113,6 +113,7 @@ func Compute(in Input) v1.PodStatus {
 	}
 	s.InitContainerStatuses = containerStatuses(cc, pod.Spec.InitContainers, prev.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(cc, pod.Spec.Containers, prev.ContainerStatuses, false)
+	s.EphemeralContainerStatuses = ephemeralStatuses(cc, pod, prev.EphemeralContainerStatuses)
 
 	initialized := hasInitialized(pod, s.ContainerStatuses)
 	allStatuses := append(append([]v1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...)

@@ -120,6 +120,38 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			name: "ephemeral containers: one running, one exited, one not started; never Ready, the pod Ready as before",
+			in: Input{
+				Pod: func() *v1.Pod {
+					p := testPod(v1.RestartPolicyAlways, "app")
+					for _, n := range []string{"d1", "d2", "d3"} {
+						p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
+							EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: n, Image: "debug"}, TargetContainerName: "app"})
+					}
+					return p
+				}(),
+				Sandboxes: []*runtimeapi.PodSandboxStatus{readySandbox("10.88.0.5")},
+				Containers: []*runtimeapi.ContainerStatus{running("app", "c1", 0, t0), running("d1", "e1", 0, t0),
+					exited("d2", "e2", 0, 1, "", t0)},
+				Waiting: map[string]Waiting{"d3": {Reason: ReasonCreateContainerConfigError, Message: "unable to find target container app"}},
+			},
+			check: func(t *testing.T, s v1.PodStatus) {
+				es := s.EphemeralContainerStatuses
+				if len(es) != 3 || len(s.ContainerStatuses) != 1 {
+					t.Fatalf("ephemeral statuses %+v, app statuses %+v", es, s.ContainerStatuses)
+				}
+				if es[0].Name != "d1" || es[0].State.Running == nil || es[0].Ready || es[0].Image != "debug" || es[0].ContainerID != "containerd://e1" {
+					t.Errorf("running ephemeral container %+v", es[0])
+				}
+				if es[1].State.Terminated == nil || es[1].State.Terminated.ExitCode != 1 || es[1].Ready {
+					t.Errorf("exited ephemeral container %+v", es[1])
+				}
+				expectWaiting(t, es[2], ReasonCreateContainerConfigError)
+				expectPhase(t, s, v1.PodRunning)
+				expectCond(t, s, v1.PodReady, v1.ConditionTrue, "")
+			},
+		},
+		{
 			name: "init container not yet run",
 			in: Input{
 				Pod:       withInit(testPod(v1.RestartPolicyAlways, "app"), "init", false),

@@ -99,6 +99,23 @@ func containerStatuses(in containerInput, specs []v1.Container, old []v1.Contain
 	return out
 }
 
+// ephemeralStatuses builds the statuses of the pod's ephemeral containers as of its app containers, except
+// that an ephemeral container is never Ready (it has no probes and serves nothing), as upstream reports it.
+func ephemeralStatuses(in containerInput, pod *v1.Pod, old []v1.ContainerStatus) []v1.ContainerStatus {
+	if len(pod.Spec.EphemeralContainers) == 0 {
+		return nil
+	}
+	specs := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		specs[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+	}
+	out := containerStatuses(in, specs, old, false)
+	for i := range out {
+		out[i].Ready = false
+	}
+	return out
+}
+
 // applyWaiting replaces the state of a container that is not running with the reason the last sync gave.
 func applyWaiting(in containerInput, spec *v1.Container, st *v1.ContainerStatus, isInit bool) {
 	w, ok := in.waiting[spec.Name]

@@ -35,6 +35,8 @@ type podActions struct {
 	InitToStart []int
 	// ContainersToStart are indexes into spec.containers.
 	ContainersToStart []int
+	// EphemeralToStart are indexes into spec.ephemeralContainers: those never started (they never restart).
+	EphemeralToStart []int
 	// ContainersToKill are running containers to stop, by ID.
 	ContainersToKill map[string]killInfo
 }
@@ -78,11 +80,19 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 	}
 
 	a.SandboxID, a.Attempt = sandboxID, attempt
+	// Ephemeral containers start even while initialization is not complete, and only once: an instance in
+	// any sandbox means the container ran.
+	all := byName(state, "")
+	for i := range pod.Spec.EphemeralContainers {
+		if len(all[pod.Spec.EphemeralContainers[i].Name]) == 0 {
+			a.EphemeralToStart = append(a.EphemeralToStart, i)
+		}
+	}
 	cur := byName(state, sandboxID)
 	initialized, failed := computeInitActions(pod, cur, &a)
 	if failed {
 		a.KillPod = true
-		a.InitToStart = nil
+		a.InitToStart, a.EphemeralToStart = nil, nil
 		return a
 	}
 	if !initialized {
@@ -111,9 +121,9 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 		keep++
 	}
 	if keep == 0 && len(a.ContainersToStart) == 0 {
-		// Nothing runs or will run: stop the sidecars and the sandbox; the pod is done.
+		// Nothing runs or will run: stop the sidecars, the ephemeral containers and the sandbox; the pod is done.
 		a.KillPod = true
-		a.InitToStart = nil
+		a.InitToStart, a.EphemeralToStart = nil, nil
 	}
 	return a
 }

@@ -65,6 +65,17 @@ func TestComputePodActions(t *testing.T) {
 	hostNet := basic.DeepCopy()
 	hostNet.Spec.HostNetwork = true
 
+	debugged := basic.DeepCopy()
+	debugged.Spec.EphemeralContainers = []v1.EphemeralContainer{
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "d1", Image: "x"}},
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "d2", Image: "x"}, TargetContainerName: "a"},
+	}
+	debuggedNever := debugged.DeepCopy()
+	debuggedNever.Spec.RestartPolicy = v1.RestartPolicyNever
+	debuggedInit := debugged.DeepCopy()
+	debuggedInit.Spec.InitContainers = withInit.Spec.InitContainers
+	debuggedInit.Spec.RestartPolicy = v1.RestartPolicyNever
+	d1 := ephemeralSpec(debugged, 0)
 	a, b := &basic.Spec.Containers[0], &basic.Spec.Containers[1]
 	i1, i2 := &withInit.Spec.InitContainers[0], &withInit.Spec.InitContainers[1]
 	sc, si := &withSidecar.Spec.InitContainers[0], &withSidecar.Spec.InitContainers[1]
@@ -172,6 +183,37 @@ func TestComputePodActions(t *testing.T) {
 			state: newState().sandbox("s0", 0, false, "").sandbox("s1", 1, true, "10.0.0.1").
 				ctr("s0", "c1", a, 1, "exited", 0).ctr("s1", "c2", b, 2, "running", 0).s,
 			want: podActions{SandboxID: "s1", Attempt: 1, ContainersToStart: []int{0}},
+		},
+		{
+			name: "ephemeral containers added to a running pod start", pod: debugged,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "running", 0).s,
+			want:  podActions{SandboxID: "s1", EphemeralToStart: []int{0, 1}},
+		},
+		{
+			name: "an ephemeral container that exited never restarts, even in a new sandbox", pod: debugged,
+			state: newState().sandbox("s0", 0, false, "").sandbox("s1", 1, true, "10.0.0.1").ctr("s0", "e1", d1, 1, "exited", 1).
+				ctr("s1", "c1", a, 2, "running", 0).ctr("s1", "c2", b, 2, "running", 0).s,
+			want: podActions{SandboxID: "s1", Attempt: 1, EphemeralToStart: []int{1}},
+		},
+		{
+			name: "ephemeral containers wait for the new sandbox", pod: debugged, state: newState().s,
+			want: podActions{CreateSandbox: true, ContainersToStart: []int{0, 1}},
+		},
+		{
+			name: "ephemeral containers start while init containers run", pod: debuggedInit,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", i1, 1, "running", 0).s,
+			want:  podActions{SandboxID: "s1", EphemeralToStart: []int{0, 1}},
+		},
+		{
+			name: "a failed pod starts no ephemeral container", pod: debuggedInit,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", i1, 1, "exited", 1).s,
+			want:  podActions{SandboxID: "s1", KillPod: true},
+		},
+		{
+			name: "a finished pod stops its running ephemeral container", pod: debuggedNever,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "exited", 0).ctr("s1", "c2", b, 1, "exited", 0).
+				ctr("s1", "e1", d1, 2, "running", 0).s,
+			want: podActions{SandboxID: "s1", KillPod: true},
 		},
 		{
 			name: "unknown container is killed before restart", pod: basic,

@@ -37,6 +37,11 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	if kind == containerTypeEphemeral {
+		if err := targetNamespace(pod, c.Name, env.state, secCtx.NamespaceOptions); err != nil {
+			return nil, err
+		}
+	}
 	if needsImageUser(pod, c) {
 		st, err := k.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
 		if err != nil {
@@ -175,4 +180,27 @@ func cutSuffix(s, suffix string) (string, bool) {
 		return s, false
 	}
 	return s[:len(s)-len(suffix)], true
+}
+
+// targetNamespace points an ephemeral container with a targetContainerName at the process namespace of that
+// container's newest instance, as upstream does (the runtime refuses it unless that instance runs).
+func targetNamespace(pod *v1.Pod, name string, state *pleg.PodState, ns *runtimeapi.NamespaceOption) error {
+	var target string
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == name {
+			target = ec.TargetContainerName
+		}
+	}
+	if target == "" {
+		return nil
+	}
+	var latest *runtimeapi.ContainerStatus
+	if state != nil {
+		latest = first(byName(state, "")[target])
+	}
+	if latest == nil {
+		return fmt.Errorf("unable to find target container %s", target)
+	}
+	ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, latest.Id
+	return nil
 }

@@ -26,9 +26,10 @@ const (
 	annotationContainerPorts      = podfacts.AnnotationContainerPorts
 	annotationContainerLogMessage = podfacts.AnnotationTerminationMessageHostPath
 
-	containerTypeInit    = "init"
-	containerTypeSidecar = "sidecar"
-	containerTypeApp     = "app"
+	containerTypeInit      = "init"
+	containerTypeSidecar   = "sidecar"
+	containerTypeApp       = "app"
+	containerTypeEphemeral = "ephemeral"
 )
 
 func sandboxLabels(pod *v1.Pod) map[string]string {
@@ -92,8 +93,16 @@ func preStopFromAnnotations(a map[string]string) *v1.LifecycleHandler {
 // containerType is a container kind's container_type label in upstream's metrics: a sidecar is an init
 // container there too.
 func containerType(kind string) string {
-	if kind == containerTypeApp {
+	switch kind {
+	case containerTypeApp:
 		return "container"
+	case containerTypeEphemeral:
+		return "ephemeral_container"
 	}
 	return "init_container"
+}
+
+// ephemeralSpec is the i-th ephemeral container of the pod, as a container.
+func ephemeralSpec(pod *v1.Pod, i int) *v1.Container {
+	return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 }

@@ -43,8 +43,8 @@ func (r *runtimeResult) requeueIn(d time.Duration) {
 	}
 }
 
-// syncRuntime applies computePodActions: kill what must go, create the sandbox, start init containers in
-// order, then app containers.
+// syncRuntime applies computePodActions: kill what must go, create the sandbox, start ephemeral
+// containers, init containers in order, then app containers.
 func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, volumes map[string]volume.Mounted, actuated map[string]v1.ResourceRequirements) runtimeResult {
 	var r runtimeResult
 	a := computePodActions(pod, state)
@@ -53,7 +53,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	if n, err := k.resizeRunning(ctx, pod, state, actuated); n > 0 || err != nil {
 		r.changed, r.reasonsChanged, r.resizeErr = true, true, err
 	}
-	if a.CreateSandbox || len(a.InitToStart) > 0 || len(a.ContainersToStart) > 0 {
+	if a.CreateSandbox || len(a.InitToStart)+len(a.ContainersToStart)+len(a.EphemeralToStart) > 0 {
 		k.starting.Add(1)
 		defer k.starting.Add(-1)
 	}
@@ -92,7 +92,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	}
 
 	env := &startEnv{sandboxID: a.SandboxID, volumes: volumes, state: state}
-	if !a.CreateSandbox && len(a.InitToStart)+len(a.ContainersToStart) == 0 {
+	if !a.CreateSandbox && len(a.InitToStart)+len(a.ContainersToStart)+len(a.EphemeralToStart) == 0 {
 		return r // nothing to start: no sandbox config to build
 	}
 	var dnsWarnings []dnsWarning
@@ -132,6 +132,10 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		}
 	}
 
+	// Ephemeral containers first, as upstream: a debug container starts even when an init container fails.
+	for _, i := range a.EphemeralToStart {
+		k.startContainer(ctx, pod, ephemeralSpec(pod, i), containerTypeEphemeral, env, &r)
+	}
 	for _, i := range a.InitToStart {
 		c := &pod.Spec.InitContainers[i]
 		kind := containerTypeInit
@@ -230,7 +234,9 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	failpoint.Hit(failpoint.AfterContainerCreate)
 	r.changed = true
-	if err := k.alloc.SetActuated(pod.UID, c.Name, c.Resources); err != nil {
+	if kind == containerTypeEphemeral {
+		// No resources of its own: it runs in the pod's cgroup, and resizes never concern it.
+	} else if err := k.alloc.SetActuated(pod.UID, c.Name, c.Resources); err != nil {
 		klog.FromContext(ctx).Error(err, "Failed to checkpoint a container's resources", "pod", klog.KObj(pod), "container", c.Name)
 	}
 	k.recorder.Eventf(ref, v1.EventTypeNormal, eventCreated, "Created container: %s", c.Name)

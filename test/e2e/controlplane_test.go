@@ -286,6 +286,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("ServiceAccountToken", TestKubeletServiceAccountToken)
 	t.Run("PersistentVolumeClaim", TestKubeletPersistentVolumeClaim)
 	t.Run("InPlaceResize", TestKubeletInPlaceResize)
+	t.Run("KubectlDebug", func(t *testing.T) { testKubectlDebug(t, startNode(t)) })
 }
 
 func nodeReady(n *v1.Node) error {
