@@ -84,6 +84,7 @@ bench: setup
 	$(GO) run ./hack/bench kubelet --only volumes
 	$(GO) run ./hack/bench kubelet --only probes
 	$(GO) run ./hack/bench kubelet --only status
+	$(GO) run ./hack/bench kubelet --only timelines
 
 vet:
 	$(GO) vet ./...

@@ -44,7 +44,7 @@ var scriptHash = func() string {
 }()
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"ms":    func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"ms":    short,
 	"ago":   func(now, t time.Time) string { return ago(now, t) },
 	"in":    func(now, t time.Time) string { return t.Sub(now).Round(time.Second).String() },
 	"shape": shape,
@@ -101,7 +101,6 @@ func shape(p *Page) string {
 	return strings.Join(parts, ",")
 }
 
-
 func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "never"
@@ -127,4 +126,12 @@ func Handler(build func() *Page) http.Handler {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 	})
+}
+
+// short rounds a duration for reading: to the millisecond, or to the microsecond below one.
+func short(d time.Duration) string {
+	if d > -time.Millisecond && d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }

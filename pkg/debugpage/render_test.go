@@ -17,9 +17,9 @@ func TestHandler(t *testing.T) {
 		APIReachable: true, LastLease: now.Add(-5 * time.Second), CgroupMode: "v1", CgroupDriver: "cgroupfs"},
 		Pods: []Pod{{Namespace: "default", Name: "<script>alert(1)</script>", UID: "u1", State: "Syncing", Phase: "Running",
 			WhyNotReady: `the readiness probe of container app fails: <b>503</b>`,
-			Timeline: []Step{{Name: "sandbox", At: now, Took: time.Second, Detail: "10.88.0.5", Slowest: true}},
-			Backoffs: []Backoff{{What: "container app", Reason: "CrashLoopBackOff", Until: now.Add(20 * time.Second)}},
-			Probes:   []Probe{{Container: "app", Type: "Readiness", Result: "failed", Output: "<i>down</i>", At: now}}}}}
+			Timeline:    []Step{{Name: "sandbox", At: now, Took: time.Second, Detail: "10.88.0.5", Slowest: true}},
+			Backoffs:    []Backoff{{What: "container app", Reason: "CrashLoopBackOff", Until: now.Add(20 * time.Second)}},
+			Probes:      []Probe{{Container: "app", Type: "Readiness", Result: "failed", Output: "<i>down</i>", At: now}}}}}
 	h := Handler(func() *Page { return p })
 
 	w := httptest.NewRecorder()

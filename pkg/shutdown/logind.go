@@ -125,4 +125,3 @@ func (l *DBusLogind) PrepareForShutdown(ctx context.Context) (<-chan bool, error
 	}()
 	return out, nil
 }
-

@@ -44,7 +44,21 @@ type Manager struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*entry
+
+	observer Observer
 }
+
+// Observer hears of statuses written to the API and seen back from it (the debug page's timeline). Its
+// methods must be quick: they run on the writer and the watch.
+type Observer interface {
+	// StatusPosted: st was written for uid, the write taking from began to end.
+	StatusPosted(uid types.UID, st *v1.PodStatus, began, end time.Time)
+	// StatusSeen: the API's copy of uid, from a watch, holds st.
+	StatusSeen(uid types.UID, st *v1.PodStatus)
+}
+
+// SetObserver sets the observer of writes and watch echoes; call it before Run.
+func (m *Manager) SetObserver(o Observer) { m.observer = o }
 
 type entry struct {
 	namespace, name string
@@ -160,6 +174,9 @@ func (m *Manager) Reconcile(apiPod *v1.Pod) {
 		}
 		if e.static && apiPod.Annotations[podfacts.AnnotationConfigMirror] != e.mirrorHash {
 			continue
+		}
+		if m.observer != nil {
+			m.observer.StatusSeen(uid, &apiPod.Status)
 		}
 		e.apiUID, e.apiStatus = apiPod.UID, *apiPod.Status.DeepCopy()
 		e.apiDelete = apiPod.DeletionTimestamp != nil
@@ -328,8 +345,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 				}
 				return fmt.Errorf("patch pod status: %w", err)
 			}
+			end := m.clock.Now()
 			klog.FromContext(ctx).V(3).Info("Patched pod status", "pod", klog.KRef(snap.namespace, snap.name),
-				"phase", merged.Phase, "ready", isReady(merged), "took", m.clock.Since(began))
+				"phase", merged.Phase, "ready", isReady(merged), "took", end.Sub(began))
+			if m.observer != nil {
+				m.observer.StatusPosted(uid, &merged, began, end)
+			}
 			snap.apiStatus, snap.apiDelete = updated.Status, updated.DeletionTimestamp != nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/pleg"
@@ -21,9 +22,10 @@ const maxSteps = 48
 // volumes could not be set up, and its image pulls under way. Recording a step costs a lock and a map
 // lookup; Config.NoTimelines turns the timelines off. Safe for concurrent use.
 type debugState struct {
-	off  bool
-	mu   sync.Mutex
-	pods map[types.UID]*podDebug
+	off   bool
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	pods  map[types.UID]*podDebug
 }
 
 type podDebug struct {
@@ -31,6 +33,7 @@ type podDebug struct {
 	seen         map[string]bool
 	mountFailure string
 	pulls        map[string]time.Time // image -> when its pull began
+	readyPosted  time.Time            // when the first Ready status was written
 }
 
 func (d *debugState) pod(uid types.UID) *podDebug {
@@ -59,6 +62,42 @@ func (d *debugState) step(uid types.UID, name, detail string, start, end time.Ti
 	p.seen[name] = true
 	p.steps = append(p.steps, debugpage.Step{Name: name, At: end, Took: end.Sub(start), Detail: detail})
 }
+
+// StatusPosted records the write of the pod's first Ready status ("Ready posted", the write's time).
+func (d *debugState) StatusPosted(uid types.UID, st *v1.PodStatus, began, end time.Time) {
+	if d.off || !podReady(st) {
+		return
+	}
+	d.step(uid, stepReadyPosted, "", began, end)
+	d.mu.Lock()
+	if p := d.pods[uid]; p != nil && p.readyPosted.IsZero() {
+		p.readyPosted = end
+	}
+	d.mu.Unlock()
+}
+
+// StatusSeen records when the API's watch first brought back the pod Ready after it was posted ("Ready
+// seen", the time from the write's end).
+func (d *debugState) StatusSeen(uid types.UID, st *v1.PodStatus) {
+	if d.off || !podReady(st) {
+		return
+	}
+	d.mu.Lock()
+	p := d.pods[uid]
+	var posted time.Time
+	if p != nil && !p.seen[stepReadySeen] {
+		posted = p.readyPosted
+	}
+	d.mu.Unlock()
+	if !posted.IsZero() {
+		d.step(uid, stepReadySeen, "", posted, d.clock.Now())
+	}
+}
+
+const (
+	stepReadyPosted = "Ready posted"
+	stepReadySeen   = "Ready seen"
+)
 
 func (d *debugState) mountResult(uid types.UID, err error) {
 	d.mu.Lock()

@@ -207,7 +207,7 @@ func New(cfg Config) (*Kubelet, error) {
 		backoff:  NewBackoff(backoffInitial, backoffMax, backoffReset),
 		reasons:  newReasonCache(),
 		starts:   newStartTracker(),
-		debug:    debugState{off: cfg.NoTimelines},
+		debug:    debugState{off: cfg.NoTimelines, clock: cfg.Clock},
 		mirrors:  cfg.Mirrors,
 		source:   cfg.Source,
 	}
@@ -217,6 +217,7 @@ func New(cfg Config) (*Kubelet, error) {
 		klog.ErrorS(err, "Ignoring the checkpoint of allocated resources")
 	}
 	k.alloc = alloc
+	k.status.SetObserver(&k.debug)
 	k.probeChanged = newProbeChanges()
 	k.probes = prober.New(prober.Config{Exec: cfg.Runtime, Events: probeEvents{k}, Clock: cfg.Clock, OnChange: k.probeChanged.add})
 	if k.volumes == nil {

@@ -36,13 +36,13 @@ func artifactsDir(t *testing.T) string {
 }
 
 // debugPods reads the debug page's JSON through the API server.
-func (n *node) debugPods(t *testing.T) debugpage.Page {
-	t.Helper()
+func (n *node) debugPods() (debugpage.Page, error) {
 	var p debugpage.Page
-	if err := json.Unmarshal(n.raw(t, "debug/pods"), &p); err != nil {
-		t.Fatal(err)
+	data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "debug", "pods").DoRaw(context.Background())
+	if err != nil {
+		return p, fmt.Errorf("debug/pods: %v: %s", err, data)
 	}
-	return p
+	return p, json.Unmarshal(data, &p)
 }
 
 func findPod(p debugpage.Page, name string) *debugpage.Pod {
@@ -82,7 +82,10 @@ func TestDebugPage(t *testing.T) {
 	}
 	var page debugpage.Page
 	eventually(t, 60*time.Second, "the page says why each pod is not Ready", func() error {
-		page = n.debugPods(t)
+		var err error
+		if page, err = n.debugPods(); err != nil {
+			return err
+		}
 		for name, why := range want {
 			p := findPod(page, name)
 			if p == nil {
@@ -97,14 +100,23 @@ func TestDebugPage(t *testing.T) {
 	if c := findPod(page, "crasher"); !strings.Contains(c.WhyNotReady, "next restart at") {
 		t.Errorf("the crash loop's sentence lacks the next restart: %q", c.WhyNotReady)
 	}
-	r := findPod(page, "running")
-	var names []string
-	for _, s := range r.Timeline {
-		names = append(names, s.Name)
-	}
-	if got := strings.Join(names, ","); !strings.Contains(got, "admitted,pod cgroup,volumes,sandbox and network,created main,started main,ready") {
-		t.Errorf("the running pod's timeline: %s", got)
-	}
+	eventually(t, 20*time.Second, "the running pod's whole timeline", func() error {
+		var err error
+		if page, err = n.debugPods(); err != nil {
+			return err
+		}
+		var names []string
+		for _, s := range findPod(page, "running").Timeline {
+			names = append(names, s.Name)
+		}
+		got := strings.Join(names, ",")
+		if !strings.Contains(got, "admitted,pod cgroup,volumes,sandbox and network,created main,started main") ||
+			!strings.Contains(got, ",ready") || !strings.Contains(got, "Ready posted") ||
+			strings.Index(got, "Ready posted") > strings.Index(got, "Ready seen") {
+			return fmt.Errorf("timeline %s", got)
+		}
+		return nil
+	})
 	if !page.Node.Ready || page.Node.LastRelist.IsZero() || !page.Node.APIReachable || page.Node.CgroupDriver != "cgroupfs" {
 		t.Errorf("node health %+v", page.Node)
 	}
@@ -172,7 +184,10 @@ func TestHungStatusCallLeavesNodeReady(t *testing.T) {
 	wedged.Spec.Containers[0].Name = "wedged"
 	n.createPod(wedged)
 	eventually(t, 90*time.Second, "the stuck pod on the debug page", func() error {
-		page := n.debugPods(t)
+		page, err := n.debugPods()
+		if err != nil {
+			return err
+		}
 		for _, s := range page.Node.Stuck {
 			if s.Pod == "default/wedged" {
 				return nil
