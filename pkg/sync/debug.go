@@ -33,7 +33,8 @@ type podDebug struct {
 	seen         map[string]bool
 	mountFailure string
 	pulls        map[string]time.Time // image -> when its pull began
-	readyPosted  time.Time            // when the first Ready status was written
+	readyPosted  time.Time            // when the write of the first Ready status began
+	readySeen    time.Time            // when a watch brought Ready back before that write had returned
 }
 
 func (d *debugState) pod(uid types.UID) *podDebug {
@@ -70,27 +71,37 @@ func (d *debugState) StatusPosted(uid types.UID, st *v1.PodStatus, began, end ti
 	}
 	d.step(uid, stepReadyPosted, "", began, end)
 	d.mu.Lock()
+	var seen time.Time
 	if p := d.pods[uid]; p != nil && p.readyPosted.IsZero() {
-		p.readyPosted = end
+		p.readyPosted = began
+		seen = p.readySeen
 	}
 	d.mu.Unlock()
+	if !seen.Before(began) { // the watch was quicker than the write's answer (an earlier echo is not ours)
+		d.step(uid, stepReadySeen, "", began, seen)
+	}
 }
 
-// StatusSeen records when the API's watch first brought back the pod Ready after it was posted ("Ready
-// seen", the time from the write's end).
+// StatusSeen records when the API's watch first brought back the pod Ready ("Ready seen", timed from the
+// start of the write that posted it). A watch event can arrive before that write has returned: it is kept
+// until the write is recorded.
 func (d *debugState) StatusSeen(uid types.UID, st *v1.PodStatus) {
 	if d.off || !podReady(st) {
 		return
 	}
+	now := d.clock.Now()
 	d.mu.Lock()
 	p := d.pods[uid]
 	var posted time.Time
 	if p != nil && !p.seen[stepReadySeen] {
 		posted = p.readyPosted
+		if posted.IsZero() {
+			p.readySeen = now
+		}
 	}
 	d.mu.Unlock()
 	if !posted.IsZero() {
-		d.step(uid, stepReadySeen, "", posted, d.clock.Now())
+		d.step(uid, stepReadySeen, "", posted, now)
 	}
 }
 

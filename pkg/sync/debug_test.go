@@ -17,7 +17,8 @@ func readyStatus(ready bool) *v1.PodStatus {
 }
 
 // The timeline's last steps: the first Ready status written, and the API's watch bringing it back; a
-// status not Ready, an echo before any write, and later writes add nothing.
+// status not Ready, an echo before any write, and later writes add nothing; an echo that comes while the
+// write is in flight is kept for it.
 func TestDebugStateReadyPostedAndSeen(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := testclock.NewFakeClock(t0)
@@ -38,8 +39,19 @@ func TestDebugStateReadyPostedAndSeen(t *testing.T) {
 	if s := steps[0]; s.Name != stepReadyPosted || s.Took != 3*time.Millisecond {
 		t.Errorf("posted: %+v", s)
 	}
-	if s := steps[1]; s.Name != stepReadySeen || s.Took != 7*time.Millisecond {
+	if s := steps[1]; s.Name != stepReadySeen || s.Took != 10*time.Millisecond {
 		t.Errorf("seen: %+v", s)
+	}
+
+	// The watch brings Ready back before the write that posted it has returned.
+	early := &debugState{clock: clk}
+	clk.SetTime(t0.Add(10*time.Second + 2*time.Millisecond))
+	early.step("e", "admitted", "", t0, t0)
+	early.StatusSeen("e", readyStatus(true))
+	early.StatusPosted("e", readyStatus(true), t0.Add(10*time.Second), t0.Add(10*time.Second+5*time.Millisecond))
+	steps, _, _ = early.snapshot("e")
+	if len(steps) != 3 || steps[2].Name != stepReadySeen || steps[2].Took != 2*time.Millisecond {
+		t.Errorf("an echo during the write: %+v", steps)
 	}
 
 	off := &debugState{off: true, clock: clk}
