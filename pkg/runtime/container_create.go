@@ -8,6 +8,7 @@ import (
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/leases"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -85,10 +86,26 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
 	if err != nil {
+		r.removeSnapshot(lctx, id)
 		return "", fail("create", err)
 	}
 	logger(ctx).V(2).Info("Created container", "pod", podRef, "container", name, "id", id)
 	return id, nil
+}
+
+// removeSnapshot removes the writable snapshot a failed create prepared (the spec failed after it: an unknown
+// user, a bad mount) and its entry in the shared lease, so nothing is left for the hour the lease lives. It
+// runs even when ctx is done.
+func (r *Runtime) removeSnapshot(ctx context.Context, key string) {
+	l, leased := leases.FromContext(ctx)
+	ctx, cancel := r.cleanupContext(ctx)
+	defer cancel()
+	if err := r.client.SnapshotService(r.cfg.Snapshotter).Remove(ctx, key); err != nil && !errdefs.IsNotFound(err) {
+		logger(ctx).Error(err, "Removing the snapshot of a container that failed to create", "snapshot", key)
+	}
+	if leased {
+		_ = r.client.LeasesService().DeleteResource(ctx, leases.Lease{ID: l}, leases.Resource{ID: key, Type: "snapshots/" + r.cfg.Snapshotter})
+	}
 }
 
 // targetPID is the PID of a running container of the sandbox, whose process namespace a new container with

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/cio"
 )
 
@@ -20,6 +21,9 @@ type containerIO struct {
 	cio            cio.IO
 	tty            bool
 	stdinOnce      bool
+	// stdinCopied is closed when the copy from stdinR into the task's stdin FIFO has ended.
+	stdinCopied chan struct{}
+	closeOnce   sync.Once
 }
 
 func newContainerIO(log *logFile, meta *containerMeta) *containerIO {
@@ -28,6 +32,7 @@ func newContainerIO(log *logFile, meta *containerMeta) *containerIO {
 	cio.stderr = &streamWriter{log: log, stream: "stderr", fanout: &fanout{}}
 	if meta.Stdin {
 		cio.stdinR, cio.stdinW = io.Pipe()
+		cio.stdinCopied = make(chan struct{})
 	}
 	return cio
 }
@@ -78,6 +83,7 @@ func (c *containerIO) open(fifos *cio.FIFOSet) (cio.IO, error) {
 			buf := make([]byte, copyBufferSize)
 			_, _ = io.CopyBuffer(d.Stdin, c.stdinR, buf)
 			_ = d.Stdin.Close()
+			close(c.stdinCopied)
 		}()
 	}
 	for _, s := range []struct {
@@ -97,6 +103,38 @@ func (c *containerIO) open(fifos *cio.FIFOSet) (cio.IO, error) {
 	}
 	c.cio = cp
 	return cp, nil
+}
+
+// closeStdin ends the container's stdin once what was written to it has reached the task's FIFO: the pipe is
+// closed, then the shim is told to close the process's stdin (the shim holds the FIFO open for writing
+// itself, so closing our end alone never reaches the process), as containerd's CRI plugin does for stdinOnce.
+func (c *containerIO) closeStdin(ctx context.Context, t interface {
+	CloseIO(context.Context, ...containerd.IOCloserOpts) error
+}) {
+	c.closeOnce.Do(func() {
+		_ = c.stdinW.Close()
+		select {
+		case <-c.stdinCopied:
+		case <-ctx.Done():
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = t.CloseIO(cctx, containerd.WithStdinCloser)
+	})
+}
+
+// waitOutput waits, at most d, until the copies of the container's output have ended (its FIFOs closed when
+// the process exited).
+func (c *containerIO) waitOutput(d time.Duration) {
+	if c.cio == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { c.cio.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // copyIO is a task's stdio whose copies this process runs; Wait returns when stdout and stderr are drained.

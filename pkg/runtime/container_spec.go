@@ -6,6 +6,7 @@ import (
 
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/contrib/seccomp"
+	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/oci"
 	capability "github.com/containerd/containerd/pkg/cap"
 	criopts "github.com/containerd/containerd/pkg/cri/opts"
@@ -120,15 +121,23 @@ func hasMount(ms []*runtimeapi.Mount, dest string) bool {
 	return false
 }
 
-// userSpecOpt sets the process user: runAsUser/runAsGroup, runAsUsername, or the image's User.
+// userSpecOpt sets the process user: runAsUser/runAsGroup, runAsUsername (with runAsGroup), or the image's
+// User. A runAsGroup without a user is an error, as the CRI requires and containerd's CRI plugin answers: the
+// kubelet fills the user in from the image, so only a CRI client that forgot it sends one.
 func userSpecOpt(sc *runtimeapi.LinuxContainerSecurityContext, imageUser string) (oci.SpecOpts, error) {
+	uid, gid, name := sc.GetRunAsUser(), sc.GetRunAsGroup(), sc.GetRunAsUsername()
 	switch {
-	case sc.GetRunAsUser() != nil && sc.GetRunAsGroup() != nil:
-		return oci.WithUIDGID(uint32(sc.GetRunAsUser().GetValue()), uint32(sc.GetRunAsGroup().GetValue())), nil
-	case sc.GetRunAsUser() != nil:
-		return oci.WithUserID(uint32(sc.GetRunAsUser().GetValue())), nil
-	case sc.GetRunAsUsername() != "":
-		return explain(fmt.Sprintf("user %q", sc.GetRunAsUsername()), oci.WithUsername(sc.GetRunAsUsername())), nil
+	case name != "" && gid != nil:
+		user := fmt.Sprintf("%s:%d", name, gid.GetValue())
+		return explain(fmt.Sprintf("user %q", user), oci.WithUser(user)), nil
+	case name != "":
+		return explain(fmt.Sprintf("user %q", name), oci.WithUsername(name)), nil
+	case uid != nil && gid != nil:
+		return oci.WithUIDGID(uint32(uid.GetValue()), uint32(gid.GetValue())), nil
+	case uid != nil:
+		return oci.WithUserID(uint32(uid.GetValue())), nil
+	case gid != nil:
+		return nil, fmt.Errorf("runAsGroup %d is set without runAsUser or runAsUsername: %w", gid.GetValue(), errdefs.ErrInvalidArgument)
 	case imageUser != "":
 		return explain(fmt.Sprintf("image user %q", imageUser), oci.WithUser(imageUser)), nil
 	}

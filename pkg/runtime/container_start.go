@@ -73,8 +73,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return fmt.Errorf("start container %q: record start: %w", id, err)
 	}
 	r.events.publishContainer(id, meta.SandboxID, rec.Labels[labelPodUID], eventStarted)
-	logger(ctx).V(2).Info("Started container", "pod", meta.Labels[criLabelPodNamespace]+"/"+meta.Labels[criLabelPodName],
-		"container", meta.Metadata.GetName(), "id", id)
+	logger(ctx).V(2).Info("Started container", "pod", r.podOf(ctx, meta), "container", meta.Metadata.GetName(), "id", id)
 	return nil
 }
 
@@ -143,4 +142,18 @@ func (r *Runtime) recordStartError(ctx context.Context, id string, cause error) 
 	if err != nil {
 		logger(ctx).Error(err, "Recording start error failed", "container", id)
 	}
+}
+
+// podOf names a container's pod as namespace/name for the log: from the kubelet's labels, or else (a CRI
+// client that sets none, such as crictl) from its sandbox's metadata.
+func (r *Runtime) podOf(ctx context.Context, meta *containerMeta) string {
+	if ns, name := meta.Labels[criLabelPodNamespace], meta.Labels[criLabelPodName]; name != "" {
+		return ns + "/" + name
+	}
+	if rec, err := r.findContainer(ctx, meta.SandboxID, kindSandbox); err == nil {
+		if sb, err := r.records.metas.sandbox(rec); err == nil {
+			return sb.Metadata.GetNamespace() + "/" + sb.Metadata.GetName()
+		}
+	}
+	return meta.SandboxID
 }

@@ -8,10 +8,12 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/remotes/docker"
 	"github.com/containerd/containerd/remotes/docker/config"
 	"github.com/distribution/reference"
@@ -48,6 +50,11 @@ func (r *Runtime) findImages(ctx context.Context, ref string) ([]images.Image, e
 			if err == nil {
 				return imgs, nil
 			}
+			// A repo digest ("name@sha256:<manifest>", as RepoDigests reports it) names every stored image of
+			// that repository whose manifest it is, though only a pull by digest stores it under that name.
+			if imgs, err := r.findByRepoDigest(ctx, name); err == nil {
+				return imgs, nil
+			}
 		}
 	}
 	// An image ID: "sha256:<hex>" or a hex prefix of it. Only a full ID is cached.
@@ -81,6 +88,36 @@ func (r *Runtime) findImages(ctx context.Context, ref string) ([]images.Image, e
 	})
 }
 
+// findByRepoDigest returns the stored images of a repo digest's repository whose manifest is its digest.
+func (r *Runtime) findByRepoDigest(ctx context.Context, name string) ([]images.Image, error) {
+	named, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	digested, ok := named.(reference.Digested)
+	if !ok {
+		return nil, errdefs.ErrNotFound
+	}
+	// Not cached: a drop of the tag would not reach this key, and clients rarely ask by repo digest.
+	all, err := r.client.ImageService().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []images.Image
+	for _, img := range all {
+		if img.Target.Digest != digested.Digest() {
+			continue
+		}
+		if n, err := reference.ParseNormalizedNamed(img.Name); err == nil && n.Name() == named.Name() {
+			out = append(out, img)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errdefs.ErrNotFound
+	}
+	return out, nil
+}
+
 // resolveImage returns the image a container asks for, which must be present (the kubelet pulls first).
 func (r *Runtime) resolveImage(ctx context.Context, ref string) (images.Image, *imageFacts, error) {
 	imgs, err := r.findImages(ctx, ref)
@@ -111,6 +148,11 @@ func (r *Runtime) toCRIImage(ctx context.Context, id digest.Digest, imgs []image
 		}
 		out.RepoTags = append(out.RepoTags, img.Name)
 		out.RepoDigests = append(out.RepoDigests, named.Name()+"@"+img.Target.Digest.String())
+		// The sandbox image is pinned, as containerd's CRI plugin pins it: image garbage collection and a
+		// client removing images by ID leave it alone.
+		if pause, err := normalizeRef(r.cfg.PauseImage); err == nil && img.Name == pause {
+			out.Pinned = true
+		}
 	}
 	if size, err := r.imageSize(ctx, imgs[0]); err == nil {
 		out.Size = uint64(size)
@@ -216,6 +258,18 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, au
 	})
 	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
 	defer r.names.drop(ref) // the name may point at another image now
+	// The pull's lease is ours, so that it is released even when ctx is cancelled or times out: containerd's
+	// client would release its own with the ended ctx, which fails and leaves the lease (and what it holds,
+	// the partial download) for a day.
+	ctx, release, err := r.client.WithLease(ctx, leases.WithRandomID(), leases.WithExpiration(24*time.Hour))
+	if err != nil {
+		return "", fmt.Errorf("pull image %q: lease: %w", ref, err)
+	}
+	defer func() {
+		rctx, cancel := r.cleanupContext(ctx)
+		defer cancel()
+		_ = release(rctx)
+	}()
 	img, err := r.client.Pull(ctx, ref,
 		containerd.WithResolver(resolver),
 		containerd.WithPullUnpack,

@@ -192,7 +192,9 @@ func (f *fanout) add(w io.Writer) (dropped <-chan struct{}, remove func()) {
 	f.next++
 	f.subs[id] = sub
 	f.mu.Unlock()
+	flushed := make(chan struct{})
 	go func() {
+		defer close(flushed)
 		failed := false
 		for b := range sub.ch {
 			sub.queued.Add(-int64(len(b)))
@@ -204,7 +206,15 @@ func (f *fanout) add(w io.Writer) (dropped <-chan struct{}, remove func()) {
 			}
 		}
 	}()
-	return sub.dropped, func() { f.drop(id) }
+	// Removing a session lets what is queued for it reach w first (a container's last words, written just
+	// before it exited), for at most ioDrainTimeout.
+	return sub.dropped, func() {
+		f.drop(id)
+		select {
+		case <-flushed:
+		case <-time.After(ioDrainTimeout):
+		}
+	}
 }
 
 func (f *fanout) drop(id int) {

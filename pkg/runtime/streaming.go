@@ -77,16 +77,6 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 			}
 		}
 	}
-	stdinDone := make(chan struct{})
-	if in != nil && c.stdinW != nil {
-		go func() {
-			defer close(stdinDone)
-			_, _ = io.Copy(c.stdinW, in)
-			if c.stdinOnce {
-				_ = c.stdinW.Close()
-			}
-		}()
-	}
 	cont, err := s.r.client.LoadContainer(ctx, rec.ID)
 	if err != nil {
 		return err
@@ -99,19 +89,36 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	if err != nil {
 		return err
 	}
-	select {
-	case <-waitCh:
-	case <-ctx.Done():
-	case <-outDropped:
-		return fmt.Errorf("attach to %q: the client fell too far behind the container's output", containerID)
-	case <-errDropped:
-		return fmt.Errorf("attach to %q: the client fell too far behind the container's output", containerID)
-	case <-stdinDone:
-		if c.stdinOnce {
-			<-waitCh
+	stdinDone := make(chan struct{})
+	if in != nil && c.stdinW != nil {
+		go func() {
+			defer close(stdinDone)
+			_, _ = io.Copy(c.stdinW, in)
+			if c.stdinOnce {
+				c.closeStdin(ctx, task)
+			}
+		}()
+	}
+	dropped := fmt.Errorf("attach to %q ended: the client fell too far behind the container's output, or went away", containerID)
+	for {
+		select {
+		case <-waitCh:
+			c.waitOutput(ioDrainTimeout) // the output the container wrote before it exited reaches the session
+			return nil
+		case <-ctx.Done():
+			return nil // the client went away; the container goes on
+		case <-outDropped:
+			return dropped
+		case <-errDropped:
+			return dropped
+		case <-stdinDone:
+			// The client's stdin ended: with stdinOnce the container's stdin is closed now. Either way the
+			// session goes on until the container exits or the client is gone (its context ends, or writing
+			// its output fails), as containerd's CRI plugin keeps it: what the container prints after the
+			// end of its input still reaches the client.
+			stdinDone = nil
 		}
 	}
-	return nil
 }
 
 // PortForward connects stream to port on the pod's loopback, inside its network namespace.

@@ -42,7 +42,10 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			return nil, err
 		}
 	}
-	if needsImageUser(pod, c) {
+	// A runAsGroup without a runAsUser runs as the image's user (root when it names none), as upstream sends
+	// it: the CRI requires a user beside a group.
+	groupOnly := secCtx.RunAsUser == nil && secCtx.RunAsGroup != nil
+	if needsImageUser(pod, c) || groupOnly {
 		st, err := k.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
 		if err != nil {
 			return nil, fmt.Errorf("inspect image %q for its user: %w", c.Image, err)
@@ -51,9 +54,11 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		if v := st.GetImage().GetUid(); v != nil {
 			uid = &v.Value
 		}
-		if err := verifyRunAsNonRoot(pod, c, uid, st.GetImage().GetUsername()); err != nil {
+		user := st.GetImage().GetUsername()
+		if err := verifyRunAsNonRoot(pod, c, uid, user); err != nil {
 			return nil, err
 		}
+		userFromImage(secCtx, uid, user)
 	} else if err := verifyRunAsNonRoot(pod, c, nil, ""); err != nil {
 		return nil, err
 	}

@@ -137,6 +137,22 @@ func appArmorProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile,
 }
 
 // needsImageUser reports whether runAsNonRoot must be checked against the image's user: it is set and no
+// userFromImage gives a security context that names a group and no user the image's user, as upstream's
+// kubelet sends it: its numeric user, else its user name, else root. The CRI requires a user beside a group.
+func userFromImage(sc *runtimeapi.LinuxContainerSecurityContext, imageUID *int64, imageUser string) {
+	if sc.RunAsUser != nil || sc.RunAsUsername != "" || sc.RunAsGroup == nil {
+		return
+	}
+	switch {
+	case imageUID != nil:
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *imageUID}
+	case imageUser != "":
+		sc.RunAsUsername = imageUser
+	default:
+		sc.RunAsUser = &runtimeapi.Int64Value{}
+	}
+}
+
 // runAsUser says who the container runs as.
 func needsImageUser(pod *v1.Pod, c *v1.Container) bool {
 	nonRoot, uid := effectiveUser(pod, c)

@@ -92,3 +92,30 @@ func TestAppArmorProfile(t *testing.T) {
 		})
 	}
 }
+
+// A group without a user runs as the image's user, as upstream's kubelet sends it.
+func TestUserFromImage(t *testing.T) {
+	i64 := func(v int64) *runtimeapi.Int64Value { return &runtimeapi.Int64Value{Value: v} }
+	uid := int64(1000)
+	for _, tt := range []struct {
+		name      string
+		sc        *runtimeapi.LinuxContainerSecurityContext
+		imageUID  *int64
+		imageUser string
+		wantUID   *runtimeapi.Int64Value
+		wantName  string
+	}{
+		{name: "group, image uid", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: i64(5)}, imageUID: &uid, wantUID: i64(1000)},
+		{name: "group, image user name", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: i64(5)}, imageUser: "app", wantName: "app"},
+		{name: "group, image without user", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: i64(5)}, wantUID: i64(0)},
+		{name: "user and group kept", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsUser: i64(7), RunAsGroup: i64(5)}, imageUID: &uid, wantUID: i64(7)},
+		{name: "no group: nothing", sc: &runtimeapi.LinuxContainerSecurityContext{}, imageUID: &uid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			userFromImage(tt.sc, tt.imageUID, tt.imageUser)
+			if tt.sc.RunAsUser.GetValue() != tt.wantUID.GetValue() || (tt.sc.RunAsUser == nil) != (tt.wantUID == nil) || tt.sc.RunAsUsername != tt.wantName {
+				t.Errorf("user %v name %q, want %v %q", tt.sc.RunAsUser, tt.sc.RunAsUsername, tt.wantUID, tt.wantName)
+			}
+		})
+	}
+}

@@ -1,0 +1,274 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/snapshots"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// streamingBackends are the backends whose Exec and Attach hand out streaming URLs: the built-in runtime
+// through its socket (with its streaming server) and containerd's CRI plugin.
+func streamingBackends(t *testing.T) []backend {
+	return []backend{grpcBackend(t), remoteBackend(t)}
+}
+
+// stream runs a streaming session on a URL the runtime handed out.
+func stream(ctx context.Context, rawURL string, opts remotecommand.StreamOptions) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return err
+	}
+	ex, err := remotecommand.NewSPDYExecutor(&rest.Config{}, "POST", u)
+	if err != nil {
+		return err
+	}
+	return ex.StreamWithContext(ctx, opts)
+}
+
+// Attach with stdin to a stdinOnce container: when the client's stdin ends, the container's stdin is closed,
+// so `echo hi | crictl attach -i` ends with the container; a client that goes away leaves the call.
+func TestAttachStdinOnce(t *testing.T) {
+	for _, b := range streamingBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			p := runPod(t, b, "attach-once", nil)
+			cfg := containerConfig("cat", "sh", "-c", "cat; echo stdin-closed")
+			cfg.Stdin, cfg.StdinOnce = true, true
+			id := p.start(t, cfg)
+			resp, err := b.rt.Attach(ctxT(t), &runtimeapi.AttachRequest{ContainerId: id, Stdin: true, Stdout: true, Stderr: true})
+			if err != nil {
+				t.Fatalf("Attach: %v", err)
+			}
+			var out syncBuffer
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
+			defer cancel()
+			err = stream(ctx, resp.Url, remotecommand.StreamOptions{Stdin: strings.NewReader("hi\n"), Stdout: &out, Stderr: &out})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("attach session: %v (output %q)", err, out.String())
+			}
+			if out.String() != "hi\nstdin-closed\n" {
+				t.Errorf("attach output %q, want the input echoed and the end of stdin seen", out.String())
+			}
+			if took > 3*time.Second {
+				t.Errorf("the attach took %s to end after stdin closed", took)
+			}
+			eventually(t, 10*time.Second, "the container exited", func() error {
+				st, err := b.rt.ContainerStatus(ctxT(t), id, false)
+				if err != nil {
+					return err
+				}
+				if s := st.GetStatus(); s.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED || s.GetExitCode() != 0 {
+					return fmt.Errorf("state %s exit %d", s.GetState(), s.GetExitCode())
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// A client that goes away from an attach session, or from an exec of a shell (whose stdin then ends), frees
+// what the runtime held for it; the container keeps running. An attach session lasts until the container
+// exits or the client is gone, which the runtime learns when writing the container's next output fails (as
+// containerd's CRI plugin does): the container here prints twice a second.
+func TestStreamingDisconnectFreesGoroutines(t *testing.T) {
+	b := grpcBackend(t) // in this process: its goroutines are counted
+	p := runPod(t, b, "disconnect", nil)
+	cfg := containerConfig("ticker", "sh", "-c", "while true; do echo tick; sleep 0.5; done")
+	cfg.Stdin = true
+	id := p.start(t, cfg)
+	session := func(attach bool) {
+		var rawURL string
+		if attach {
+			resp, err := b.rt.Attach(ctxT(t), &runtimeapi.AttachRequest{ContainerId: id, Stdin: true, Stdout: true, Stderr: true})
+			if err != nil {
+				t.Fatalf("Attach: %v", err)
+			}
+			rawURL = resp.Url
+		} else {
+			resp, err := b.rt.Exec(ctxT(t), &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh"}, Stdin: true, Stdout: true, Stderr: true})
+			if err != nil {
+				t.Fatalf("Exec: %v", err)
+			}
+			rawURL = resp.Url
+		}
+		ctx, cancel := context.WithTimeout(ctxT(t), time.Second)
+		defer cancel()
+		stdin, hold := newBlockingReader()
+		defer hold()
+		_ = stream(ctx, rawURL, remotecommand.StreamOptions{Stdin: stdin, Stdout: &syncBuffer{}, Stderr: &syncBuffer{}})
+	}
+	session(true) // warm-up: connections and pools the first session opens stay
+	session(false)
+	time.Sleep(time.Second)
+	baseline := goruntime.NumGoroutine()
+	for i := 0; i < 5; i++ {
+		session(true)
+		session(false)
+	}
+	eventually(t, 20*time.Second, "goroutines back to the baseline", func() error {
+		if n := goruntime.NumGoroutine(); n > baseline+3 {
+			return fmt.Errorf("%d goroutines, baseline %d", n, baseline)
+		}
+		return nil
+	})
+	st, err := b.rt.ContainerStatus(ctxT(t), id, false)
+	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("the container after the sessions: %v %v", err, st.GetStatus().GetState())
+	}
+}
+
+// newBlockingReader is a stdin that never ends until released.
+func newBlockingReader() (*blockingReader, func()) {
+	r := &blockingReader{release: make(chan struct{})}
+	return r, func() { close(r.release) }
+}
+
+type blockingReader struct{ release chan struct{} }
+
+func (r *blockingReader) Read([]byte) (int, error) {
+	<-r.release
+	return 0, fmt.Errorf("released")
+}
+
+// The CRI image calls accept every reference the runtime itself reports (the tag, a repo digest, the full
+// and a short image ID); the sandbox image is pinned.
+func TestImageReferenceForms(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			st, err := b.images.ImageStatus(ctxT(t), &runtimeapi.ImageSpec{Image: busyboxImage}, false)
+			if err != nil || st.GetImage() == nil {
+				t.Fatalf("ImageStatus %s: %v %v", busyboxImage, err, st)
+			}
+			img := st.GetImage()
+			refs := []string{img.Id, strings.TrimPrefix(img.Id, "sha256:")[:12]}
+			refs = append(refs, img.RepoDigests...)
+			refs = append(refs, img.RepoTags...)
+			for _, ref := range refs {
+				got, err := b.images.ImageStatus(ctxT(t), &runtimeapi.ImageSpec{Image: ref}, false)
+				if err != nil || got.GetImage().GetId() != img.Id {
+					t.Errorf("ImageStatus %q: %v, image %q, want %q", ref, err, got.GetImage().GetId(), img.Id)
+				}
+			}
+			if b.name == "cri-plugin" {
+				return // its pause image here was imported, not pulled as the sandbox image: it is not pinned
+			}
+			list, err := b.images.ListImages(ctxT(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, i := range list {
+				for _, tag := range i.RepoTags {
+					if tag == pauseImage {
+						found = true
+						if !i.Pinned {
+							t.Errorf("the sandbox image %s is not pinned", pauseImage)
+						}
+					}
+				}
+				if i.Id == img.Id && i.Pinned {
+					t.Errorf("busybox is pinned")
+				}
+			}
+			if !found {
+				t.Errorf("the sandbox image %s is not listed", pauseImage)
+			}
+		})
+	}
+}
+
+// The pod metrics calls the runtime does not implement answer Unimplemented, never an empty success.
+func TestPodSandboxMetricsUnimplemented(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			if _, err := b.rt.ListPodSandboxMetrics(ctxT(t)); status.Code(err) != codes.Unimplemented {
+				t.Errorf("ListPodSandboxMetrics: %v, want Unimplemented", err)
+			}
+			if _, err := b.rt.ListMetricDescriptors(ctxT(t)); status.Code(err) != codes.Unimplemented {
+				t.Errorf("ListMetricDescriptors: %v, want Unimplemented", err)
+			}
+		})
+	}
+}
+
+// A group without a user is refused, as the CRI requires; a create that fails after its snapshot was
+// prepared (an unknown user) leaves no snapshot and no lease behind.
+func TestCreateContainerFailures(t *testing.T) {
+	client, err := containerd.New(containerdSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			p := runPod(t, b, "create-fails", nil)
+			cfg := containerConfig("group-only", "true")
+			cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: &runtimeapi.Int64Value{Value: 1000}}
+			if _, err := b.rt.CreateContainer(ctxT(t), p.id, cfg, p.cfg); err == nil || !strings.Contains(err.Error(), "without") {
+				t.Errorf("runAsGroup without a user: %v, want an error", err)
+			}
+
+			p.start(t, containerConfig("warm", "true")) // any shared lease exists from here
+			ctx := namespaces.WithNamespace(ctxT(t), b.ns)
+			snapsBefore, leasesBefore := countSnapshots(t, ctx, client), countLeases(t, ctx, client)
+			bad := containerConfig("unknown-user", "true")
+			bad.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "no-such-user"}
+			if _, err := b.rt.CreateContainer(ctxT(t), p.id, bad, p.cfg); err == nil {
+				t.Fatal("a container with an unknown user was created")
+			}
+			snaps, leases := countSnapshots(t, ctx, client), countLeases(t, ctx, client)
+			switch {
+			case b.name == "cri-plugin":
+				// The reference, not held to it: the CRI plugin of the host's containerd (1.6) leaves the
+				// snapshot of a failed create behind.
+				t.Logf("containerd's CRI plugin after a failed create: %d snapshots (were %d), %d leases and leased resources (were %d)",
+					snaps, snapsBefore, leases, leasesBefore)
+			case snaps != snapsBefore || leases != leasesBefore:
+				t.Errorf("after a failed create: %d snapshots (were %d), %d leases and leased resources (were %d)",
+					snaps, snapsBefore, leases, leasesBefore)
+			}
+		})
+	}
+}
+
+func countSnapshots(t *testing.T, ctx context.Context, c *containerd.Client) int {
+	t.Helper()
+	n := 0
+	if err := c.SnapshotService("overlayfs").Walk(ctx, func(context.Context, snapshots.Info) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func countLeases(t *testing.T, ctx context.Context, c *containerd.Client) int {
+	t.Helper()
+	ls, err := c.LeasesService().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range ls {
+		rs, err := c.LeasesService().ListResources(ctx, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += 1 + len(rs) // a lease, and what it holds
+	}
+	return n
+}
