@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds upstream Kubernetes binaries from the Go module proxy at a pinned version:
-# kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager named as arguments.
+# kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager and kubelet named as
+# arguments.
 #
 #   hack/kube-binaries.sh                  # kubectl
 #   hack/kube-binaries.sh kube-apiserver   # kubectl and kube-apiserver
@@ -32,8 +33,8 @@ targets=(kubectl)
 for arg in "$@"; do
 	case "$arg" in
 	kubectl) ;;
-	kube-apiserver | kube-scheduler | kube-controller-manager) targets+=("$arg") ;;
-	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler or kube-controller-manager)" ;;
+	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet) targets+=("$arg") ;;
+	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager or kubelet)" ;;
 	esac
 done
 
@@ -65,7 +66,7 @@ if [ ${#todo[@]} -gt 0 ]; then
 
 	# Every binary built here so far stays a tool of the module, so one go.sum serves them all.
 	tools=("${todo[@]}")
-	for t in kubectl kube-apiserver kube-scheduler kube-controller-manager; do
+	for t in kubectl kube-apiserver kube-scheduler kube-controller-manager kubelet; do
 		if [ -x "$KUBE_BIN_DIR/$t" ]; then tools+=("$t"); fi
 	done
 	mapfile -t tools < <(printf '%s\n' "${tools[@]}" | sort -u)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/node"
+	"github.com/nodeagent/kubelet/pkg/runtime/host"
 )
 
 // options are the kubelet's flags. Defaults are upstream's unless the flag is ours.
@@ -41,16 +42,8 @@ type options struct {
 	nodeLabels       map[string]string
 	registerTaints   []string
 
-	runtimeEndpoint   string // remote CRI; empty means the built-in runtime
-	containerdAddress string
-	containerdNS      string
-	containerdRoot    string
-	containerdState   string
-	criSocket         string // where the built-in runtime is served over CRI; empty disables
-	cniConfDir        string
-	cniBinDir         string
-	pauseImage        string
-	pauseImageArchive string
+	runtimeEndpoint string     // remote CRI; empty means the built-in runtime
+	builtin         host.Flags // the built-in runtime (its RootDir is rootDir)
 
 	clusterDNS []string
 	// allowedUnsafeSysctls are sysctls (or prefixes ending in '*') pods may set beyond upstream's safe set.
@@ -97,15 +90,7 @@ func defaultOptions() *options {
 		cgroupRoot:        "/",
 		podMaxPIDs:        -1,
 		registerNode:      true,
-		containerdAddress: "/run/nodeagent/containerd/containerd.sock",
-		containerdNS:      "nodeagent",
-		containerdRoot:    "/var/lib/nodeagent/containerd",
-		containerdState:   "/run/nodeagent/containerd",
-		criSocket:         "/run/nodeagent/runtime.sock",
-		cniConfDir:        "/etc/nodeagent/cni/net.d",
-		cniBinDir:         "/usr/lib/cni",
-		pauseImage:        "localhost/pause:3.10",
-		pauseImageArchive: "/var/lib/nodeagent/images/pause.tar",
+		builtin:           host.Defaults(),
 		healthzPort:       10248,
 		port:              10250,
 		address:           "127.0.0.1",
@@ -146,15 +131,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&o.nodeLabels, "node-labels", o.nodeLabels, "Labels to add when registering the node, key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must be ones a kubelet may set (kubelet.kubernetes.io/, node.kubernetes.io/, or the topology, OS, arch and instance-type labels).")
 	fs.StringSliceVar(&o.registerTaints, "register-with-taints", o.registerTaints, "Taints to add when registering the node, key=value:Effect entries separated by ','.")
 	fs.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", o.runtimeEndpoint, "Remote CRI runtime socket (e.g. unix:///run/containerd/containerd.sock). Empty: the built-in runtime.")
-	fs.StringVar(&o.containerdAddress, "containerd-address", o.containerdAddress, "Built-in runtime: containerd's socket.")
-	fs.StringVar(&o.containerdNS, "containerd-namespace", o.containerdNS, "Built-in runtime: the containerd namespace for pods and images.")
-	fs.StringVar(&o.containerdState, "containerd-state", o.containerdState, "Built-in runtime: containerd's state directory, where it records each task's shim: exec probes talk to the shim directly. Empty: through containerd.")
-	fs.StringVar(&o.containerdRoot, "containerd-root", o.containerdRoot, "Built-in runtime: containerd's root directory, whose filesystem holds images (for image filesystem stats).")
-	fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "Built-in runtime: serve it over CRI on this unix socket (mode 0600) for crictl; empty disables.")
-	fs.StringVar(&o.cniConfDir, "cni-conf-dir", o.cniConfDir, "Built-in runtime: directory of the CNI network configuration.")
-	fs.StringVar(&o.cniBinDir, "cni-bin-dir", o.cniBinDir, "Built-in runtime: directories of CNI plugins, comma-separated.")
-	fs.StringVar(&o.pauseImage, "pod-infra-container-image", o.pauseImage, "Built-in runtime: the pause image.")
-	fs.StringVar(&o.pauseImageArchive, "pod-infra-container-image-archive", o.pauseImageArchive, "Built-in runtime: OCI archive imported when the pause image is missing.")
+	o.builtin.AddFlags(fs, "Built-in runtime: ")
 	fs.StringSliceVar(&o.clusterDNS, "cluster-dns", o.clusterDNS, "Comma-separated DNS server IPs written into the /etc/resolv.conf of pods with dnsPolicy ClusterFirst; empty: those pods get the host's resolver configuration, as upstream.")
 	fs.StringSliceVar(&o.allowedUnsafeSysctls, "allowed-unsafe-sysctls", o.allowedUnsafeSysctls, "Comma-separated sysctls, or prefixes ending in '*' (net.core.*), that pods may set beyond the safe set; each must be namespaced. Pods asking for others are rejected with SysctlForbidden.")
 	fs.StringVar(&o.resolvConf, "resolv-conf", o.resolvConf, "The node's resolver configuration, which pods with dnsPolicy Default (and ClusterFirst without --cluster-dns) get; on hosts with systemd-resolved use /run/systemd/resolve/resolv.conf. Empty: those pods get only the local resolver.")
@@ -259,16 +236,6 @@ func (o *options) nodeName() (string, error) {
 		return "", fmt.Errorf("read hostname (set --hostname-override): %w", err)
 	}
 	return strings.ToLower(strings.TrimSpace(h)), nil
-}
-
-func (o *options) cniBinDirs() []string {
-	var out []string
-	for _, d := range strings.Split(o.cniBinDir, ",") {
-		if d = strings.TrimSpace(d); d != "" {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // clusterDNSIPs parses --cluster-dns (validated).

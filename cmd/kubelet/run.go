@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"time"
 
@@ -15,10 +14,9 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/runtime"
-	"github.com/nodeagent/kubelet/pkg/runtime/criserver"
+	"github.com/nodeagent/kubelet/pkg/runtime/host"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 	"github.com/nodeagent/kubelet/pkg/server"
 )
@@ -93,47 +91,17 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 		}
 		return rs, is, nil, func() {}, nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	rt, err := runtime.New(rctx, runtime.Config{
-		Address:            o.containerdAddress,
-		Namespace:          o.containerdNS,
-		StateDir:           filepath.Join(o.rootDir, "runtime"),
-		FIFODir:            "/run/nodeagent/fifo",
-		ImageFsDir:         o.containerdRoot,
-		ContainerdStateDir: o.containerdState,
-		PauseImage:         o.pauseImage,
-		PauseImageArchive:  o.pauseImageArchive,
-		Network:            cni.New(cni.Config{ConfDir: o.cniConfDir, BinDirs: o.cniBinDirs(), CacheDir: filepath.Join(o.rootDir, "cni-cache")}),
-	})
+	f := o.builtin
+	f.RootDir = o.rootDir
+	served, err := host.Start(ctx, f)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("built-in runtime (is containerd running at %s? `sudo make setup` starts it): %w", o.containerdAddress, err)
+		return nil, nil, nil, nil, err
 	}
-	stream := criserver.NewStreamServer(rt, "127.0.0.1:0")
-	if err := stream.Start(); err != nil {
-		rt.Close()
-		return nil, nil, nil, nil, fmt.Errorf("CRI streaming server: %w", err)
+	if f.Socket != "" {
+		klog.FromContext(ctx).Info("Serving the built-in runtime over CRI", "socket", f.Socket)
 	}
-	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan struct{})
-	if o.criSocket != "" {
-		srv := criserver.New(rt, rt)
-		go func() {
-			defer close(served)
-			if err := srv.Serve(sctx, o.criSocket); err != nil {
-				klog.FromContext(ctx).Error(err, "CRI socket stopped", "socket", o.criSocket)
-			}
-		}()
-		klog.FromContext(ctx).Info("Serving the built-in runtime over CRI", "socket", o.criSocket)
-	} else {
-		close(served)
-	}
-	return rt, rt, rt.Streamer(), func() {
-		stopServe()
-		<-served
-		_ = stream.Stop()
-		_ = rt.Close()
-	}, nil
+	rt := served.Runtime
+	return rt, rt, rt.Streamer(), served.Stop, nil
 }
 
 // startAPI returns the kubelet's API client configuration and the CA bundle that authenticates callers of

@@ -85,7 +85,8 @@ first_boot() {
 		fail install "make install failed: $(tail -n 5 /var/log/nodeagent-install.log | tr '\n' ' ')"
 		return
 	fi
-	if systemd-analyze verify /etc/systemd/system/kubelet.service /etc/systemd/system/nodeagent-containerd.service; then
+	if systemd-analyze verify /etc/systemd/system/kubelet.service /etc/systemd/system/noderuntime.service \
+		/etc/systemd/system/nodeagent-containerd.service; then
 		ok units-verify
 	else fail units-verify "systemd-analyze verify complained"; fi
 	for u in nodeagent-containerd kubelet; do

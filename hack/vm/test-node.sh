@@ -16,12 +16,12 @@ REPO_DIR=$(dirname "$(dirname "$VM_DIR")")
 . "$VM_DIR/lib.sh"
 export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 
-# The node's packages, beside the guest's systemd and kernel; dbus for logind, make for `make install`.
-VM_GUEST_PACKAGES="$VM_GUEST_PACKAGES,dbus,containerd,runc,containernetworking-plugins,iptables,iproute2,busybox-static,make,procps"
+# The node's packages, beside the guest's systemd and kernel.
+VM_GUEST_PACKAGES="$VM_GUEST_PACKAGES,$VM_NODE_PACKAGES"
 
 vm_require_root
 vm_host_packages
-for f in "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar; do
+for f in "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar; do
 	[ -f "$f" ] || vm_die "$f is missing: run make build setup"
 done
 "$REPO_DIR/hack/kube-binaries.sh" kubectl >/dev/null
@@ -39,7 +39,7 @@ root=$work/root
 vm_add_test_unit "$root" "$VM_DIR/node-checks.sh"
 # The test runs again at the next boot: the unit is not removed, and the script knows its phase.
 mkdir -p "$root/opt/nodeagent/bin" "$root/var/lib/nodeagent/images" "$root/var/log/journal"
-cp "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$root/opt/nodeagent/bin/"
+cp "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" "$root/opt/nodeagent/bin/"
 cp "$REPO_DIR/Makefile" "$root/opt/nodeagent/"
 cp -r "$REPO_DIR/hack" "$root/opt/nodeagent/"
 cp /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar "$root/var/lib/nodeagent/images/"

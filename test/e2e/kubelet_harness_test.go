@@ -30,7 +30,7 @@ var (
 	buildErr    error
 )
 
-// kubeletBinary builds cmd/kubelet, and cmd/apiserver beside it, once per test run.
+// kubeletBinary builds cmd/kubelet, and cmd/apiserver and cmd/noderuntime beside it, once per test run.
 func kubeletBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -40,7 +40,7 @@ func kubeletBinary(t *testing.T) string {
 			return
 		}
 		// A standalone kubelet runs the API server from the binary beside its own.
-		for _, c := range []string{"kubelet", "apiserver"} {
+		for _, c := range []string{"kubelet", "apiserver", "noderuntime"} {
 			cmd := exec.Command("go", "build", "-tags", "no_dynamic_plugins", "-o", filepath.Join(dir, c), "github.com/nodeagent/kubelet/cmd/"+c)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("build %s: %v\n%s", c, err, out)
@@ -53,6 +53,11 @@ func kubeletBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return kubeletPath
+}
+
+// nodeRuntimeBinary is cmd/noderuntime, built with the kubelet.
+func nodeRuntimeBinary(t *testing.T) string {
+	return filepath.Join(filepath.Dir(kubeletBinary(t)), "noderuntime")
 }
 
 // node is a standalone kubelet (with its API server child) started as a user starts it.

@@ -68,11 +68,28 @@ func (s *Server) Serve(ctx context.Context, socketPath string) error {
 	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("criserver: Serve called twice")
 	}
-	logger := klog.FromContext(ctx)
-	ln, err := listenUnix(socketPath)
+	ln, err := Listen(socketPath)
 	if err != nil {
 		return err
 	}
+	return s.serve(ctx, ln, socketPath)
+}
+
+// Listen binds the CRI socket (mode 0600, owned by root), or says why it cannot: another server listening
+// on it is an error, a stale socket file is replaced.
+func Listen(socketPath string) (net.Listener, error) { return listenUnix(socketPath) }
+
+// ServeListener is Serve on a socket Listen bound.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, socketPath string) error {
+	if !s.served.CompareAndSwap(false, true) {
+		ln.Close()
+		return errors.New("criserver: Serve called twice")
+	}
+	return s.serve(ctx, ln, socketPath)
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, socketPath string) error {
+	logger := klog.FromContext(ctx)
 	defer os.Remove(socketPath)
 
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMsgSize), grpc.MaxSendMsgSize(maxMsgSize))
