@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // EnvVar names the points the process dies at.
@@ -24,6 +25,9 @@ const (
 	// HangContainerStatus=<container name>: the runtime's ContainerStatus of that container never returns,
 	// as a wedged shim's would.
 	HangContainerStatus = "hang-container-status"
+	// TokenClockAhead=<duration>: the kubelet's service account token cache reads its clock that much ahead,
+	// so that a token's renewal (at 80% of its lifetime, 480 s of the shortest) comes that much sooner.
+	TokenClockAhead = "token-clock-ahead"
 )
 
 var (
@@ -66,4 +70,16 @@ func HangIf(name, value string) {
 	if v, ok := points[name]; ok && v == value {
 		select {}
 	}
+}
+
+// Duration is the duration listed as name=<duration> in NODEAGENT_FAILPOINTS, or 0.
+func Duration(name string) time.Duration {
+	if !enabled {
+		return 0
+	}
+	d, err := time.ParseDuration(points[name])
+	if err != nil {
+		return 0
+	}
+	return d
 }

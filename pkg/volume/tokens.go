@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/internal/failpoint"
 )
 
 // tokenMaxAge is how old a token may get before it is renewed whatever its lifetime: upstream's 24 h.
@@ -32,6 +34,9 @@ type tokenCache struct {
 }
 
 func newTokenCache(c clock.PassiveClock) *tokenCache {
+	if d := failpoint.Duration(failpoint.TokenClockAhead); d > 0 {
+		c = aheadClock{PassiveClock: c, ahead: d} // the fault suite's: renewals come d sooner
+	}
 	return &tokenCache{clock: c, byPod: map[types.UID]map[string]*authenticationv1.TokenRequest{}}
 }
 
@@ -89,3 +94,11 @@ func (c *tokenCache) forget(uid types.UID) {
 	delete(c.byPod, uid)
 	c.mu.Unlock()
 }
+
+// aheadClock reads its clock ahead by a fixed duration.
+type aheadClock struct {
+	clock.PassiveClock
+	ahead time.Duration
+}
+
+func (c aheadClock) Now() time.Time { return c.PassiveClock.Now().Add(c.ahead) }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,20 +18,51 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// kubectlIn runs kubectl as the node's cluster admin with stdin, as a user at a terminal would pipe it.
-func (n *node) kubectlIn(stdin string, args ...string) (string, error) {
+// kubectlCmd is kubectl as the node's cluster admin, with a home of its own.
+func (n *node) kubectlCmd(ctx context.Context, args ...string) *exec.Cmd {
 	kc := filepath.Join(n.dir, "admin.kubeconfig")
 	if n.cp != nil {
 		kc = n.cp.kubeconfig
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	home := filepath.Join(n.dir, "kubectl-home")
 	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", kc, "--cache-dir", filepath.Join(home, "cache")}, args...)...)
 	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	return cmd
+}
+
+// kubectlIn runs kubectl with stdin, as a user at a terminal would pipe it.
+func (n *node) kubectlIn(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := n.kubectlCmd(ctx, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// kubectlSession runs kubectl as a user at a terminal would: it types each line of input, waits until the
+// output holds want (up to 30 s), then types "exit" and closes its input. It returns kubectl's output.
+func (n *node) kubectlSession(input, want string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := n.kubectlCmd(ctx, args...)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	_, _ = io.WriteString(stdin, input)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), want) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, _ = io.WriteString(stdin, "exit\n")
+	_ = stdin.Close()
+	err = cmd.Wait()
+	return out.String(), err
 }
 
 // TestKubectlDebug drives the real kubectl debug: an ephemeral container with --target sees the target
@@ -44,7 +76,7 @@ func testKubectlDebug(t *testing.T, n *node) {
 	n.createPod(busyboxPod("app", "sleep", "31536"))
 	n.waitPod("app", 60*time.Second, "pod Ready", ready)
 
-	out, err := n.kubectlIn("ps\nexit\n", "debug", "app", "-i", "--image="+busyboxImage, "--target=main", "-c", "dbg",
+	out, err := n.kubectlSession("ps\n", "sleep 31536", "debug", "app", "-i", "--image="+busyboxImage, "--target=main", "-c", "dbg",
 		"--profile=general", "--", "sh")
 	if err != nil {
 		t.Fatalf("kubectl debug --target: %v\n%s", err, out)
@@ -86,8 +118,8 @@ func testKubectlDebug(t *testing.T, n *node) {
 	if err := os.WriteFile(marker, []byte(want+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := fmt.Sprintf("cat /host%s\ncat /proc/%d/comm\nexit\n", marker, n.cmd.Process.Pid)
-	out, err = n.kubectlIn(script, "debug", "node/"+n.name, "-i", "--image="+busyboxImage, "--profile=general", "--", "sh")
+	script := fmt.Sprintf("cat /host%s\ncat /proc/%d/comm\n", marker, n.cmd.Process.Pid)
+	out, err = n.kubectlSession(script, "kubelet", "debug", "node/"+n.name, "-i", "--image="+busyboxImage, "--profile=general", "--", "sh")
 	if err != nil {
 		t.Fatalf("kubectl debug node/: %v\n%s", err, out)
 	}
