@@ -6,6 +6,8 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin
 E2E_TIMEOUT ?= 40m
+# The end-to-end output, kept for the summary printed after it (what failed and what it logged).
+E2E_LOG ?= /tmp/nodeagent-e2e.log
 # containerd's client imports Go's plugin package unless this tag is set; with it the kubelet binary is 25 MB
 # smaller and its resident set about 10 MiB smaller (no dynamic symbol table, dead code removed).
 BUILD_TAGS := no_dynamic_plugins
@@ -17,6 +19,7 @@ all: build
 build:
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/kubelet ./cmd/kubelet
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/apiserver ./cmd/apiserver
+	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/noderuntime ./cmd/noderuntime
 
 # Idempotent host set-up: packages, our own containerd, CNI config, the pause and busybox images.
 setup:
@@ -27,7 +30,8 @@ run: setup build
 	$(BIN)/kubelet
 
 # The node as systemd services (kubelet.service, nodeagent-containerd.service) with /etc/nodeagent/kubelet.yaml;
-# root. Builds first when Go is here; a host without Go installs the bin/ it was given.
+# root. RUNTIME_ONLY=1 runs noderuntime.service (the built-in runtime over CRI, for another kubelet) instead of
+# kubelet.service. Builds first when Go is here; a host without Go installs the bin/ it was given.
 install:
 	@if command -v $(GO) >/dev/null 2>&1; then $(MAKE) --no-print-directory build; fi
 	hack/install.sh
@@ -37,8 +41,12 @@ uninstall:
 	hack/install.sh --uninstall
 
 # Everything CI runs: unit tests, a short run of each fuzz target, the end-to-end suite on real containerd,
-# runc, CNI and cgroup v1, and the cgroup v2 checks in a VM.
-test: test-unit test-fuzz test-vm test-e2e
+# runc, CNI and cgroup v1, and the cgroup v2 checks in a VM. The VM guests' root filesystems are built in the
+# background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU).
+test:
+	@hack/vm/prepare.sh >/tmp/nodeagent-vm-prepare.log 2>&1 & \
+		echo "test: building the VM guests in the background (log /tmp/nodeagent-vm-prepare.log)"
+	$(MAKE) --no-print-directory test-unit test-fuzz test-vm test-e2e
 
 # Unit tests; no root needed.
 test-unit: vet
@@ -64,9 +72,10 @@ soak: setup
 # End-to-end tests; root. Sets the host up, builds kubectl and kube-apiserver (cached), and starts a real
 # control plane (etcd + kube-apiserver on loopback) for the tests that run the kubelet against it.
 test-e2e: setup
-	hack/kube-binaries.sh kube-apiserver
+	hack/kube-binaries.sh kube-apiserver kubelet
 	hack/control-plane.sh start >/dev/null
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/...; rc=$$?; hack/control-plane.sh stop >/dev/null; exit $$rc
+	set -o pipefail; $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/... 2>&1 | tee $(E2E_LOG); \
+		rc=$$?; hack/control-plane.sh stop >/dev/null; hack/test-summary.sh $(E2E_LOG); exit $$rc
 
 # pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, then the whole node installed with
 # `make install` as systemd services and checked there, power-off and reboot included, in qemu guests (root;
@@ -78,6 +87,7 @@ test-vm: build setup
 # Benchmarks: each figure on its own line as "name: value unit".
 bench: setup
 	$(GO) run ./hack/bench runtime
+	$(GO) run ./hack/bench upstream
 	$(GO) run ./hack/bench apiserver
 	$(GO) run ./hack/bench nodeready
 	$(GO) run ./hack/bench kubelet

@@ -98,15 +98,24 @@ func startKubelet(ctx context.Context, bin, dir, nodeName, kubeconfig string, ex
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if k.log, err = os.Create(k.logPath); err != nil {
+	if err := k.spawn(bin, args); err != nil {
 		return nil, err
+	}
+	return k, nil
+}
+
+// spawn starts bin with args, its output in k.logPath, killed if this process dies.
+func (k *kubeletChild) spawn(bin string, args []string) error {
+	var err error
+	if k.log, err = os.Create(k.logPath); err != nil {
+		return err
 	}
 	k.cmd = exec.Command(bin, args...)
 	k.cmd.Stdout, k.cmd.Stderr = k.log, k.log
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// The kernel sends Pdeathsig when the thread that started the child exits, not the process, and this
 	// process runs code that locks goroutines to threads and lets those threads end (network namespaces).
-	// Start and wait for the kubelet on a thread kept for it alone.
+	// Start and wait for the child on a thread kept for it alone.
 	started := make(chan error, 1)
 	k.done = make(chan error, 1)
 	go func() {
@@ -120,9 +129,9 @@ func startKubelet(ctx context.Context, bin, dir, nodeName, kubeconfig string, ex
 	}()
 	if err := <-started; err != nil {
 		k.log.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return fmt.Errorf("start %s: %w", bin, err)
 	}
-	return k, nil
+	return nil
 }
 
 func (k *kubeletChild) pid() int { return k.cmd.Process.Pid }

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream [flags]")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -31,6 +31,8 @@ func main() {
 		err = benchNodeReady(ctx, os.Args[2:])
 	case "kubelet":
 		err = benchKubelet(ctx, os.Args[2:])
+	case "upstream":
+		err = benchUpstream(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

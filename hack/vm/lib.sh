@@ -18,6 +18,9 @@ NODEAGENT_SKIP_APT=${NODEAGENT_SKIP_APT:-0}
 # Guest packages beyond minbase: systemd as PID 1, and a kernel whose
 # initrd has the virtio drivers.
 VM_GUEST_PACKAGES=systemd,systemd-sysv,udev,kmod,linux-image-amd64
+# The node guest's packages beyond those (hack/vm/test-node.sh): the node's Debian packages, dbus for
+# logind, make for `make install`.
+VM_NODE_PACKAGES=dbus,containerd,runc,containernetworking-plugins,iptables,iproute2,busybox-static,make,procps
 VM_HOST_PACKAGES=(debootstrap qemu-system-x86 e2fsprogs)
 
 vm_say() { printf 'nodeagent-vm: %s\n' "$*" >&2; }
@@ -55,6 +58,14 @@ vm_rootfs() {
 		return
 	fi
 	mkdir -p "$VM_CACHE"
+	# One builder per root filesystem: another process building it (hack/vm/prepare.sh in the background of
+	# `make test`) is waited for. The lock is released when this (sub)shell ends.
+	exec {lock}>"$dir.lock"
+	flock "$lock"
+	if [ -f "$dir/.complete" ]; then
+		echo "$dir"
+		return
+	fi
 	tmp=$(mktemp -d "$VM_CACHE/rootfs-tmp.XXXXXX")
 	vm_say "debootstrap $VM_SUITE into $tmp (a few minutes; kept in $dir)"
 	if ! debootstrap --variant=minbase --include="$VM_GUEST_PACKAGES" "$VM_SUITE" "$tmp" "$VM_MIRROR" \
