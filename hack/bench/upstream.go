@@ -112,8 +112,8 @@ func benchUpstream(ctx context.Context, args []string) error {
 		figure("upstream_kubelet_"+rt.name+"_burst30_create_to_ready_p50_median", median(p50s[rt.name]), "ms")
 		figure("upstream_kubelet_"+rt.name+"_burst30_create_to_ready_p99_median", median(p99s[rt.name]), "ms")
 	}
-	figure("upstream_kubelet_noderuntime_over_cri_plugin_p50_ratio", median(p50s["noderuntime"])/median(p50s["cri_plugin"]), "x")
-	figure("upstream_kubelet_noderuntime_over_cri_plugin_p99_ratio", median(p99s["noderuntime"])/median(p99s["cri_plugin"]), "x")
+	figure("upstream_kubelet_noderuntime_over_cri_plugin_p50_ratio", 100*median(p50s["noderuntime"])/median(p50s["cri_plugin"]), "%")
+	figure("upstream_kubelet_noderuntime_over_cri_plugin_p99_ratio", 100*median(p99s["noderuntime"])/median(p99s["cri_plugin"]), "%")
 	return nil
 }
 
