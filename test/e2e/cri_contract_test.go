@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/url"
 	goruntime "runtime"
 	"strings"
@@ -17,7 +20,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -82,8 +87,8 @@ func TestAttachStdinOnce(t *testing.T) {
 	}
 }
 
-// A client that goes away from an attach session, or from an exec of a shell (whose stdin then ends), frees
-// what the runtime held for it; the container keeps running. An attach session lasts until the container
+// A client that goes away from an attach session, from an exec of a shell (whose stdin then ends), or from a
+// port-forward with a connection open frees what the runtime held for it; the container keeps running. An attach session lasts until the container
 // exits or the client is gone, which the runtime learns when writing the container's next output fails (as
 // containerd's CRI plugin does): the container here prints twice a second.
 func TestStreamingDisconnectFreesGoroutines(t *testing.T) {
@@ -113,13 +118,58 @@ func TestStreamingDisconnectFreesGoroutines(t *testing.T) {
 		defer hold()
 		_ = stream(ctx, rawURL, remotecommand.StreamOptions{Stdin: stdin, Stdout: &syncBuffer{}, Stderr: &syncBuffer{}})
 	}
+	// A port-forward whose client goes away with a connection open to the pod.
+	forward := func() {
+		resp, err := b.rt.PortForward(ctxT(t), &runtimeapi.PortForwardRequest{PodSandboxId: p.id, Port: []int32{8080}})
+		if err != nil {
+			t.Fatalf("PortForward: %v", err)
+		}
+		u, err := url.Parse(resp.Url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		transport, upgrader, err := spdy.RoundTripperFor(&rest.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, ready := make(chan struct{}), make(chan struct{})
+		pf, err := portforward.NewOnAddresses(spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", u),
+			[]string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- pf.ForwardPorts() }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("port-forward: %v", err)
+		}
+		ports, err := pf.GetPorts()
+		if err != nil || len(ports) != 1 {
+			t.Fatalf("forwarded ports %v: %v", ports, err)
+		}
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write([]byte("hello\n"))
+		time.Sleep(200 * time.Millisecond)
+		close(stop) // the client goes away mid-stream
+		<-done
+		conn.Close()
+	}
+	server := containerConfig("listener", "sh", "-c", "while true; do nc -l -p 8080 >/dev/null; done")
+	p.start(t, server)
 	session(true) // warm-up: connections and pools the first session opens stay
 	session(false)
+	forward()
 	time.Sleep(time.Second)
 	baseline := goruntime.NumGoroutine()
 	for i := 0; i < 5; i++ {
 		session(true)
 		session(false)
+		forward()
 	}
 	eventually(t, 20*time.Second, "goroutines back to the baseline", func() error {
 		if n := goruntime.NumGoroutine(); n > baseline+3 {
@@ -224,7 +274,9 @@ func TestCreateContainerFailures(t *testing.T) {
 				t.Errorf("runAsGroup without a user: %v, want an error", err)
 			}
 
-			p.start(t, containerConfig("warm", "true")) // any shared lease exists from here
+			// Any shared lease exists from here. (A long-lived container: stopping the sandbox of one whose task
+			// is just exiting races its shim on containerd 1.6's CRI plugin.)
+			p.start(t, containerConfig("warm", "sleep", "3600"))
 			ctx := namespaces.WithNamespace(ctxT(t), b.ns)
 			snapsBefore, leasesBefore := countSnapshots(t, ctx, client), countLeases(t, ctx, client)
 			bad := containerConfig("unknown-user", "true")
