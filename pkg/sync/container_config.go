@@ -44,8 +44,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	// A runAsGroup without a runAsUser runs as the image's user (root when it names none), as upstream sends
 	// it: the CRI requires a user beside a group.
-	groupOnly := secCtx.RunAsUser == nil && secCtx.RunAsGroup != nil
-	if needsImageUser(pod, c) || groupOnly {
+	if needsImageUser(pod, c) || groupWithoutUser(secCtx) {
 		st, err := k.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
 		if err != nil {
 			return nil, fmt.Errorf("inspect image %q for its user: %w", c.Image, err)

@@ -136,11 +136,10 @@ func appArmorProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile,
 	return nil, fmt.Errorf("unknown AppArmor profile type %q", p.Type)
 }
 
-// needsImageUser reports whether runAsNonRoot must be checked against the image's user: it is set and no
 // userFromImage gives a security context that names a group and no user the image's user, as upstream's
 // kubelet sends it: its numeric user, else its user name, else root. The CRI requires a user beside a group.
 func userFromImage(sc *runtimeapi.LinuxContainerSecurityContext, imageUID *int64, imageUser string) {
-	if sc.RunAsUser != nil || sc.RunAsUsername != "" || sc.RunAsGroup == nil {
+	if !groupWithoutUser(sc) {
 		return
 	}
 	switch {
@@ -153,6 +152,12 @@ func userFromImage(sc *runtimeapi.LinuxContainerSecurityContext, imageUID *int64
 	}
 }
 
+// groupWithoutUser says whether a security context names a group and no user.
+func groupWithoutUser(sc *runtimeapi.LinuxContainerSecurityContext) bool {
+	return sc.RunAsGroup != nil && sc.RunAsUser == nil && sc.RunAsUsername == ""
+}
+
+// needsImageUser reports whether runAsNonRoot must be checked against the image's user: it is set and no
 // runAsUser says who the container runs as.
 func needsImageUser(pod *v1.Pod, c *v1.Container) bool {
 	nonRoot, uid := effectiveUser(pod, c)
