@@ -25,6 +25,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/runtime"
+	"github.com/nodeagent/kubelet/pkg/runtime/host"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
@@ -70,7 +71,7 @@ func TestUpstreamKubelet(t *testing.T) {
 		return err
 	})
 
-	t.Run("second instance refused", func(t *testing.T) {
+	t.Run("refused starts", func(t *testing.T) {
 		out, err := exec.Command(nodeRuntimeBinary(t), "--cri-socket", filepath.Join(dir, "other.sock"),
 			"--containerd-namespace", upstreamNamespace, "--root-dir", filepath.Join(dir, "other-root")).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), `already serves containerd namespace "`+upstreamNamespace+`"`) {
@@ -83,6 +84,19 @@ func TestUpstreamKubelet(t *testing.T) {
 		}
 		if _, err := rt.Version(context.Background(), "v1"); err != nil {
 			t.Errorf("the first noderuntime stopped answering: %v", err)
+		}
+		// containerd unreachable: a clear error, and the namespace's lock is given back.
+		ns := upstreamNamespace + "-nocontainerd"
+		out, err = exec.Command(nodeRuntimeBinary(t), "--cri-socket", filepath.Join(dir, "nocontainerd.sock"),
+			"--containerd-namespace", ns, "--containerd-address", filepath.Join(dir, "no-such.sock"),
+			"--root-dir", filepath.Join(dir, "other-root")).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "is containerd running") {
+			t.Errorf("noderuntime without containerd: err %v, output %q", err, out)
+		}
+		if l, err := host.LockNamespace("/run/nodeagent", ns); err != nil {
+			t.Errorf("the lock of a noderuntime that failed to start is still held: %v", err)
+		} else {
+			l.Release()
 		}
 	})
 
