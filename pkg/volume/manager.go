@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,6 +82,9 @@ type Manager struct {
 	// recent holds the configMaps and secrets read within Config.Reuse, by "<kind>/<namespace>/<name>": the
 	// pods of a namespace share them (kube-root-ca.crt is in every pod's token volume).
 	recent map[string]readObject
+	// reads joins the pods that miss recent for the same object at once (a burst of a namespace's pods) to
+	// one read of it.
+	reads singleflight.Group
 }
 
 // podState is what the manager remembers of one pod's volumes between syncs.

@@ -3,6 +3,7 @@ package volume
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 )
 
@@ -69,6 +71,7 @@ type fakeAPI struct {
 	reads      map[string]int
 	tokens     int
 	tokenErr   error
+	hold       chan struct{} // when set, a configMap read waits for it to close
 }
 
 func newFakeAPI(clk *testclock.FakeClock) *fakeAPI {
@@ -82,8 +85,14 @@ func notFound(kind, name string) error {
 
 func (a *fakeAPI) ConfigMap(_ context.Context, _, name string) (*v1.ConfigMap, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.reads["configmap/"+name]++
+	hold := a.hold
+	a.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if cm, ok := a.configMaps[name]; ok {
 		return cm.DeepCopy(), nil
 	}
@@ -352,6 +361,45 @@ func TestObjectsReusedForAWhile(t *testing.T) {
 	mount2(elsewhere)
 	if n := f.api.reads["configmap/cfg"]; n != 3 {
 		t.Errorf("a pod of another namespace used this namespace's read: %d reads", n)
+	}
+}
+
+// A burst of a namespace's pods that all miss the reuse cache reads the object once, not once per pod.
+func TestObjectReadSharedByABurst(t *testing.T) {
+	f := newFixture(t)
+	f.m.cfg.Reuse = 30 * time.Second
+	f.api.configMaps["cfg"] = &v1.ConfigMap{Data: map[string]string{"k": "v1"}}
+	f.api.hold = make(chan struct{})
+	const pods = 10
+	var wg sync.WaitGroup
+	errs := make(chan error, pods)
+	for i := 0; i < pods; i++ {
+		pod := podWith(v1.Volume{Name: "c", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}})
+		pod.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := f.m.MountPod(context.Background(), pod)
+			if err == nil {
+				if c, _ := fileOf(t, got["c"].Path, "k"); c != "v1" {
+					err = fmt.Errorf("pod %s sees %q", pod.UID, c)
+				}
+			}
+			errs <- err
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the pods reach the read while the first one is held
+	close(f.api.hold)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := f.api.reads["configmap/cfg"]; n != 1 {
+		t.Errorf("%d pods at once read the configMap %d times, want 1", pods, n)
 	}
 }
 

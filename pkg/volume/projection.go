@@ -134,8 +134,8 @@ func (m *Manager) secretFiles(ctx context.Context, pod *v1.Pod, name string, ite
 
 // object reads an object for a pod's volume: from the API server, or, for an immutable object already read,
 // from what the manager kept (an immutable object never changes, so it is not read again), or, for one read
-// less than Config.Reuse ago for any pod of the namespace, that read. A failed read is not kept. The objects
-// are read-only to callers.
+// less than Config.Reuse ago for any pod of the namespace, that read; pods that miss at once wait for one
+// read. A failed read is not kept. The objects are read-only to callers.
 func (m *Manager) object(ctx context.Context, pod *v1.Pod, kind, name string, st *podState, read func() (any, bool, error)) (any, error) {
 	if podfacts.IsStatic(pod) {
 		return nil, fmt.Errorf("static pods cannot refer to %s %q", kind, name)
@@ -155,10 +155,19 @@ func (m *Manager) object(ctx context.Context, pod *v1.Pod, kind, name string, st
 	if fresh && now.Sub(recent.at) < m.cfg.Reuse {
 		return recent.obj, nil
 	}
-	obj, immutable, err := read()
+	// Pods that miss at once share one read; each still keeps an immutable object for itself.
+	type result struct {
+		obj       any
+		immutable bool
+	}
+	v, err, _ := m.reads.Do(shared, func() (any, error) {
+		obj, immutable, err := read()
+		return result{obj, immutable}, err
+	})
 	if err != nil {
 		return nil, err
 	}
+	obj, immutable := v.(result).obj, v.(result).immutable
 	m.mu.Lock()
 	if immutable {
 		st.immutable[key] = obj
