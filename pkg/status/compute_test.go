@@ -315,6 +315,9 @@ func TestCompute(t *testing.T) {
 				if s.Phase != v1.PodFailed || s.Reason != ReasonDeadlineExceeded {
 					t.Errorf("phase %q reason %q", s.Phase, s.Reason)
 				}
+				// Its container still runs while it stops: not Ready (upstream's PodFailed).
+				expectCond(t, s, v1.PodReady, v1.ConditionFalse, ReasonPodFailed)
+				expectCond(t, s, v1.ContainersReady, v1.ConditionFalse, ReasonPodFailed)
 			},
 		},
 		{

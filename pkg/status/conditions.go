@@ -17,6 +17,7 @@ const (
 	ReasonContainersNotInitialized = "ContainersNotInitialized"
 	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 	ReasonPodCompleted             = "PodCompleted"
+	ReasonPodFailed                = "PodFailed"
 )
 
 // KubeletOwned reports whether the kubelet owns a condition type (it writes it; others are kept from the API).
@@ -130,6 +131,9 @@ func containersReadyCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase 
 	}
 	if phase == v1.PodSucceeded && len(unknown) == 0 {
 		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodCompleted}
+	}
+	if phase == v1.PodFailed { // as upstream: its containers may still be stopping (eviction, deadline)
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodFailed}
 	}
 	if len(unknown) == 0 && len(unready) == 0 {
 		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}

@@ -3,6 +3,7 @@ package status
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,7 +14,8 @@ import (
 )
 
 // MergeStatus returns the status to write over the API's: the kubelet's own fields and conditions, and
-// what others own (conditions such as PodScheduled or DisruptionTarget, the nominated node) kept from the API.
+// what others own (conditions such as PodScheduled, the nominated node) kept from the API; DisruptionTarget,
+// which the kubelet shares with others, is the kubelet's when it sets one.
 func MergeStatus(api, ours v1.PodStatus) v1.PodStatus {
 	out := *ours.DeepCopy()
 	var conds []v1.PodCondition
@@ -23,8 +25,17 @@ func MergeStatus(api, ours v1.PodStatus) v1.PodStatus {
 		}
 	}
 	for _, c := range ours.Conditions {
-		if KubeletOwned(c.Type) {
+		switch {
+		case KubeletOwned(c.Type):
 			conds = append(conds, c)
+		case c.Type == v1.DisruptionTarget:
+			// Shared with others (as upstream's PodConditionSharedByKubelet): the kubelet's, when it
+			// terminates the pod (eviction, node shutdown), replaces the API's.
+			if i := slices.IndexFunc(conds, func(a v1.PodCondition) bool { return a.Type == c.Type }); i >= 0 {
+				conds[i] = c
+			} else {
+				conds = append(conds, c)
+			}
 		}
 	}
 	out.Conditions = conds
