@@ -65,6 +65,20 @@ var configFields = map[string]configField{
 	"authentication.x509.clientCAFile": {"client-ca-file", func(o *options, c *kubeletconfig.KubeletConfiguration) {
 		o.clientCAFile = c.Authentication.X509.ClientCAFile
 	}},
+	"evictionHard": {"eviction-hard", func(o *options, c *kubeletconfig.KubeletConfiguration) { o.evictionHard = nonNil(c.EvictionHard) }},
+	"evictionSoft": {"eviction-soft", func(o *options, c *kubeletconfig.KubeletConfiguration) { o.evictionSoft = c.EvictionSoft }},
+	"evictionSoftGracePeriod": {"eviction-soft-grace-period", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.evictionSoftGrace = c.EvictionSoftGracePeriod
+	}},
+	"evictionMinimumReclaim": {"eviction-minimum-reclaim", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.evictionMinReclaim = c.EvictionMinimumReclaim
+	}},
+	"evictionMaxPodGracePeriod": {"eviction-max-pod-grace-period", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.evictionMaxPodGrace = int64(c.EvictionMaxPodGracePeriod)
+	}},
+	"evictionPressureTransitionPeriod": {"eviction-pressure-transition-period", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.evictionTransition = c.EvictionPressureTransitionPeriod.Duration
+	}},
 	"shutdownGracePeriod": {"", func(o *options, c *kubeletconfig.KubeletConfiguration) {
 		o.shutdownGracePeriod = c.ShutdownGracePeriod.Duration
 	}},
@@ -158,7 +172,8 @@ func (o *options) loadConfig(fs *pflag.FlagSet) error {
 	if err := o.validate(); err != nil {
 		// Say which field of the file holds the value the check names.
 		for _, path := range set {
-			if f := configFields[path]; f.flag != "" && !fs.Changed(f.flag) && strings.Contains(err.Error(), "--"+f.flag+" ") {
+			if f := configFields[path]; f.flag != "" && !fs.Changed(f.flag) && (strings.Contains(err.Error(), "--"+f.flag+" ") ||
+				strings.Contains(err.Error(), "--"+f.flag+":")) {
 				return fmt.Errorf("kubelet config %s: %s: %w", where, path, err)
 			}
 		}
@@ -250,4 +265,12 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// nonNil keeps a map written in the file, even an empty one ("evictionHard: {}" turns the defaults off).
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }

@@ -90,7 +90,11 @@ func TestConfigFileErrors(t *testing.T) {
 		name, file, want string
 	}{
 		{"typo", header + "maxPod: 10\n", `unknown field "maxPod"`},
-		{"unsupported", header + "evictionHard: {memory.available: 100Mi}\n", "evictionHard.memory.available: not supported by this kubelet"},
+		{"unsupported", header + "imageGCHighThresholdPercent: 90\n", "imageGCHighThresholdPercent: not supported by this kubelet"},
+		{"bad threshold", header + "evictionHard: {memory.available: abc}\n", `evictionHard: --eviction-hard: memory.available: "abc" is not a quantity`},
+		{"threshold over 100%", header + "evictionHard: {nodefs.available: 120%}\n", "between 0% and 100%"},
+		{"unknown signal", header + "evictionSoft: {memory.free: 1Gi}\n", `evictionSoft: --eviction-soft: unknown eviction signal "memory.free"`},
+		{"soft without grace", header + "evictionSoft: {memory.available: 1Gi}\n", "a grace period must be given"},
 		{"unsupported nested", header + "authentication: {webhook: {enabled: true}, x509: {clientCAFile: /x}, other: 1}\n", `unknown field "other"`},
 		{"fixed field other value", header + "readOnlyPort: 10255\n", "readOnlyPort: this kubelet supports only 0"},
 		{"anonymous", header + "authentication: {anonymous: {enabled: true}}\n", "authentication.anonymous.enabled: this kubelet supports only false"},

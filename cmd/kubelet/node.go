@@ -92,6 +92,12 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	}
 	var kl *podsync.Kubelet
 	var shutdownMgr atomic.Pointer[shutdown.Manager]
+	thresholds, err := o.evictionThresholds()
+	if err != nil {
+		return err
+	}
+	evictionDeps := &evictionDeps{}
+	evictions := newEvictionManager(o, thresholds, d.name, recorder, evictionDeps)
 	agent, err := node.New(node.Config{
 		Name:           d.name,
 		Client:         d.clients.heartbeat,
@@ -106,6 +112,8 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		NoRegister:     !o.registerNode,
 		Labels:         o.nodeLabels,
 		Taints:         taints,
+		Eviction:       nodeThresholds(thresholds, o),
+		Pressure:       evictions.Pressure,
 		Health: []node.Check{{Name: "pleg", Func: func() error { return kl.Healthy() }},
 			{Name: "shutdown", Func: func() error {
 				if m := shutdownMgr.Load(); m != nil {
@@ -159,6 +167,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		NodeIPs:               agent.NodeIPs,
 		MaxPods:               o.maxPods,
 		Host:                  hostFeatures(o),
+		PressureAdmit:         evictions.Admit,
 		SyncFrequency:         o.syncFrequency,
 		MaxParallelImagePulls: o.imagePullParallel,
 		ManifestDir:           o.podManifestPath,
@@ -176,7 +185,9 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	collector := stats.New(stats.Config{
 		NodeName: d.name, Cgroups: cg, Pods: kl.StatsPods, Layers: layersOf(d), ImageFs: imageFsOf(d.images),
 		Volumes: volumes.PodUsage, RootDir: o.rootDir, LogsDir: o.podLogsDir,
+		PodsMemory: func() int64 { m := agent.Allocatable()[v1.ResourceMemory]; return m.Value() },
 	})
+	evictionDeps.kl, evictionDeps.collector = kl, collector
 
 	srv, err := server.New(server.Config{
 		Addr:        net.JoinHostPort(o.address, strconv.Itoa(o.port)),
@@ -225,6 +236,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	g.Go(func() error { return kl.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { collector.Run(gctx); return nil })
+	g.Go(func() error { evictions.Run(gctx); return nil })
 	if m := startShutdown(ctx, o, kl, agent); m != nil {
 		shutdownMgr.Store(m)
 		g.Go(func() error {

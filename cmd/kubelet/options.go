@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodeagent/kubelet/pkg/admission"
+	"github.com/nodeagent/kubelet/pkg/eviction"
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/runtime/host"
 )
@@ -72,6 +75,11 @@ type options struct {
 	shutdownGracePeriodCriticalPods time.Duration
 	shutdownByPriority              []kubeletconfig.ShutdownGracePeriodByPodPriority
 
+	// Node-pressure eviction, as upstream's flags and fields: nil evictionHard means upstream's defaults.
+	evictionHard, evictionSoft, evictionSoftGrace, evictionMinReclaim map[string]string
+	evictionMaxPodGrace                                               int64
+	evictionTransition                                                time.Duration
+
 	debugTimelines bool
 
 	version bool
@@ -106,6 +114,7 @@ func defaultOptions() *options {
 		containerLogMaxFiles:        5,
 		containerLogMonitorInterval: 10 * time.Second,
 		debugTimelines:              true,
+		evictionTransition:          eviction.DefaultTransitionPeriod,
 	}
 }
 
@@ -150,6 +159,12 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.containerLogMaxSize, "container-log-max-size", o.containerLogMaxSize, "Size a container's log file reaches before it is rotated (a quantity, e.g. 10Mi).")
 	fs.IntVar(&o.containerLogMaxFiles, "container-log-max-files", o.containerLogMaxFiles, "Most log files kept per container, the current one included (at least 2).")
 	fs.DurationVar(&o.containerLogMonitorInterval, "container-log-monitor-interval", o.containerLogMonitorInterval, "How often container logs are checked for rotation (at least 3s).")
+	fs.Var(&statements{m: &o.evictionHard, sep: "<"}, "eviction-hard", "Hard eviction thresholds, <signal><<quantity or percentage> separated by ',' (memory.available<100Mi,nodefs.available<10%); when given, only these apply. Default: upstream's (memory.available<100Mi, nodefs.available<10%, nodefs.inodesFree<5%, imagefs.available<15%, imagefs.inodesFree<5%).")
+	fs.Var(&statements{m: &o.evictionSoft, sep: "<"}, "eviction-soft", "Soft eviction thresholds, as --eviction-hard; each needs a grace period in --eviction-soft-grace-period.")
+	fs.Var(&statements{m: &o.evictionSoftGrace, sep: "="}, "eviction-soft-grace-period", "How long each soft threshold must be met before pods are evicted, <signal>=<duration> separated by ',' (memory.available=1m30s).")
+	fs.Var(&statements{m: &o.evictionMinReclaim, sep: "="}, "eviction-minimum-reclaim", "How far past its threshold each signal is reclaimed once eviction starts, <signal>=<quantity or percentage> separated by ','.")
+	fs.Int64Var(&o.evictionMaxPodGrace, "eviction-max-pod-grace-period", o.evictionMaxPodGrace, "Most seconds a pod evicted for a soft threshold gets to stop; negative: the pod's own grace period.")
+	fs.DurationVar(&o.evictionTransition, "eviction-pressure-transition-period", o.evictionTransition, "How long a pressure condition stays True after its signal recovered.")
 	fs.BoolVar(&o.debugTimelines, "debug-timelines", o.debugTimelines, "Record each pod's startup timeline for the debug page (/debug/pods).")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
@@ -198,6 +213,12 @@ func (o *options) validate() error {
 	}
 	if _, err := o.logMaxSize(); err != nil {
 		return err
+	}
+	if _, err := o.evictionThresholds(); err != nil {
+		return err
+	}
+	if o.evictionTransition < 0 {
+		return fmt.Errorf("--eviction-pressure-transition-period must not be negative, got %v", o.evictionTransition)
 	}
 	if err := node.ValidateLabels(o.nodeLabels); err != nil {
 		return fmt.Errorf("--node-labels: %w", err)
@@ -257,3 +278,45 @@ func (o *options) logMaxSize() (int64, error) {
 	}
 	return q.Value(), nil
 }
+
+// evictionThresholds parses the eviction flags; an error names the flag.
+func (o *options) evictionThresholds() ([]eviction.Threshold, error) {
+	hard := o.evictionHard
+	if hard == nil {
+		hard = eviction.DefaultHard
+	}
+	ts, err := eviction.Parse(hard, o.evictionSoft, o.evictionSoftGrace, o.evictionMinReclaim)
+	if err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
+	return ts, nil
+}
+
+// statements is a flag of ','-separated <key><sep><value> statements (--eviction-hard), kept as a map; a
+// flag given empty sets an empty map (no thresholds), unlike a flag not given (nil: the defaults).
+type statements struct {
+	m   *map[string]string
+	sep string
+}
+
+func (s *statements) String() string {
+	if s.m == nil || *s.m == nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(*s.m)) {
+		parts = append(parts, k+s.sep+(*s.m)[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *statements) Set(v string) error {
+	m, err := eviction.ParseStatements(v, s.sep)
+	if err != nil {
+		return err
+	}
+	*s.m = m
+	return nil
+}
+
+func (s *statements) Type() string { return "statements" }

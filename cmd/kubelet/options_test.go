@@ -1,9 +1,12 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestValidate(t *testing.T) {
@@ -55,5 +58,59 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error spans lines: %q", err)
 			}
 		})
+	}
+}
+
+func TestEvictionFlags(t *testing.T) {
+	parse := func(args ...string) (*options, error) {
+		o := defaultOptions()
+		fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.addFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		return o, o.validate()
+	}
+	o, err := parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := o.evictionThresholds()
+	if len(ts) != 5 {
+		t.Errorf("defaults: %v, want upstream's five hard thresholds", ts)
+	}
+	o, err = parse("--eviction-hard=memory.available<500Mi", "--eviction-soft=nodefs.available<20%",
+		"--eviction-soft-grace-period=nodefs.available=1m", "--eviction-max-pod-grace-period=15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ = o.evictionThresholds()
+	if len(ts) != 2 || ts[0].String() != "memory.available<500Mi" || ts[1].String() != "nodefs.available<20%" ||
+		ts[1].GracePeriod != time.Minute || o.evictionMaxPodGrace != 15 {
+		t.Errorf("thresholds %v, max grace %d", ts, o.evictionMaxPodGrace)
+	}
+	nt := nodeThresholds(ts, o)
+	if nt.MemoryAvailableBytes != 500<<20 || nt.NodeFSAvailable != -1 || nt.NodeFSAvailableBytes != 0 {
+		t.Errorf("allocatable thresholds %+v: memory 500Mi, nodefs none (its threshold is soft)", nt)
+	}
+	if o, err = parse("--eviction-hard="); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ = o.evictionThresholds(); len(ts) != 0 {
+		t.Errorf("--eviction-hard= (empty): %v, want no thresholds", ts)
+	}
+	for _, bad := range [][]string{
+		{"--eviction-hard=memory.available<abc"},
+		{"--eviction-hard=nodefs.available<120%"},
+		{"--eviction-hard=memory.free<1Gi"},
+		{"--eviction-hard=memory.available"},
+		{"--eviction-soft=memory.available<1Gi"},
+		{"--eviction-pressure-transition-period=-1s"},
+	} {
+		_, err := parse(bad...)
+		if err == nil || !strings.Contains(err.Error(), "eviction") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v, want one line naming the eviction flag", bad, err)
+		}
 	}
 }

@@ -263,7 +263,9 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 	a.health.setRuntime(failures)
 	failures = append(failures, checkFailures(a.cfg.Health)...)
 	a.health.setFailures(failures)
-	if sig, err := a.signals(); err != nil {
+	if a.cfg.Pressure != nil {
+		a.pressure.memory, a.pressure.disk, a.pressure.pid = a.cfg.Pressure()
+	} else if sig, err := a.signals(); err != nil {
 		klog.FromContext(ctx).V(2).Info("Unable to read node signals, keeping the pressure conditions", "err", err.Error())
 	} else {
 		a.pressure = a.tracker.observe(underPressure(sig, a.cfg.Eviction), now, a.cfg.Eviction.TransitionPeriod)

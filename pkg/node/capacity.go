@@ -14,8 +14,14 @@ import (
 type Thresholds struct {
 	// MemoryAvailableBytes: memory.available below it is memory pressure (100Mi).
 	MemoryAvailableBytes int64
+	// MemoryAvailableFraction, when above zero, is memory.available as a fraction of the memory capacity
+	// (memory.available<10%), in place of MemoryAvailableBytes for allocatable.
+	MemoryAvailableFraction float64
 	// NodeFSAvailable: nodefs.available below this fraction of the filesystem is disk pressure (0.10).
 	NodeFSAvailable float64
+	// NodeFSAvailableBytes, when above zero, is nodefs.available as a quantity (nodefs.available<1Gi), in
+	// place of NodeFSAvailable for allocatable.
+	NodeFSAvailableBytes int64
 	// NodeFSInodesFree: nodefs.inodesFree below this fraction of the inodes is disk pressure (0.05).
 	NodeFSInodesFree float64
 	// PIDAvailable: pid.available below this fraction of the PID limit is PID pressure. Upstream sets no
@@ -80,7 +86,10 @@ func allocatable(capacity, reserved v1.ResourceList, t Thresholds) v1.ResourceLi
 		}
 		switch name {
 		case v1.ResourceMemory:
-			if t.MemoryAvailableBytes > 0 {
+			switch {
+			case t.MemoryAvailableFraction > 0:
+				q.Sub(*resource.NewQuantity(int64(float64(c.Value())*t.MemoryAvailableFraction), resource.BinarySI))
+			case t.MemoryAvailableBytes > 0:
 				q.Sub(*resource.NewQuantity(t.MemoryAvailableBytes, resource.BinarySI))
 			}
 			for hp, v := range capacity {
@@ -89,7 +98,9 @@ func allocatable(capacity, reserved v1.ResourceList, t Thresholds) v1.ResourceLi
 				}
 			}
 		case v1.ResourceEphemeralStorage:
-			if t.NodeFSAvailable > 0 {
+			if t.NodeFSAvailableBytes > 0 {
+				q.Sub(*resource.NewQuantity(t.NodeFSAvailableBytes, resource.BinarySI))
+			} else if t.NodeFSAvailable > 0 {
 				q.Sub(*resource.NewQuantity(int64(float64(c.Value())*t.NodeFSAvailable), resource.BinarySI))
 			}
 		}

@@ -38,6 +38,12 @@ func TestCapacityAndAllocatable(t *testing.T) {
 				"ephemeral-storage": "100Gi", "hugepages-2Mi": "512Mi"},
 		},
 		{
+			name: "percentage and quantity thresholds",
+			t:    Thresholds{MemoryAvailableFraction: 0.25, NodeFSAvailableBytes: 10 * gi},
+			want: map[v1.ResourceName]string{"cpu": "4", "memory": "5632Mi", "pods": "110",
+				"ephemeral-storage": "90Gi", "hugepages-2Mi": "512Mi"},
+		},
+		{
 			name:     "never below zero",
 			reserved: v1.ResourceList{"cpu": q("8"), "memory": q("100Gi")},
 			t:        DefaultThresholds,

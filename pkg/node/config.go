@@ -106,6 +106,9 @@ type Config struct {
 	Host *Host
 	// Signals reads the pressure signals; read from this machine when nil.
 	Signals func() (Signals, error)
+	// Pressure, when set, gives the pressure conditions (the eviction manager's: memory, disk, PID) instead
+	// of the agent's own comparison of Signals with Eviction.
+	Pressure func() (memory, disk, pid bool)
 }
 
 func (c *Config) setDefaults() error {

@@ -73,6 +73,9 @@ type Config struct {
 	// Volumes measures a pod's volumes by name (pkg/volume); nil: none.
 	Volumes func(uid types.UID) (map[string]volume.Usage, error)
 	// RootDir is the kubelet's root directory, whose filesystem is the nodefs; LogsDir holds the pods' logs.
+	// PodsMemory returns the memory pods may use (the node's allocatable): the pods cgroup's available
+	// memory, allocatableMemory.available, is what is left of it. Optional.
+	PodsMemory       func() int64
 	RootDir, LogsDir string
 	// ProcRoot is /proc.
 	ProcRoot string
@@ -174,6 +177,14 @@ func (c *Collector) Collect(ctx context.Context) {
 }
 
 // threadCPU is the CPU time the calling thread has used.
+// podsMemory is the pods cgroup's memory limit for its available memory; 0 when unknown.
+func (c *Collector) podsMemory() uint64 {
+	if c.cfg.PodsMemory == nil {
+		return 0
+	}
+	return uint64(max(c.cfg.PodsMemory(), 0))
+}
+
 func threadCPU() time.Duration {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {

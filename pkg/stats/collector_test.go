@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodeagent/kubelet/pkg/cgroups"
@@ -100,6 +101,7 @@ func TestCollector(t *testing.T) {
 			return map[string]volume.Usage{"scratch": {Bytes: 1 << 20, Inodes: 10}, "data": {Bytes: 1 << 30, Inodes: 1}}, nil
 		},
 		RootDir: t.TempDir(), LogsDir: logs, ProcRoot: proc, Clock: clk,
+		PodsMemory: func() int64 { return 900 << 20 },
 	})
 	ctx := context.Background()
 	if c.Summary() != nil {
@@ -115,6 +117,16 @@ func TestCollector(t *testing.T) {
 	}
 	if got := *s.Node.Memory.AvailableBytes; got != (1024-512)<<20 {
 		t.Errorf("node memory available %d, want capacity minus working set", got)
+	}
+	podsSeen := false
+	for _, sc := range s.Node.SystemContainers {
+		podsSeen = podsSeen || sc.Name == statsapi.SystemContainerPods
+		if sc.Name == statsapi.SystemContainerPods && (sc.Memory.AvailableBytes == nil || *sc.Memory.AvailableBytes != 900<<20-*sc.Memory.WorkingSetBytes) {
+			t.Errorf("pods container memory %+v: available must be allocatable (900Mi) less the working set", sc.Memory)
+		}
+	}
+	if !podsSeen {
+		t.Error("no pods system container")
 	}
 	if *s.Node.Rlimit.MaxPID != 4194304 || *s.Node.Rlimit.NumOfRunningProcesses != 300 {
 		t.Errorf("rlimit %+v", s.Node.Rlimit)

@@ -135,7 +135,7 @@ func (g *gathering) node() statsapi.NodeStats {
 	}
 	if st, err := c.cfg.Cgroups.PodsStats(g.ctx); err == nil {
 		n.SystemContainers = append(n.SystemContainers, statsapi.ContainerStats{Name: statsapi.SystemContainerPods,
-			StartTime: mtime(c.cfg.BootTime), CPU: g.cpu("pods", st), Memory: g.memory(st, 0)})
+			StartTime: mtime(c.cfg.BootTime), CPU: g.cpu("pods", st), Memory: g.memory(st, c.podsMemory())})
 	} else {
 		g.failures++
 	}

@@ -92,6 +92,9 @@ type Config struct {
 	MaxPods int // default 110
 	// Host is what the node's kernel and runtime can do (sysctls, AppArmor, user namespaces) for admission.
 	Host admission.Host
+	// PressureAdmit, when set, refuses pods under node pressure after admission's checks (the eviction
+	// manager's Admit): whether the pod may start, else the reason and message.
+	PressureAdmit func(*v1.Pod) (bool, string, string)
 	// SyncFrequency is the most time between two syncs of a running pod (--sync-frequency); default 1 min.
 	SyncFrequency         time.Duration
 	MaxParallelImagePulls int // default 5
@@ -142,7 +145,8 @@ type Kubelet struct {
 	probes       *prober.Manager
 	probeChanged *probeChanges
 	starts       *startTracker
-	shutdowns    shutdownSet
+	shutdowns    terminationSet
+	evictions    terminationSet // pods evicted for node pressure, with their messages
 	debug        debugState
 	hkBusy       sync.Mutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).

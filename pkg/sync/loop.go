@@ -152,7 +152,13 @@ func (k *Kubelet) admit(pod *v1.Pod) admission.Result {
 		}
 		active = append(active, p)
 	}
-	return admission.Admit(pod, k.nodeInfo(), active)
+	res := admission.Admit(pod, k.nodeInfo(), active)
+	if res.Admit && k.cfg.PressureAdmit != nil {
+		if ok, reason, msg := k.cfg.PressureAdmit(pod); !ok {
+			return admission.Result{Reason: reason, Message: msg}
+		}
+	}
+	return res
 }
 
 func (k *Kubelet) nodeInfo() admission.Node {

@@ -12,25 +12,39 @@ import (
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
-// shutdownSet holds the pods terminated for the node's shutdown: their status says so.
-type shutdownSet struct {
+// terminationSet holds the pods the kubelet itself terminates (for the node's shutdown, for eviction), with
+// the message their status carries.
+type terminationSet struct {
 	mu   sync.Mutex
-	uids map[types.UID]bool
+	uids map[types.UID]string
 }
 
-func (s *shutdownSet) add(uid types.UID) {
+func (s *terminationSet) add(uid types.UID, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.uids == nil {
-		s.uids = map[types.UID]bool{}
+		s.uids = map[types.UID]string{}
 	}
-	s.uids[uid] = true
+	s.uids[uid] = message
 }
 
-func (s *shutdownSet) has(uid types.UID) bool {
+func (s *terminationSet) get(uid types.UID) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.uids[uid]
+	m, ok := s.uids[uid]
+	return m, ok
+}
+
+func (s *terminationSet) has(uid types.UID) bool {
+	_, ok := s.get(uid)
+	return ok
+}
+
+// forget drops what the set holds of a pod that is gone.
+func (s *terminationSet) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.uids, uid)
 }
 
 // shutdownStatus marks a status input as upstream marks a pod the node's shutdown terminates: phase Failed,
@@ -44,7 +58,7 @@ func shutdownStatus(in *status.Input) {
 // ShutdownPod terminates pod for the node's shutdown within grace, and returns once its containers have
 // stopped and its final status has reached the API (or ctx ends): the node may power off right after.
 func (k *Kubelet) ShutdownPod(ctx context.Context, pod *v1.Pod, grace time.Duration) error {
-	k.shutdowns.add(pod.UID)
+	k.shutdowns.add(pod.UID, shutdown.PodMessage)
 	g := int64(max(grace, 0) / time.Second)
 	k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod, grace: &g})
 	t := k.clock.NewTicker(100 * time.Millisecond)

@@ -40,6 +40,9 @@ func (k *Kubelet) statusInput(pod *v1.Pod, state *pleg.PodState) status.Input {
 	if k.shutdowns.has(pod.UID) {
 		shutdownStatus(&in)
 	}
+	if msg, ok := k.evictions.get(pod.UID); ok {
+		evictedStatus(&in, msg)
+	}
 	return in
 }
 
@@ -228,6 +231,7 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *ple
 		return err
 	}
 	k.reasons.forget(pod.UID)
+	k.evictions.forget(pod.UID)
 	k.starts.forget(pod.UID)
 	k.debug.forget(pod.UID)
 	k.backoff.DeletePrefix(string(pod.UID) + "/")

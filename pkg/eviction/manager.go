@@ -1,0 +1,321 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/metrics"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
+)
+
+// Reason is the evicted pod's status reason and its event's, as upstream's.
+const Reason = "Evicted"
+
+// immediateGrace is the grace period, in seconds, of a pod evicted for a hard threshold (upstream's).
+const immediateGrace = 1
+
+// cleanupTimeout bounds how long the manager waits for an evicted pod to stop before it observes again.
+const cleanupTimeout = 30 * time.Second
+
+// Evicter terminates a pod for eviction within grace seconds: its status becomes phase Failed, reason
+// Evicted, with the message and the DisruptionTarget condition. It need not wait for the pod to stop.
+type Evicter interface {
+	EvictPod(ctx context.Context, pod *v1.Pod, grace int64, message string) error
+}
+
+// Reclaimer frees what the node itself holds of a resource (dead containers, unused images) before pods are
+// evicted for it.
+type Reclaimer interface {
+	Reclaim(ctx context.Context, r v1.ResourceName) error
+}
+
+// Config is what the manager needs.
+type Config struct {
+	Thresholds []Threshold
+	// MaxPodGracePeriod caps, in seconds, the grace period of a pod evicted for a soft threshold
+	// (--eviction-max-pod-grace-period, 0 by default as upstream's; negative: the pod's own).
+	MaxPodGracePeriod int64
+	// TransitionPeriod is how long a pressure condition stays after its signal recovered (5m).
+	TransitionPeriod time.Duration
+	// Interval is how often the signals are observed (10 s).
+	Interval time.Duration
+	// Summary returns the last stats gathering, and Gather gathers anew (when the last is older than
+	// Interval, and after a reclaim).
+	Summary func() *statsapi.Summary
+	Gather  func(ctx context.Context)
+	// ActivePods are the pods that run or may run: the candidates for eviction.
+	ActivePods func() []*v1.Pod
+	// Ready reports whether the pod sources have synced: until then nothing is evicted (a restarted
+	// kubelet has not seen every pod yet); optional.
+	Ready func() bool
+	// Stopped reports whether an evicted pod's containers have stopped; the next observation waits for it
+	// (at most 30 s). Without it, the pod leaving ActivePods is taken for stopped.
+	Stopped   func(*v1.Pod) bool
+	Evicter   Evicter
+	Reclaimer Reclaimer // optional
+	Recorder  record.EventRecorder
+	NodeRef   *v1.ObjectReference
+	Clock     clock.WithTicker
+}
+
+// Manager observes the eviction signals and acts on them. Build it with New, start it with Run.
+type Manager struct {
+	cfg Config
+
+	mu         sync.Mutex
+	conditions []v1.NodeConditionType             // the pressure conditions reported now
+	lastRaised map[v1.NodeConditionType]time.Time // when each condition was last raised
+	firstMet   map[Threshold]time.Time            // when each threshold met now was first met
+	acting     []Threshold                        // the thresholds acted on at the last observation
+	evictedAt  time.Time                          // the last eviction: later observations must be newer
+}
+
+// New returns a manager for cfg, with upstream's defaults where cfg leaves them zero.
+func New(cfg Config) *Manager {
+	if cfg.TransitionPeriod <= 0 {
+		cfg.TransitionPeriod = DefaultTransitionPeriod
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultMonitorInterval
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = &record.FakeRecorder{}
+	}
+	return &Manager{cfg: cfg, lastRaised: map[v1.NodeConditionType]time.Time{}, firstMet: map[Threshold]time.Time{}}
+}
+
+// Run observes every Interval until ctx ends. After an eviction it waits (at most 30 s) for the pod to
+// leave the active pods before it observes again, as upstream waits for the pod's cleanup.
+func (m *Manager) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Eviction manager started", "thresholds", m.describe(), "interval", m.cfg.Interval)
+	t := m.cfg.Clock.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		if evicted := m.Synchronize(ctx); evicted != nil {
+			m.waitGone(ctx, evicted)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+func (m *Manager) describe() string {
+	var parts []string
+	for _, t := range m.cfg.Thresholds {
+		s := t.String()
+		if !t.Hard() {
+			s += fmt.Sprintf(" (soft, %v)", t.GracePeriod)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// summary returns a gathering at most Interval old.
+func (m *Manager) summary(ctx context.Context, fresh bool) *statsapi.Summary {
+	s := m.cfg.Summary()
+	m.mu.Lock()
+	evictedAt := m.evictedAt
+	m.mu.Unlock()
+	stale := s == nil || s.Node.Memory == nil || m.cfg.Clock.Since(s.Node.Memory.Time.Time) > m.cfg.Interval ||
+		!s.Node.Memory.Time.After(evictedAt) // what the evicted pod used is gone from a later gathering only
+	if (fresh || stale) && m.cfg.Gather != nil {
+		m.cfg.Gather(ctx)
+		s = m.cfg.Summary()
+	}
+	return s
+}
+
+// Synchronize observes the signals once, updates the conditions and, when a threshold is met past its
+// grace period, reclaims node-level resources or evicts one pod. It returns the evicted pod, if any.
+func (m *Manager) Synchronize(ctx context.Context) *v1.Pod {
+	logger := klog.FromContext(ctx)
+	if len(m.cfg.Thresholds) == 0 {
+		return nil
+	}
+	sum := m.summary(ctx, false)
+	obs := observe(sum)
+	now := m.cfg.Clock.Now()
+
+	m.mu.Lock()
+	metNow := merge(met(m.cfg.Thresholds, obs, false), met(m.acting, obs, true))
+	m.firstMet = firstSeen(metNow, m.firstMet, now)
+	was := m.conditions
+	m.conditions = conditionsHeld(conditions(metNow), m.lastRaised, m.cfg.TransitionPeriod, now)
+	acting := pastGrace(metNow, m.firstMet, now)
+	m.acting = acting
+	conds := m.conditions
+	m.mu.Unlock()
+
+	if !slices.Equal(was, conds) {
+		logger.Info("Eviction manager: node pressure changed", "conditions", conds)
+	}
+	for _, t := range metNow {
+		if !slices.ContainsFunc(acting, t.same) {
+			logger.V(2).Info("Eviction manager: threshold met, grace period not yet over", "threshold", t.String(), "gracePeriod", t.GracePeriod)
+		}
+	}
+	t, ok := toReclaim(acting)
+	if !ok {
+		return nil
+	}
+	if m.cfg.Ready != nil && !m.cfg.Ready() {
+		logger.Info("Eviction manager: threshold met, but the pod sources have not synced yet", "threshold", t.String())
+		return nil
+	}
+	r := signalFacts[t.Signal].resource
+	o := obs[t.Signal]
+	logger.Info("Eviction manager: attempting to reclaim", "resourceName", r, "threshold", t.String(), "available", quantity(o.available, r))
+	m.cfg.Recorder.Eventf(m.cfg.NodeRef, v1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", r)
+
+	if m.cfg.Reclaimer != nil && r != v1.ResourceMemory && r != resourcePIDs {
+		if err := m.cfg.Reclaimer.Reclaim(ctx, r); err != nil {
+			logger.Info("Eviction manager: node-level reclaim failed", "resourceName", r, "err", err.Error())
+		}
+		obs = observe(m.summary(ctx, true))
+		if len(met([]Threshold{t}, obs, true)) == 0 {
+			logger.Info("Eviction manager: able to reduce resource pressure without evicting pods", "resourceName", r)
+			return nil
+		}
+	}
+	return m.evictOne(ctx, t, r, obs, statsByPod(sum))
+}
+
+// evictOne evicts the first pod of the ranking that may be evicted (critical pods may not).
+func (m *Manager) evictOne(ctx context.Context, t Threshold, r v1.ResourceName, obs observations, ps podStats) *v1.Pod {
+	logger := klog.FromContext(ctx)
+	pods := m.cfg.ActivePods()
+	if len(pods) == 0 {
+		logger.Info("Eviction manager: thresholds met, but no pods are active to evict", "threshold", t.String())
+		return nil
+	}
+	rank(pods, ps, r)
+	logger.Info("Eviction manager: pods ranked for eviction", "pods", klog.KObjSlice(pods))
+	for _, pod := range pods {
+		if podfacts.IsCritical(pod) {
+			continue
+		}
+		grace := int64(immediateGrace)
+		if !t.Hard() {
+			grace = softGrace(pod, m.cfg.MaxPodGracePeriod)
+		}
+		msg := message(pod, r, t, obs, ps)
+		m.cfg.Recorder.Event(podObject(pod), v1.EventTypeWarning, Reason, msg)
+		logger.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "gracePeriod", grace, "message", msg)
+		if err := m.cfg.Evicter.EvictPod(ctx, pod, grace, msg); err != nil {
+			logger.Error(err, "Eviction manager: pod failed to evict", "pod", klog.KObj(pod))
+		}
+		metrics.Evictions.WithLabelValues(string(t.Signal)).Inc()
+		m.mu.Lock()
+		m.evictedAt = m.cfg.Clock.Now()
+		m.mu.Unlock()
+		return pod
+	}
+	logger.Info("Eviction manager: unable to evict any pod from the node (all are critical)")
+	return nil
+}
+
+// softGrace is the grace period of a pod evicted for a soft threshold, as upstream's: the pod's own, capped
+// by maxGrace unless maxGrace is negative.
+func softGrace(pod *v1.Pod, maxGrace int64) int64 {
+	own := int64(30) // the API server's default
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		own = *g
+	}
+	if maxGrace < 0 {
+		return own
+	}
+	return min(own, maxGrace)
+}
+
+// podObject is what an event about a pod refers to.
+func podObject(pod *v1.Pod) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+}
+
+// waitGone waits until the evicted pod has stopped, or 30 s, or ctx ends.
+func (m *Manager) waitGone(ctx context.Context, pod *v1.Pod) {
+	deadline := m.cfg.Clock.Now().Add(cleanupTimeout)
+	t := m.cfg.Clock.NewTicker(time.Second)
+	defer t.Stop()
+	stopped := m.cfg.Stopped
+	if stopped == nil {
+		stopped = func(pod *v1.Pod) bool {
+			return !slices.ContainsFunc(m.cfg.ActivePods(), func(p *v1.Pod) bool { return p.UID == pod.UID })
+		}
+	}
+	for m.cfg.Clock.Now().Before(deadline) {
+		if stopped(pod) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+	klog.FromContext(ctx).Info("Eviction manager: timed out waiting for the evicted pod to stop", "pod", klog.KObj(pod))
+}
+
+// Pressure reports the pressure conditions now: memory, disk and PID.
+func (m *Manager) Pressure() (memory, disk, pid bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Contains(m.conditions, v1.NodeMemoryPressure), slices.Contains(m.conditions, v1.NodeDiskPressure),
+		slices.Contains(m.conditions, v1.NodePIDPressure)
+}
+
+// Admit decides whether a pod may start under the pressure now, as upstream's eviction admission: critical
+// pods always; under memory pressure alone, pods that are not BestEffort, and BestEffort pods that tolerate
+// the memory-pressure taint; under any other pressure, none. A refusal has reason Evicted.
+func (m *Manager) Admit(pod *v1.Pod) (bool, string, string) {
+	m.mu.Lock()
+	conds := slices.Clone(m.conditions)
+	m.mu.Unlock()
+	return admit(pod, conds)
+}
+
+func admit(pod *v1.Pod, conds []v1.NodeConditionType) (bool, string, string) {
+	if len(conds) == 0 || podfacts.IsCritical(pod) {
+		return true, "", ""
+	}
+	if len(conds) == 1 && conds[0] == v1.NodeMemoryPressure {
+		if podfacts.QOSClass(pod) != v1.PodQOSBestEffort {
+			return true, "", ""
+		}
+		taint := []v1.Taint{{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}}
+		if _, bad := podfacts.UntoleratedTaint(taint, pod.Spec.Tolerations, podfacts.NoScheduleOrNoExecute); !bad {
+			return true, "", ""
+		}
+	}
+	names := make([]string, len(conds))
+	for i, c := range conds {
+		names[i] = string(c)
+	}
+	return false, Reason, fmt.Sprintf("The node had condition: [%s]. ", strings.Join(names, " "))
+}
+
+// EvictFunc is an Evicter made of a function.
+type EvictFunc func(ctx context.Context, pod *v1.Pod, grace int64, message string) error
+
+// EvictPod calls f.
+func (f EvictFunc) EvictPod(ctx context.Context, pod *v1.Pod, grace int64, message string) error {
+	return f(ctx, pod, grace, message)
+}

@@ -1,0 +1,40 @@
+package podsync
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/status"
+)
+
+// ReasonEvicted is the status reason of a pod evicted for node pressure, as upstream's.
+const ReasonEvicted = "Evicted"
+
+// evictedStatus marks a status input as upstream's eviction manager marks an evicted pod: phase Failed,
+// reason Evicted, the eviction's message, and the DisruptionTarget condition.
+func evictedStatus(in *status.Input, message string) {
+	in.FailReason, in.FailMessage = ReasonEvicted, message
+	in.Disruption = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+		Reason: v1.PodReasonTerminationByKubelet, Message: message}
+}
+
+// EvictPod terminates a pod for node pressure within grace seconds: its containers are stopped and its
+// status becomes phase Failed, reason Evicted, with message. It returns once the pod's worker has the kill;
+// the eviction manager waits for the pod to leave the active pods.
+func (k *Kubelet) EvictPod(_ context.Context, pod *v1.Pod, grace int64, message string) error {
+	if _, known := k.workers.state(pod.UID); !known {
+		return fmt.Errorf("pod %s/%s is not running on this node", pod.Namespace, pod.Name)
+	}
+	k.evictions.add(pod.UID, message)
+	g := max(grace, 0)
+	k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod, grace: &g})
+	return nil
+}
+
+// PodStopped reports whether a pod's worker has finished stopping its containers (or never knew it).
+func (k *Kubelet) PodStopped(pod *v1.Pod) bool {
+	st, known := k.workers.state(pod.UID)
+	return !known || st >= stateTerminated
+}

@@ -1,0 +1,125 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// Memory pressure on real cgroups: the kubelet's memory.available threshold is set a little below what the
+// node has available, a BestEffort pod then allocates well past it and is evicted (Failed, reason Evicted,
+// the signal in its message, an Evicted event), the Guaranteed pod beside it keeps running, a BestEffort pod
+// created under pressure is refused, and MemoryPressure turns True, then False after the transition period.
+func TestMemoryPressureEviction(t *testing.T) {
+	n := startNode(t)
+	var sum statsapi.Summary
+	eventually(t, 30*time.Second, "node memory in /stats/summary", func() error {
+		if err := json.Unmarshal(n.raw(t, "stats/summary"), &sum); err != nil {
+			return err
+		}
+		if sum.Node.Memory == nil || sum.Node.Memory.AvailableBytes == nil {
+			return fmt.Errorf("no node memory yet")
+		}
+		return nil
+	})
+	const margin, hog = 500, 1500 // MiB: the threshold below what is available, and what the pod allocates
+	threshold := int64(*sum.Node.Memory.AvailableBytes>>20) - margin
+	if threshold < 200 {
+		t.Fatalf("the host has %d MiB available, too little to test memory pressure", *sum.Node.Memory.AvailableBytes>>20)
+	}
+	t.Logf("memory.available %d MiB; threshold %d MiB", *sum.Node.Memory.AvailableBytes>>20, threshold)
+	n.restartWith(fmt.Sprintf("--eviction-hard=memory.available<%dMi", threshold), "--eviction-pressure-transition-period=30s")
+
+	guaranteed := busyboxPod("guaranteed", "sleep", "3600")
+	q := v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	guaranteed.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: q, Limits: q}
+	n.createPod(guaranteed)
+	n.waitPod("guaranteed", 60*time.Second, "guaranteed Ready", ready)
+
+	n.createPod(busyboxPod("hog", "sh", "-c", fmt.Sprintf(
+		`x=$(head -c %dm /dev/zero | tr "\0" a); echo filled; while true; do sleep 1; done`, hog)))
+	var sawPressure bool
+	evicted := n.waitPod("hog", 90*time.Second, "hog evicted", func(p *v1.Pod) error {
+		if !sawPressure && nodeCondition(t, n, v1.NodeMemoryPressure) == v1.ConditionTrue {
+			sawPressure = true
+		}
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "Evicted" {
+			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
+		}
+		return nil
+	})
+	if !strings.Contains(evicted.Status.Message, "The node was low on resource: memory.") ||
+		!strings.Contains(evicted.Status.Message, fmt.Sprintf("Threshold quantity: %dMi", threshold)) {
+		t.Errorf("eviction message %q does not name the signal and the threshold", evicted.Status.Message)
+	}
+	var disruption bool
+	for _, c := range evicted.Status.Conditions {
+		disruption = disruption || c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == v1.PodReasonTerminationByKubelet
+	}
+	if !disruption {
+		t.Errorf("no DisruptionTarget condition: %+v", evicted.Status.Conditions)
+	}
+	eventually(t, 30*time.Second, "Evicted event", func() error {
+		for _, e := range n.events(t, "hog") {
+			if e.Reason == "Evicted" && strings.Contains(e.Message, "memory") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Evicted event")
+	})
+	if !sawPressure {
+		eventually(t, 20*time.Second, "MemoryPressure True", func() error {
+			if c := nodeCondition(t, n, v1.NodeMemoryPressure); c != v1.ConditionTrue {
+				return fmt.Errorf("MemoryPressure %s", c)
+			}
+			return nil
+		})
+	}
+	// Under pressure a BestEffort pod is refused; the Guaranteed pod runs on, never restarted.
+	n.createPod(busyboxPod("latecomer", "sleep", "3600"))
+	late := n.waitPod("latecomer", 30*time.Second, "latecomer refused", func(p *v1.Pod) error {
+		if p.Status.Phase != v1.PodFailed {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	if late.Status.Reason != "Evicted" || !strings.Contains(late.Status.Message, "MemoryPressure") {
+		t.Errorf("latecomer: reason %q message %q, want Evicted naming MemoryPressure", late.Status.Reason, late.Status.Message)
+	}
+	g := n.waitPod("guaranteed", 10*time.Second, "guaranteed still Ready", ready)
+	if rc := g.Status.ContainerStatuses[0].RestartCount; rc != 0 {
+		t.Errorf("the Guaranteed pod restarted %d times", rc)
+	}
+	eventually(t, 90*time.Second, "MemoryPressure False after the transition period", func() error {
+		if c := nodeCondition(t, n, v1.NodeMemoryPressure); c != v1.ConditionFalse {
+			return fmt.Errorf("MemoryPressure %s", c)
+		}
+		return nil
+	})
+	n.waitPod("guaranteed", 10*time.Second, "guaranteed still Ready", ready)
+}
+
+// nodeCondition reads one of the node's conditions through the API ("" when it has none).
+func nodeCondition(t *testing.T, n *node, typ v1.NodeConditionType) v1.ConditionStatus {
+	t.Helper()
+	node, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
