@@ -95,6 +95,7 @@ bench: setup
 	$(GO) run ./hack/bench kubelet --only probes
 	$(GO) run ./hack/bench kubelet --only status
 	$(GO) run ./hack/bench kubelet --only timelines
+	$(GO) run ./hack/bench kubelet --only eviction
 
 vet:
 	$(GO) vet ./...

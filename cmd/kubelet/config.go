@@ -79,6 +79,18 @@ var configFields = map[string]configField{
 	"evictionPressureTransitionPeriod": {"eviction-pressure-transition-period", func(o *options, c *kubeletconfig.KubeletConfiguration) {
 		o.evictionTransition = c.EvictionPressureTransitionPeriod.Duration
 	}},
+	"imageGCHighThresholdPercent": {"image-gc-high-threshold", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.imageGCHigh = int(deref(c.ImageGCHighThresholdPercent))
+	}},
+	"imageGCLowThresholdPercent": {"image-gc-low-threshold", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.imageGCLow = int(deref(c.ImageGCLowThresholdPercent))
+	}},
+	"imageMinimumGCAge": {"image-minimum-gc-age", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.imageGCMinAge = c.ImageMinimumGCAge.Duration
+	}},
+	"imageMaximumGCAge": {"", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.imageGCMaxAge = c.ImageMaximumGCAge.Duration
+	}},
 	"shutdownGracePeriod": {"", func(o *options, c *kubeletconfig.KubeletConfiguration) {
 		o.shutdownGracePeriod = c.ShutdownGracePeriod.Duration
 	}},

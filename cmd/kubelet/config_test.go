@@ -90,7 +90,8 @@ func TestConfigFileErrors(t *testing.T) {
 		name, file, want string
 	}{
 		{"typo", header + "maxPod: 10\n", `unknown field "maxPod"`},
-		{"unsupported", header + "imageGCHighThresholdPercent: 90\n", "imageGCHighThresholdPercent: not supported by this kubelet"},
+		{"unsupported", header + "imageServiceEndpoint: unix:///run/x.sock\n", "imageServiceEndpoint: not supported by this kubelet"},
+		{"image gc thresholds", header + "imageGCHighThresholdPercent: 70\nimageGCLowThresholdPercent: 75\n", "--image-gc-low-threshold (75) must not be above --image-gc-high-threshold (70)"},
 		{"bad threshold", header + "evictionHard: {memory.available: abc}\n", `evictionHard: --eviction-hard: memory.available: "abc" is not a quantity`},
 		{"threshold over 100%", header + "evictionHard: {nodefs.available: 120%}\n", "between 0% and 100%"},
 		{"unknown signal", header + "evictionSoft: {memory.free: 1Gi}\n", `evictionSoft: --eviction-soft: unknown eviction signal "memory.free"`},

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/eviction"
+	"github.com/nodeagent/kubelet/pkg/imagegc"
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/stats"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
@@ -43,6 +48,55 @@ func nodeThresholds(ts []eviction.Threshold, o *options) node.Thresholds {
 type evictionDeps struct {
 	kl        *podsync.Kubelet
 	collector *stats.Collector
+	images    *imagegc.Manager
+	cgroups   *cgroups.Manager
+	capacity  func() v1.ResourceList // the node's capacity (its memory)
+}
+
+// memoryAvailable is memory.available read cheaply for the eviction manager's memory watch: the memory
+// capacity less the node's working set, as the stats gathering computes it.
+func (d *evictionDeps) memoryAvailable() (int64, int64, error) {
+	ws, err := d.cgroups.NodeMemoryWorkingSet()
+	if err != nil {
+		return 0, 0, err
+	}
+	m := d.capacity()[v1.ResourceMemory]
+	capacity := m.Value()
+	return capacity - int64(ws), capacity, nil
+}
+
+// Reclaim frees node-level disk before pods are evicted for it: the unused images, as upstream's image GC
+// does on the eviction manager's demand. (Dead containers of deleted pods go with their pods already.)
+func (d *evictionDeps) Reclaim(ctx context.Context, _ v1.ResourceName) error {
+	freed, err := d.images.DeleteUnused(ctx)
+	klog.FromContext(ctx).Info("Eviction manager: removed unused images", "freedBytes", freed)
+	return err
+}
+
+// newImageGC builds the image garbage collector: the runtime's images and containers, the image
+// filesystem as the stats collector last measured it.
+func newImageGC(ctx context.Context, o *options, d nodeDeps, recorder record.EventRecorder, collector *stats.Collector, nodeName string) (*imagegc.Manager, error) {
+	return imagegc.New(ctx, imagegc.Config{
+		HighThresholdPercent: o.imageGCHigh, LowThresholdPercent: o.imageGCLow,
+		MinAge: o.imageGCMinAge, MaxAge: o.imageGCMaxAge,
+		Images: d.images,
+		Containers: func(ctx context.Context) ([]*runtimeapi.Container, error) {
+			return d.runtime.ListContainers(ctx, nil)
+		},
+		Fs: func(context.Context) (int64, int64, error) {
+			s := collector.Summary()
+			if s == nil || s.Node.Runtime == nil || s.Node.Runtime.ImageFs == nil ||
+				s.Node.Runtime.ImageFs.CapacityBytes == nil || s.Node.Runtime.ImageFs.AvailableBytes == nil {
+				return 0, 0, errors.New("the image filesystem has not been measured")
+			}
+			fs := s.Node.Runtime.ImageFs
+			return int64(*fs.CapacityBytes), int64(*fs.AvailableBytes), nil
+		},
+		Keep:     []string{o.builtin.PauseImage},
+		RootDir:  o.rootDir,
+		Recorder: recorder,
+		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)},
+	})
 }
 
 func newEvictionManager(o *options, ts []eviction.Threshold, nodeName string, recorder record.EventRecorder, d *evictionDeps) *eviction.Manager {
@@ -55,6 +109,8 @@ func newEvictionManager(o *options, ts []eviction.Threshold, nodeName string, re
 		ActivePods:        func() []*v1.Pod { return d.kl.ActivePods() },
 		Ready:             func() bool { return d.kl.SourcesReady() },
 		Stopped:           func(p *v1.Pod) bool { return d.kl.PodStopped(p) },
+		Reclaimer:         d,
+		MemoryAvailable:   d.memoryAvailable,
 		Evicter:           eviction.EvictFunc(func(ctx context.Context, p *v1.Pod, g int64, m string) error { return d.kl.EvictPod(ctx, p, g, m) }),
 		Recorder:          recorder,
 		// Events about the node carry its name as UID, as upstream's kubelet sets it.

@@ -96,7 +96,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err != nil {
 		return err
 	}
-	evictionDeps := &evictionDeps{}
+	evictionDeps := &evictionDeps{cgroups: cg}
 	evictions := newEvictionManager(o, thresholds, d.name, recorder, evictionDeps)
 	agent, err := node.New(node.Config{
 		Name:           d.name,
@@ -126,6 +126,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		return err
 	}
 
+	evictionDeps.capacity = agent.Capacity
 	volumes, err := volume.New(volume.Config{
 		RootDir: o.rootDir,
 		API:     volumeAPI{d.clients.pods},
@@ -188,6 +189,9 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		PodsMemory: func() int64 { m := agent.Allocatable()[v1.ResourceMemory]; return m.Value() },
 	})
 	evictionDeps.kl, evictionDeps.collector = kl, collector
+	if evictionDeps.images, err = newImageGC(ctx, o, d, recorder, collector, d.name); err != nil {
+		return err
+	}
 
 	srv, err := server.New(server.Config{
 		Addr:        net.JoinHostPort(o.address, strconv.Itoa(o.port)),
@@ -237,6 +241,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { collector.Run(gctx); return nil })
 	g.Go(func() error { evictions.Run(gctx); return nil })
+	g.Go(func() error { evictionDeps.images.Run(gctx); return nil })
 	if m := startShutdown(ctx, o, kl, agent); m != nil {
 		shutdownMgr.Store(m)
 		g.Go(func() error {

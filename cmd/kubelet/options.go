@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/eviction"
+	"github.com/nodeagent/kubelet/pkg/imagegc"
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/runtime/host"
 )
@@ -80,6 +81,11 @@ type options struct {
 	evictionMaxPodGrace                                               int64
 	evictionTransition                                                time.Duration
 
+	// Image garbage collection, as upstream's flags and fields.
+	imageGCHigh, imageGCLow int
+	imageGCMinAge           time.Duration
+	imageGCMaxAge           time.Duration // configuration file only, as upstream
+
 	debugTimelines bool
 
 	version bool
@@ -115,6 +121,9 @@ func defaultOptions() *options {
 		containerLogMonitorInterval: 10 * time.Second,
 		debugTimelines:              true,
 		evictionTransition:          eviction.DefaultTransitionPeriod,
+		imageGCHigh:                 imagegc.DefaultHighThresholdPercent,
+		imageGCLow:                  imagegc.DefaultLowThresholdPercent,
+		imageGCMinAge:               imagegc.DefaultMinAge,
 	}
 }
 
@@ -165,6 +174,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&statements{m: &o.evictionMinReclaim, sep: "="}, "eviction-minimum-reclaim", "How far past its threshold each signal is reclaimed once eviction starts, <signal>=<quantity or percentage> separated by ','.")
 	fs.Int64Var(&o.evictionMaxPodGrace, "eviction-max-pod-grace-period", o.evictionMaxPodGrace, "Most seconds a pod evicted for a soft threshold gets to stop; negative: the pod's own grace period.")
 	fs.DurationVar(&o.evictionTransition, "eviction-pressure-transition-period", o.evictionTransition, "How long a pressure condition stays True after its signal recovered.")
+	fs.IntVar(&o.imageGCHigh, "image-gc-high-threshold", o.imageGCHigh, "Percent of the image filesystem used above which unused images are removed, least recently used first (100 turns image garbage collection off).")
+	fs.IntVar(&o.imageGCLow, "image-gc-low-threshold", o.imageGCLow, "Percent of the image filesystem used that image garbage collection frees down to.")
+	fs.DurationVar(&o.imageGCMinAge, "image-minimum-gc-age", o.imageGCMinAge, "Least time since an image was first seen before it may be removed.")
 	fs.BoolVar(&o.debugTimelines, "debug-timelines", o.debugTimelines, "Record each pod's startup timeline for the debug page (/debug/pods).")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
@@ -216,6 +228,12 @@ func (o *options) validate() error {
 	}
 	if _, err := o.evictionThresholds(); err != nil {
 		return err
+	}
+	if err := imagegc.Validate(o.imageGCHigh, o.imageGCLow); err != nil {
+		return err
+	}
+	if o.imageGCMinAge < 0 || o.imageGCMaxAge < 0 || o.imageGCMaxAge > 0 && o.imageGCMaxAge < o.imageGCMinAge {
+		return fmt.Errorf("--image-minimum-gc-age (%v) must not be negative, nor above imageMaximumGCAge (%v)", o.imageGCMinAge, o.imageGCMaxAge)
 	}
 	if o.evictionTransition < 0 {
 		return fmt.Errorf("--eviction-pressure-transition-period must not be negative, got %v", o.evictionTransition)

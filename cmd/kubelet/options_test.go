@@ -39,6 +39,10 @@ func TestValidate(t *testing.T) {
 		{"cluster domain ok", func(o *options) { o.clusterDomain = "cluster.local." }, ""},
 		{"sync too fast", func(o *options) { o.syncFrequency = time.Millisecond }, "--sync-frequency"},
 		{"missing kubeconfig", func(o *options) { o.kubeconfig = "/no/such/file" }, "--kubeconfig"},
+		{"image gc low above high", func(o *options) { o.imageGCLow = 90 }, "--image-gc-low-threshold"},
+		{"image gc high over 100", func(o *options) { o.imageGCHigh = 101 }, "--image-gc-high-threshold"},
+		{"image gc off", func(o *options) { o.imageGCHigh = 100 }, ""},
+		{"image gc negative age", func(o *options) { o.imageGCMinAge = -time.Second }, "--image-minimum-gc-age"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

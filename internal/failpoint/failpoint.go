@@ -28,6 +28,9 @@ const (
 	// TokenClockAhead=<duration>: the kubelet's service account token cache reads its clock that much ahead,
 	// so that a token's renewal (at 80% of its lifetime, 480 s of the shortest) comes that much sooner.
 	TokenClockAhead = "token-clock-ahead"
+	// CrashBackoffMax=<duration>: the kubelet's crash-loop and image-pull back-offs start at and never exceed
+	// that duration, so that a test sees many restarts of a crashing container in seconds.
+	CrashBackoffMax = "crash-backoff-max"
 )
 
 var (

@@ -85,6 +85,22 @@ func (m *Manager) NodeStats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
+// NodeMemoryWorkingSet reads the node's memory working set alone, as NodeStats computes it: cheap enough to
+// read several times a second (the eviction manager's memory watch).
+func (m *Manager) NodeMemoryWorkingSet() (uint64, error) {
+	var st Stats
+	var err error
+	if m.layout.mode.unified() {
+		err = m.meminfoStats(&st)
+	} else {
+		err = memoryStatsV1(filepath.Join(m.cfg.Root, "memory"), &st)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("node memory: %w", err)
+	}
+	return st.MemoryWorkingSetBytes, nil
+}
+
 func (m *Manager) cgroupStats(name cgroupName) (Stats, error) {
 	return m.statsIn(func(controller string) string { return m.layout.dir(name, controller) })
 }

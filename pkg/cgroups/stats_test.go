@@ -72,6 +72,9 @@ func TestNodeStats(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("NodeStats = %+v, want %+v", got, tt.want)
 			}
+			if ws, err := m.NodeMemoryWorkingSet(); err != nil || ws != tt.want.MemoryWorkingSetBytes {
+				t.Errorf("NodeMemoryWorkingSet = %d, %v; want NodeStats' %d", ws, err, tt.want.MemoryWorkingSetBytes)
+			}
 		})
 	}
 }

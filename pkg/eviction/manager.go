@@ -49,6 +49,10 @@ type Config struct {
 	TransitionPeriod time.Duration
 	// Interval is how often the signals are observed (10 s).
 	Interval time.Duration
+	// MemoryAvailable, when set, reads the node's available memory and its capacity cheaply; the memory
+	// watch reads it every 200 ms and observes at once when a memory.available threshold is crossed (the
+	// role of upstream's memory cgroup threshold notification, on cgroup v1 and v2 alike).
+	MemoryAvailable func() (available, capacity int64, err error)
 	// Summary returns the last stats gathering, and Gather gathers anew (when the last is older than
 	// Interval, and after a reclaim).
 	Summary func() *statsapi.Summary
@@ -97,21 +101,36 @@ func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg, lastRaised: map[v1.NodeConditionType]time.Time{}, firstMet: map[Threshold]time.Time{}}
 }
 
-// Run observes every Interval until ctx ends. After an eviction it waits (at most 30 s) for the pod to
-// leave the active pods before it observes again, as upstream waits for the pod's cleanup.
+// Run observes every Interval, and at once when the memory watch sees a memory threshold crossed, until ctx
+// ends. After an eviction it waits (at most 30 s) for the pod to stop before it observes again, as upstream
+// waits for the pod's cleanup.
 func (m *Manager) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Eviction manager started", "thresholds", m.describe(), "interval", m.cfg.Interval)
 	t := m.cfg.Clock.NewTicker(m.cfg.Interval)
 	defer t.Stop()
+	w := m.newWatch()
+	defer w.stop()
+	fresh := false
 	for {
-		if evicted := m.Synchronize(ctx); evicted != nil {
+		if evicted := m.synchronize(ctx, fresh); evicted != nil {
 			m.waitGone(ctx, evicted)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
+		fresh = false
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				break wait
+			case <-w.ticks():
+				if w.crossedNow(ctx) {
+					logger.V(2).Info("Eviction manager: memory threshold crossed, observing now")
+					fresh = true
+					break wait
+				}
+			}
 		}
 	}
 }
@@ -145,12 +164,15 @@ func (m *Manager) summary(ctx context.Context, fresh bool) *statsapi.Summary {
 
 // Synchronize observes the signals once, updates the conditions and, when a threshold is met past its
 // grace period, reclaims node-level resources or evicts one pod. It returns the evicted pod, if any.
-func (m *Manager) Synchronize(ctx context.Context) *v1.Pod {
+func (m *Manager) Synchronize(ctx context.Context) *v1.Pod { return m.synchronize(ctx, false) }
+
+// synchronize is Synchronize on a new gathering when fresh.
+func (m *Manager) synchronize(ctx context.Context, fresh bool) *v1.Pod {
 	logger := klog.FromContext(ctx)
 	if len(m.cfg.Thresholds) == 0 {
 		return nil
 	}
-	sum := m.summary(ctx, false)
+	sum := m.summary(ctx, fresh)
 	obs := observe(sum)
 	now := m.cfg.Clock.Now()
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nodeagent/kubelet/internal/failpoint"
 )
 
 // Upstream's numbers: CrashLoopBackOff and ImagePullBackOff start at 10 s and double to 300 s; an entry resets
@@ -26,6 +28,15 @@ type Backoff struct {
 type backoffEntry struct {
 	delay time.Duration
 	last  time.Time // the event time of the last Next
+}
+
+// newKubeletBackoff is the back-off of crash loops and image pulls: upstream's numbers, or, under the fault
+// suite's crash-backoff-max failpoint, that duration at most.
+func newKubeletBackoff() *Backoff {
+	if d := failpoint.Duration(failpoint.CrashBackoffMax); d > 0 {
+		return NewBackoff(min(backoffInitial, d), d, backoffReset)
+	}
+	return NewBackoff(backoffInitial, backoffMax, backoffReset)
 }
 
 // NewBackoff returns a Backoff with the given initial and maximum delays, reset after reset.

@@ -208,7 +208,7 @@ func New(cfg Config) (*Kubelet, error) {
 		volumes:  cfg.Volumes,
 		status:   status.NewManager(cfg.Client, cfg.Clock),
 		pods:     newPodManager(),
-		backoff:  NewBackoff(backoffInitial, backoffMax, backoffReset),
+		backoff:  newKubeletBackoff(),
 		reasons:  newReasonCache(),
 		starts:   newStartTracker(),
 		debug:    debugState{off: cfg.NoTimelines, clock: cfg.Clock},
