@@ -169,9 +169,6 @@ func (m *Manager) Synchronize(ctx context.Context) *v1.Pod { return m.synchroniz
 // synchronize is Synchronize on a new gathering when fresh.
 func (m *Manager) synchronize(ctx context.Context, fresh bool) *v1.Pod {
 	logger := klog.FromContext(ctx)
-	if len(m.cfg.Thresholds) == 0 {
-		return nil
-	}
 	sum := m.summary(ctx, fresh)
 	obs := observe(sum)
 	now := m.cfg.Clock.Now()
@@ -194,11 +191,17 @@ func (m *Manager) synchronize(ctx context.Context, fresh bool) *v1.Pod {
 			logger.V(2).Info("Eviction manager: threshold met, grace period not yet over", "threshold", t.String(), "gracePeriod", t.GracePeriod)
 		}
 	}
+	ready := m.cfg.Ready == nil || m.cfg.Ready()
+	if ready {
+		if evicted := m.evictOverLimits(ctx, statsByPod(sum)); evicted != nil {
+			return evicted
+		}
+	}
 	t, ok := toReclaim(acting)
 	if !ok {
 		return nil
 	}
-	if m.cfg.Ready != nil && !m.cfg.Ready() {
+	if !ready {
 		logger.Info("Eviction manager: threshold met, but the pod sources have not synced yet", "threshold", t.String())
 		return nil
 	}
@@ -238,20 +241,25 @@ func (m *Manager) evictOne(ctx context.Context, t Threshold, r v1.ResourceName, 
 		if !t.Hard() {
 			grace = softGrace(pod, m.cfg.MaxPodGracePeriod)
 		}
-		msg := message(pod, r, t, obs, ps)
-		m.cfg.Recorder.Event(podObject(pod), v1.EventTypeWarning, Reason, msg)
-		logger.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "gracePeriod", grace, "message", msg)
-		if err := m.cfg.Evicter.EvictPod(ctx, pod, grace, msg); err != nil {
-			logger.Error(err, "Eviction manager: pod failed to evict", "pod", klog.KObj(pod))
-		}
-		metrics.Evictions.WithLabelValues(string(t.Signal)).Inc()
-		m.mu.Lock()
-		m.evictedAt = m.cfg.Clock.Now()
-		m.mu.Unlock()
+		m.evict(ctx, pod, grace, message(pod, r, t, obs, ps), string(t.Signal))
 		return pod
 	}
 	logger.Info("Eviction manager: unable to evict any pod from the node (all are critical)")
 	return nil
+}
+
+// evictOverLimits evicts the pods that exceed a local storage limit (an emptyDir's sizeLimit, their
+// limits.ephemeral-storage), each alone and at once, as upstream does before it looks at the thresholds. It
+// returns the first evicted.
+func (m *Manager) evictOverLimits(ctx context.Context, ps podStats) *v1.Pod {
+	var first *v1.Pod
+	for _, v := range localStorageViolations(m.cfg.ActivePods(), ps) {
+		m.evict(ctx, v.pod, immediateGrace, v.message, "ephemeral-storage")
+		if first == nil {
+			first = v.pod
+		}
+	}
+	return first
 }
 
 // softGrace is the grace period of a pod evicted for a soft threshold, as upstream's: the pod's own, capped
@@ -265,6 +273,20 @@ func softGrace(pod *v1.Pod, maxGrace int64) int64 {
 		return own
 	}
 	return min(own, maxGrace)
+}
+
+// evict has the pod evicted with its Evicted event and the log line, and counts it under signal.
+func (m *Manager) evict(ctx context.Context, pod *v1.Pod, grace int64, msg, signal string) {
+	logger := klog.FromContext(ctx)
+	m.cfg.Recorder.Event(podObject(pod), v1.EventTypeWarning, Reason, msg)
+	logger.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "gracePeriod", grace, "message", msg)
+	if err := m.cfg.Evicter.EvictPod(ctx, pod, grace, msg); err != nil {
+		logger.Error(err, "Eviction manager: pod failed to evict", "pod", klog.KObj(pod))
+	}
+	metrics.Evictions.WithLabelValues(signal).Inc()
+	m.mu.Lock()
+	m.evictedAt = m.cfg.Clock.Now()
+	m.mu.Unlock()
 }
 
 // podObject is what an event about a pod refers to.

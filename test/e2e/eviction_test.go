@@ -123,3 +123,31 @@ func nodeCondition(t *testing.T, n *node, typ v1.NodeConditionType) v1.Condition
 	}
 	return ""
 }
+
+// A pod that writes beyond its limits.ephemeral-storage is evicted alone: Failed, Evicted, the limit in its
+// message; the pod beside it, which writes as much without a limit, keeps running.
+func TestEphemeralStorageLimitEviction(t *testing.T) {
+	n := startNode(t)
+	writer := busyboxPod("writer", "sh", "-c", "dd if=/dev/zero of=/big bs=1M count=30 && sleep 3600")
+	writer.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}
+	n.createPod(writer)
+	n.createPod(busyboxPod("bystander", "sh", "-c", "dd if=/dev/zero of=/big bs=1M count=30 && sleep 3600"))
+	n.waitPod("bystander", 60*time.Second, "bystander Ready", ready)
+	// Filesystem usage is measured once a minute (and when a pod is first seen): allow two measurements.
+	evicted := n.waitPod("writer", 150*time.Second, "writer evicted", func(p *v1.Pod) error {
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "Evicted" {
+			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
+		}
+		return nil
+	})
+	if !strings.Contains(evicted.Status.Message, "10Mi") || !strings.Contains(evicted.Status.Message, "ephemeral") {
+		t.Errorf("message %q does not name the ephemeral storage limit", evicted.Status.Message)
+	}
+	b := n.waitPod("bystander", 10*time.Second, "bystander still Ready", ready)
+	if b.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the bystander restarted")
+	}
+	if c := nodeCondition(t, n, v1.NodeDiskPressure); c != v1.ConditionFalse {
+		t.Errorf("DiskPressure %q: a pod over its own limit is not node pressure", c)
+	}
+}
