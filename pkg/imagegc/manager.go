@@ -113,9 +113,13 @@ func Validate(high, low int) error {
 	return nil
 }
 
-// Run notes the images in use every minute (last-used times are right within that) and collects every
-// Period, until ctx ends.
+// Run notes the images there are at once (an image first seen now may go once the minimum age has passed),
+// then the images in use every minute (last-used times are right within that), and collects every Period,
+// until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
+	if _, err := m.detect(ctx); err != nil {
+		klog.FromContext(ctx).V(2).Info("Image GC: unable to list images and containers", "err", err.Error())
+	}
 	detect := m.cfg.Clock.NewTicker(detectPeriod)
 	defer detect.Stop()
 	collect := m.cfg.Clock.NewTicker(m.cfg.Period)
