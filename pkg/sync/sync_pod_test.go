@@ -345,3 +345,32 @@ func sortStrings(s []string) []string {
 	}
 	return s
 }
+
+// An evicted pod's status says so, as upstream's eviction manager writes it: Failed, Evicted, the message,
+// the DisruptionTarget condition, and not Ready while its containers stop.
+func TestEvictedPodStatus(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("u1", "web", "app")
+	if _, err := h.sync(pod); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "The node was low on resource: memory."
+	h.k.evictions.add(pod.UID, msg)
+	out, _ := h.sync(pod)
+	st, _ := h.k.status.PodStatus(pod.UID)
+	if !out.terminal || st.Phase != v1.PodFailed || st.Reason != ReasonEvicted || st.Message != msg {
+		t.Fatalf("%+v: phase %s reason %q message %q", out, st.Phase, st.Reason, st.Message)
+	}
+	var disruption, ready bool
+	for _, c := range st.Conditions {
+		disruption = disruption || c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == v1.PodReasonTerminationByKubelet && c.Message == msg
+		ready = ready || c.Type == v1.PodReady && c.Status == v1.ConditionTrue
+	}
+	if !disruption || ready {
+		t.Errorf("conditions %+v: want DisruptionTarget and not Ready", st.Conditions)
+	}
+	h.k.evictions.forget(pod.UID)
+	if h.k.evictions.has(pod.UID) {
+		t.Error("forget left the eviction")
+	}
+}
