@@ -82,6 +82,7 @@ type Manager struct {
 	firstMet   map[Threshold]time.Time            // when each threshold met now was first met
 	acting     []Threshold                        // the thresholds acted on at the last observation
 	evictedAt  time.Time                          // the last eviction: later observations must be newer
+	unobserved map[Signal]bool                    // signals with thresholds the last gathering lacked (logged)
 }
 
 // New returns a manager for cfg, with upstream's defaults where cfg leaves them zero.
@@ -98,7 +99,8 @@ func New(cfg Config) *Manager {
 	if cfg.Recorder == nil {
 		cfg.Recorder = &record.FakeRecorder{}
 	}
-	return &Manager{cfg: cfg, lastRaised: map[v1.NodeConditionType]time.Time{}, firstMet: map[Threshold]time.Time{}}
+	return &Manager{cfg: cfg, lastRaised: map[v1.NodeConditionType]time.Time{}, firstMet: map[Threshold]time.Time{},
+		unobserved: map[Signal]bool{}}
 }
 
 // Run observes every Interval, and at once when the memory watch sees a memory threshold crossed, until ctx
@@ -172,6 +174,7 @@ func (m *Manager) synchronize(ctx context.Context, fresh bool) *v1.Pod {
 	sum := m.summary(ctx, fresh)
 	obs := observe(sum)
 	now := m.cfg.Clock.Now()
+	m.noteUnobserved(ctx, obs)
 
 	m.mu.Lock()
 	metNow := merge(met(m.cfg.Thresholds, obs, false), met(m.acting, obs, true))
@@ -246,6 +249,22 @@ func (m *Manager) evictOne(ctx context.Context, t Threshold, r v1.ResourceName, 
 	}
 	logger.Info("Eviction manager: unable to evict any pod from the node (all are critical)")
 	return nil
+}
+
+// noteUnobserved logs, once until it is observed again, each signal with a threshold that the gathering
+// could not read (a failed statfs or cgroup read): its thresholds are skipped, never met on a guess.
+func (m *Manager) noteUnobserved(ctx context.Context, obs observations) {
+	for _, t := range m.cfg.Thresholds {
+		_, ok := obs[t.Signal]
+		switch {
+		case !ok && !m.unobserved[t.Signal]:
+			klog.FromContext(ctx).Info("Eviction manager: no observation of the signal; its thresholds are skipped until it is read again", "signal", t.Signal)
+			m.unobserved[t.Signal] = true
+		case ok && m.unobserved[t.Signal]:
+			klog.FromContext(ctx).Info("Eviction manager: the signal is observed again", "signal", t.Signal)
+			delete(m.unobserved, t.Signal)
+		}
+	}
 }
 
 // evictOverLimits evicts the pods that exceed a local storage limit (an emptyDir's sizeLimit, their
