@@ -155,7 +155,9 @@ func (m *Manager) summary(ctx context.Context, fresh bool) *statsapi.Summary {
 	m.mu.Lock()
 	evictedAt := m.evictedAt
 	m.mu.Unlock()
-	stale := s == nil || s.Node.Memory == nil || m.cfg.Clock.Since(s.Node.Memory.Time.Time) > m.cfg.Interval ||
+	// The stats collector gathers every Interval on its own; only a gathering it missed is made here, so
+	// that the two timers do not double the gatherings.
+	stale := s == nil || s.Node.Memory == nil || m.cfg.Clock.Since(s.Node.Memory.Time.Time) > m.cfg.Interval*3/2 ||
 		!s.Node.Memory.Time.After(evictedAt) // what the evicted pod used is gone from a later gathering only
 	if (fresh || stale) && m.cfg.Gather != nil {
 		m.cfg.Gather(ctx)

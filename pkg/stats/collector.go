@@ -112,6 +112,7 @@ type snapshot struct {
 type cpuSample struct {
 	at    time.Time
 	usage uint64
+	rate  *uint64 // the rate computed at this reading (nil for a first one)
 }
 
 // podFS is what a pod's directories held at the last measurement.
@@ -213,13 +214,20 @@ func (c *Collector) LastGathering() (time.Time, time.Duration, int) {
 // first reading or a counter that went back (a new cgroup of the same name).
 func (c *Collector) rate(key string, at time.Time, usage uint64) *uint64 {
 	prev, ok := c.prev[key]
-	c.prev[key] = cpuSample{at: at, usage: usage}
 	elapsed := at.Sub(prev.at)
-	if !ok || elapsed <= 0 || usage < prev.usage {
-		return nil
+	if ok && elapsed < c.cfg.Interval/2 && usage >= prev.usage {
+		// A gathering soon after another (the eviction manager asks for one at a memory threshold
+		// crossing): the cgroups are read some milliseconds apart within a gathering, which over so short a
+		// window would make the rate meaningless. The last rate stands, and the reading stays the base.
+		return prev.rate
 	}
-	v := uint64(float64(usage-prev.usage) / elapsed.Seconds())
-	return &v
+	sample := cpuSample{at: at, usage: usage}
+	if ok && elapsed > 0 && usage >= prev.usage {
+		v := uint64(float64(usage-prev.usage) / elapsed.Seconds())
+		sample.rate = &v
+	}
+	c.prev[key] = sample
+	return sample.rate
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -226,3 +226,22 @@ func TestReadNetDev(t *testing.T) {
 		t.Error("a missing file read without error")
 	}
 }
+
+// A gathering soon after another (an eviction's) keeps the last CPU rate instead of one over milliseconds,
+// and the rate after it spans the whole time since the last reading it was taken from.
+func TestRateOverShortWindows(t *testing.T) {
+	c := New(Config{ProcRoot: t.TempDir()})
+	t0 := time.Unix(1000, 0)
+	if r := c.rate("k", t0, 0); r != nil {
+		t.Fatalf("a rate from one reading: %d", *r)
+	}
+	if r := c.rate("k", t0.Add(10*time.Second), 10e9); r == nil || *r != 1e9 {
+		t.Fatalf("rate over 10 s: %v, want one core", r)
+	}
+	if r := c.rate("k", t0.Add(10*time.Second+50*time.Millisecond), 10e9+150e6); r == nil || *r != 1e9 {
+		t.Errorf("rate 50 ms later: %v, want the last one (one core), not three", r)
+	}
+	if r := c.rate("k", t0.Add(20*time.Second), 20e9); r == nil || *r != 1e9 {
+		t.Errorf("rate at the next gathering: %v, want one core over the 10 s since the last base", r)
+	}
+}
