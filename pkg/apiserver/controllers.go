@@ -24,8 +24,8 @@ import (
 const controllerResync = time.Second
 
 // startControllers starts the control loop that does what upstream's
-// namespace, service-account, root CA publisher, persistent volume binder and
-// pod GC controllers, its scheduler and kube-apiserver's kubernetes Service
+// namespace, service-account, root CA publisher, persistent volume binder, node
+// lifecycle (pressure taints) and pod GC controllers, its scheduler and kube-apiserver's kubernetes Service
 // reconciler do, in the small: it observes the store directly and acts through the API as an
 // admin client, so every write goes through the same rules as a user's.
 func (s *Server) startControllers(ctx context.Context) error {
@@ -113,6 +113,7 @@ func (c *controller) run(ctx context.Context, tick <-chan time.Time) {
 func (c *controller) sync(ctx context.Context) {
 	nodes := c.nodes()
 	c.report(ctx, "Namespace sync", c.syncNamespaces(ctx, nodes))
+	c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
 	c.report(ctx, "Placement", c.schedule(ctx, nodes))
 	c.report(ctx, "Pod cleanup", c.collectPods(ctx, nodes))
 	c.graph.requeue()
@@ -130,11 +131,14 @@ func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
 		return
 	}
 	var nodes map[string]*corev1.Node
-	if need.namespaces || need.schedule || need.collect {
+	if need.namespaces || need.schedule || need.collect || need.taints {
 		nodes = c.nodes()
 	}
 	if need.namespaces {
 		c.report(ctx, "Namespace sync", c.syncNamespaces(ctx, nodes))
+	}
+	if need.taints {
+		c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
 	}
 	if need.schedule {
 		c.report(ctx, "Placement", c.schedule(ctx, nodes))
@@ -160,7 +164,7 @@ func (c *controller) report(ctx context.Context, what string, err error) {
 }
 
 // loops says which control loops have work.
-type loops struct{ schedule, collect, namespaces, volumes, kubernetesService bool }
+type loops struct{ schedule, collect, namespaces, volumes, kubernetesService, taints bool }
 
 // loopsFor returns the loops a batch of changes concerns, so that a write
 // costs the loops nothing unless it is theirs: a pod waiting for a node, a
@@ -187,7 +191,7 @@ func loopsFor(evs []storage.Event) loops {
 		case "configmaps":
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted || isRootCAKey(o.Key)
 		case "nodes":
-			l.schedule, l.collect = true, true
+			l.schedule, l.collect, l.taints = true, true, true
 		case "persistentvolumes", "persistentvolumeclaims":
 			l.volumes = true
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted

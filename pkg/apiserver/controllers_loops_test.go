@@ -28,7 +28,7 @@ func TestLoopsFor(t *testing.T) {
 			Object: pod("n1", "default-scheduler", `{"metadata":{"deletionTimestamp":"2025-01-01T00:00:00Z"}}`)}}, loops{collect: true}},
 		{"pod removed", []storage.Event{{Type: watch.Deleted, Object: pod("n1", "default-scheduler", "{}")}}, loops{namespaces: true}},
 		{"namespace", []storage.Event{{Type: watch.Added, Object: obj("namespaces//x")}}, loops{namespaces: true}},
-		{"node", []storage.Event{{Type: watch.Modified, Object: obj("nodes//n1")}}, loops{schedule: true, collect: true}},
+		{"node", []storage.Event{{Type: watch.Modified, Object: obj("nodes//n1")}}, loops{schedule: true, collect: true, taints: true}},
 		{"lease renewed", []storage.Event{{Type: watch.Modified, Object: obj("leases/kube-node-lease/n1")}}, loops{}},
 		{"configmap removed", []storage.Event{{Type: watch.Deleted, Object: obj("configmaps/ns/c")}}, loops{namespaces: true}},
 		{"configmap changed", []storage.Event{{Type: watch.Modified, Object: obj("configmaps/ns/c")}}, loops{}},

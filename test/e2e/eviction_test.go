@@ -85,8 +85,27 @@ func TestMemoryPressureEviction(t *testing.T) {
 			return nil
 		})
 	}
-	// Under pressure a BestEffort pod is refused; the Guaranteed pod runs on, never restarted.
-	n.createPod(busyboxPod("latecomer", "sleep", "3600"))
+	// The standalone node's API server taints the node, as upstream's node lifecycle controller does, so its
+	// placement sends no more pods there.
+	if n.cp == nil {
+		eventually(t, 30*time.Second, "memory-pressure taint", func() error {
+			node, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, taint := range node.Spec.Taints {
+				if taint.Key == v1.TaintNodeMemoryPressure && taint.Effect == v1.TaintEffectNoSchedule {
+					return nil
+				}
+			}
+			return fmt.Errorf("taints %v", node.Spec.Taints)
+		})
+	}
+	// Under pressure a BestEffort pod bound to the node is refused; the Guaranteed pod runs on, never
+	// restarted.
+	latecomer := busyboxPod("latecomer", "sleep", "3600")
+	latecomer.Spec.NodeName = n.name
+	n.createPod(latecomer)
 	late := n.waitPod("latecomer", 30*time.Second, "latecomer refused", func(p *v1.Pod) error {
 		if p.Status.Phase != v1.PodFailed {
 			return fmt.Errorf("phase %s", p.Status.Phase)
@@ -100,9 +119,18 @@ func TestMemoryPressureEviction(t *testing.T) {
 	if rc := g.Status.ContainerStatuses[0].RestartCount; rc != 0 {
 		t.Errorf("the Guaranteed pod restarted %d times", rc)
 	}
-	eventually(t, 90*time.Second, "MemoryPressure False after the transition period", func() error {
+	eventually(t, 90*time.Second, "MemoryPressure False after the transition period, and no taint", func() error {
 		if c := nodeCondition(t, n, v1.NodeMemoryPressure); c != v1.ConditionFalse {
 			return fmt.Errorf("MemoryPressure %s", c)
+		}
+		node, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, taint := range node.Spec.Taints {
+			if taint.Key == v1.TaintNodeMemoryPressure {
+				return fmt.Errorf("still tainted %v", taint)
+			}
 		}
 		return nil
 	})

@@ -1,0 +1,61 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// conditionTaints are the NoSchedule taints upstream's node lifecycle controller keeps on a node while a
+// pressure condition is True (TaintNodesByCondition), so that the scheduler places no more pods there.
+var conditionTaints = []struct {
+	condition corev1.NodeConditionType
+	key       string
+}{
+	{corev1.NodeMemoryPressure, corev1.TaintNodeMemoryPressure},
+	{corev1.NodeDiskPressure, corev1.TaintNodeDiskPressure},
+	{corev1.NodePIDPressure, corev1.TaintNodePIDPressure},
+}
+
+// pressureTaints returns the node's taints with the pressure taints made to match its conditions, and
+// whether that changed them. Other taints are kept as they are.
+func pressureTaints(n *corev1.Node) ([]corev1.Taint, bool) {
+	out := slices.Clone(n.Spec.Taints)
+	changed := false
+	for _, ct := range conditionTaints {
+		want := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == ct.condition && c.Status == corev1.ConditionTrue
+		})
+		i := slices.IndexFunc(out, func(t corev1.Taint) bool { return t.Key == ct.key && t.Effect == corev1.TaintEffectNoSchedule })
+		switch {
+		case want && i < 0:
+			out = append(out, corev1.Taint{Key: ct.key, Effect: corev1.TaintEffectNoSchedule})
+			changed = true
+		case !want && i >= 0:
+			out = slices.Delete(out, i, i+1)
+			changed = true
+		}
+	}
+	return out, changed
+}
+
+// syncTaints keeps each node's pressure taints matching its conditions, as upstream's node lifecycle
+// controller does.
+func (c *controller) syncTaints(ctx context.Context, nodes map[string]*corev1.Node) error {
+	var errs []error
+	for _, n := range nodes {
+		taints, changed := pressureTaints(n)
+		if !changed {
+			continue
+		}
+		n = n.DeepCopy()
+		n.Spec.Taints = taints
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			errs = append(errs, err) // a conflict with a newer write is retried on the next pass
+		}
+	}
+	return errors.Join(errs...)
+}
