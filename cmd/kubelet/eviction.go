@@ -65,12 +65,14 @@ func (d *evictionDeps) memoryAvailable() (int64, int64, error) {
 	return capacity - int64(ws), capacity, nil
 }
 
-// Reclaim frees node-level disk before pods are evicted for it: the unused images, as upstream's image GC
-// does on the eviction manager's demand. (Dead containers of deleted pods go with their pods already.)
+// Reclaim frees node-level disk before pods are evicted for it, as upstream's container and image GC do on
+// the eviction manager's demand: the dead containers of terminated pods first (their images may then go),
+// then the unused images.
 func (d *evictionDeps) Reclaim(ctx context.Context, _ v1.ResourceName) error {
-	freed, err := d.images.DeleteUnused(ctx)
-	klog.FromContext(ctx).Info("Eviction manager: removed unused images", "freedBytes", freed)
-	return err
+	removed, cerr := d.kl.ReclaimDeadContainers(ctx)
+	freed, ierr := d.images.DeleteUnused(ctx)
+	klog.FromContext(ctx).Info("Eviction manager: reclaimed node-level disk", "deadContainersRemoved", removed, "imageBytesFreed", freed)
+	return errors.Join(cerr, ierr)
 }
 
 // newImageGC builds the image garbage collector: the runtime's images and containers, the image

@@ -2,9 +2,11 @@ package podsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/status"
 )
@@ -37,4 +39,44 @@ func (k *Kubelet) EvictPod(_ context.Context, pod *v1.Pod, grace int64, message 
 func (k *Kubelet) PodStopped(pod *v1.Pod) bool {
 	st, known := k.workers.state(pod.UID)
 	return !known || st >= stateTerminated
+}
+
+// ReclaimDeadContainers removes, on the eviction manager's demand under disk pressure, what upstream's
+// container GC removes when it evicts non-deleted pods: the stopped containers and sandboxes of pods that
+// have terminated but are not deleted yet (their final status stays in the API; their writable layers and
+// logs go). Running pods keep only the previous instance of each container anyway (pruneDead). It returns how
+// many containers and sandboxes it removed.
+func (k *Kubelet) ReclaimDeadContainers(ctx context.Context) (int, error) {
+	var n int
+	var errs []error
+	for uid, info := range k.workers.known() {
+		if info.state != stateTerminated {
+			continue
+		}
+		state, err := k.pleg.Cache().Get(uid)
+		if err != nil || state == nil {
+			continue
+		}
+		for _, c := range state.Containers {
+			if c.State != runtimeapi.ContainerState_CONTAINER_EXITED && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+				continue
+			}
+			if err := k.runtime.RemoveContainer(ctx, c.Id); err != nil {
+				errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
+				continue
+			}
+			n++
+		}
+		for _, sb := range state.Sandboxes {
+			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+				continue
+			}
+			if err := k.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+				errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
+				continue
+			}
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
 }

@@ -374,3 +374,37 @@ func TestEvictedPodStatus(t *testing.T) {
 		t.Error("forget left the eviction")
 	}
 }
+
+// Under disk pressure the dead containers and sandbox of a terminated pod go; a running pod keeps its.
+func TestReclaimDeadContainers(t *testing.T) {
+	h := newHarness(t)
+	done := newPod("u1", "done", "app")
+	done.Spec.RestartPolicy = v1.RestartPolicyNever
+	running := newPod("u2", "web", "app")
+	for _, p := range []*v1.Pod{done, running} {
+		if _, err := h.sync(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.exit(h.containers(done.UID)["app"][0].Id, 0, t0)
+	for _, sb := range h.state(done.UID).Sandboxes {
+		if err := h.rt.StopPodSandbox(h.ctx, sb.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.state(done.UID)
+	h.k.workers.mu.Lock()
+	h.k.workers.pods[done.UID] = &podWork{pod: done, state: stateTerminated, terminatedDone: true}
+	h.k.workers.pods[running.UID] = &podWork{pod: running, state: stateSyncing}
+	h.k.workers.mu.Unlock()
+	n, err := h.k.ReclaimDeadContainers(h.ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("removed %d (%v), want the terminated pod's container and sandbox", n, err)
+	}
+	if st := h.state(done.UID); len(st.Containers)+len(st.Sandboxes) != 0 {
+		t.Errorf("left of the terminated pod: %d containers, %d sandboxes", len(st.Containers), len(st.Sandboxes))
+	}
+	if st := h.state(running.UID); len(st.Containers) != 1 || len(st.Sandboxes) != 1 {
+		t.Errorf("the running pod lost %d containers, %d sandboxes", 1-len(st.Containers), 1-len(st.Sandboxes))
+	}
+}

@@ -19,8 +19,10 @@ import (
 	"github.com/containerd/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/internal/ociimage"
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
 // smallContainerd is a containerd of the test's own whose root (images, snapshots) and the kubelet's root
@@ -128,8 +130,8 @@ func (c *smallContainerd) hasImage(ref string) (bool, error) {
 
 // Disk pressure on a real, small filesystem: the kubelet's root directory and the runtime's images share a
 // 1.5 GiB disk with a hard nodefs.available threshold at 50%. A pod filling an emptyDir with 800 MiB turns
-// DiskPressure True; the unused image on the disk is removed first, which is not enough, then the filling
-// pod is evicted (Failed, Evicted, ephemeral-storage in its message); the pod beside it, within its request,
+// DiskPressure True; the dead container of a finished pod (100 MiB in its writable layer) and the unused
+// image on the disk are removed first, which is not enough, then the filling pod is evicted (Failed, Evicted, ephemeral-storage in its message); the pod beside it, within its request,
 // keeps running, the images in use stay, and DiskPressure turns False once the emptyDir is gone.
 func TestDiskPressureEviction(t *testing.T) {
 	if onRealControlPlane(t) {
@@ -174,6 +176,17 @@ func TestDiskPressureEviction(t *testing.T) {
 	n.createPod(bystander)
 	n.waitPod("bystander", 60*time.Second, "bystander Ready", ready)
 
+	// A finished pod whose writable layer holds 100 MiB: its dead container goes first, its status stays.
+	done := busyboxPod("done", "sh", "-c", "dd if=/dev/urandom of=/layer bs=1M count=100")
+	done.Spec.RestartPolicy = v1.RestartPolicyNever
+	n.createPod(done)
+	n.waitPod("done", 60*time.Second, "done Succeeded", func(p *v1.Pod) error {
+		if p.Status.Phase != v1.PodSucceeded {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+
 	filler := busyboxPod("filler", "sh", "-c", "dd if=/dev/urandom of=/data/fill bs=1M count=800 && sleep 3600")
 	filler.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 	filler.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
@@ -206,6 +219,20 @@ func TestDiskPressureEviction(t *testing.T) {
 			t.Errorf("the log does not show the image removed before the pod was evicted (at %d, %d)", removed, evicting)
 		}
 	}
+	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrs, err := rt.ListContainers(context.Background(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.name": "done"}})
+	if err != nil || len(ctrs) != 0 {
+		t.Errorf("the finished pod's container is still there (%d, %v): dead containers go before pods", len(ctrs), err)
+	}
+	n.waitPod("done", 10*time.Second, "done still Succeeded in the API", func(p *v1.Pod) error {
+		if p.Status.Phase != v1.PodSucceeded {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
 	b := n.waitPod("bystander", 10*time.Second, "bystander still Ready", ready)
 	if b.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Error("the bystander restarted")
