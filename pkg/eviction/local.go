@@ -21,19 +21,19 @@ type violation struct {
 // localStorageEviction checks them, in order: an emptyDir above its sizeLimit, the pod's ephemeral storage
 // (writable layers, logs, emptyDirs) above the sum of its containers' limits.ephemeral-storage, a container's
 // writable layer and logs above its own limit. One violation per pod (the first found); pods without stats
-// are skipped, never taken for empty. Critical pods are left out, as from every eviction.
+// are skipped, never taken for empty.
 func localStorageViolations(pods []*v1.Pod, ps podStats) []violation {
 	var out []violation
 	for _, pod := range pods {
 		st := ps[pod.UID]
-		if st == nil || podfacts.IsCritical(pod) {
+		if st == nil {
 			continue
 		}
 		if msg, ok := emptyDirOverLimit(pod, st.VolumeStats); ok {
 			out = append(out, violation{pod, msg})
 			continue
 		}
-		if limit, ok := podStorageLimit(pod); ok && st.EphemeralStorage != nil && st.EphemeralStorage.UsedBytes != nil &&
+		if limit, ok := podEphemeralStorage(pod, func(r v1.ResourceRequirements) v1.ResourceList { return r.Limits }); ok && st.EphemeralStorage != nil && st.EphemeralStorage.UsedBytes != nil &&
 			int64(*st.EphemeralStorage.UsedBytes) > limit {
 			out = append(out, violation{pod, fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s.",
 				resource.NewQuantity(limit, resource.BinarySI))})
@@ -69,22 +69,4 @@ func emptyDirOverLimit(pod *v1.Pod, vols []statsapi.VolumeStats) (string, bool) 
 		}
 	}
 	return "", false
-}
-
-// podStorageLimit is the pod's ephemeral-storage limit as upstream's PodLimits sums it: the app containers'
-// limits that are set (with an init container's when larger), and false when no container sets one.
-func podStorageLimit(pod *v1.Pod) (int64, bool) {
-	var sum, init int64
-	found := false
-	for _, c := range pod.Spec.Containers {
-		if q, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]; ok {
-			sum, found = sum+podfacts.Value(q), true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if q, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]; ok {
-			init, found = max(init, podfacts.Value(q)), true
-		}
-	}
-	return max(sum, init), found
 }

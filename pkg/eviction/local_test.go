@@ -43,10 +43,6 @@ func TestLocalStorageViolations(t *testing.T) {
 		mk("container-over", func(p *v1.Pod) { limit(&p.Spec.Containers[0], "5Mi"); limit(&p.Spec.Containers[1], "100Mi") }),
 		mk("unlimited", nil),
 		mk("no-stats", func(p *v1.Pod) { limit(&p.Spec.Containers[0], "1") }),
-		mk("critical", func(p *v1.Pod) {
-			limit(&p.Spec.Containers[0], "1")
-			p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
-		}),
 	}
 	s := &statsapi.Summary{Pods: []statsapi.PodStats{
 		stats("emptydir-over", 12*mi, 0, 0, 11*mi),
@@ -54,7 +50,6 @@ func TestLocalStorageViolations(t *testing.T) {
 		stats("pod-over", 30*mi, 1*mi, 0, 29*mi),
 		stats("container-over", 7*mi, 4*mi, 2*mi, 1*mi),
 		stats("unlimited", 900*mi, 500*mi, 100*mi, 300*mi),
-		stats("critical", 900*mi, 500*mi, 100*mi, 300*mi),
 	}}
 	got := localStorageViolations(pods, statsByPod(s))
 	want := []string{
@@ -71,13 +66,17 @@ func TestLocalStorageViolations(t *testing.T) {
 	}
 }
 
-// A pod over its ephemeral-storage limit is evicted alone, at once, with no threshold met.
+// A pod over its ephemeral-storage limit is evicted alone, at once, with no threshold met; a critical pod
+// over its limit is not evicted.
 func TestSynchronizeEvictsAPodOverItsStorageLimit(t *testing.T) {
 	f := newManager(t, map[string]string{"memory.available": "100Mi"}, nil, nil)
 	writer := pod("writer", 0, 0)
 	writer.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}
-	f.pods = []*v1.Pod{pod("bystander", 0, 0), writer}
-	f.sum = summaryOf(f.clock.Now(), 500, 50, map[string]uint64{"bystander": 10, "writer": 10})
+	critical := pod("critical", 0, 0)
+	critical.Spec.Containers[0].Resources.Limits = writer.Spec.Containers[0].Resources.Limits
+	critical.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	f.pods = []*v1.Pod{critical, pod("bystander", 0, 0), writer}
+	f.sum = summaryOf(f.clock.Now(), 500, 50, map[string]uint64{"critical": 10, "bystander": 10, "writer": 10})
 	for i := range f.sum.Pods {
 		f.sum.Pods[i].EphemeralStorage = &statsapi.FsStats{UsedBytes: u64(50 * mi)}
 	}

@@ -16,10 +16,8 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
+	"github.com/nodeagent/kubelet/pkg/status"
 )
-
-// Reason is the evicted pod's status reason and its event's, as upstream's.
-const Reason = "Evicted"
 
 // immediateGrace is the grace period, in seconds, of a pod evicted for a hard threshold (upstream's).
 const immediateGrace = 1
@@ -219,7 +217,8 @@ func (m *Manager) synchronize(ctx context.Context, fresh bool) *v1.Pod {
 		if err := m.cfg.Reclaimer.Reclaim(ctx, r); err != nil {
 			logger.Info("Eviction manager: node-level reclaim failed", "resourceName", r, "err", err.Error())
 		}
-		obs = observe(m.summary(ctx, true))
+		sum = m.summary(ctx, true)
+		obs = observe(sum)
 		if len(met([]Threshold{t}, obs, true)) == 0 {
 			logger.Info("Eviction manager: able to reduce resource pressure without evicting pods", "resourceName", r)
 			return nil
@@ -228,7 +227,7 @@ func (m *Manager) synchronize(ctx context.Context, fresh bool) *v1.Pod {
 	return m.evictOne(ctx, t, r, obs, statsByPod(sum))
 }
 
-// evictOne evicts the first pod of the ranking that may be evicted (critical pods may not).
+// evictOne evicts the first pod of the ranking that may be evicted.
 func (m *Manager) evictOne(ctx context.Context, t Threshold, r v1.ResourceName, obs observations, ps podStats) *v1.Pod {
 	logger := klog.FromContext(ctx)
 	pods := m.cfg.ActivePods()
@@ -239,15 +238,13 @@ func (m *Manager) evictOne(ctx context.Context, t Threshold, r v1.ResourceName, 
 	rank(pods, ps, r)
 	logger.Info("Eviction manager: pods ranked for eviction", "pods", klog.KObjSlice(pods))
 	for _, pod := range pods {
-		if podfacts.IsCritical(pod) {
-			continue
-		}
 		grace := int64(immediateGrace)
 		if !t.Hard() {
 			grace = softGrace(pod, m.cfg.MaxPodGracePeriod)
 		}
-		m.evict(ctx, pod, grace, message(pod, r, t, obs, ps), string(t.Signal))
-		return pod
+		if m.evict(ctx, pod, grace, message(pod, r, t, obs, ps), string(t.Signal)) {
+			return pod
+		}
 	}
 	logger.Info("Eviction manager: unable to evict any pod from the node (all are critical)")
 	return nil
@@ -275,8 +272,7 @@ func (m *Manager) noteUnobserved(ctx context.Context, obs observations) {
 func (m *Manager) evictOverLimits(ctx context.Context, ps podStats) *v1.Pod {
 	var first *v1.Pod
 	for _, v := range localStorageViolations(m.cfg.ActivePods(), ps) {
-		m.evict(ctx, v.pod, immediateGrace, v.message, "ephemeral-storage")
-		if first == nil {
+		if m.evict(ctx, v.pod, immediateGrace, v.message, "ephemeral-storage") && first == nil {
 			first = v.pod
 		}
 	}
@@ -296,10 +292,15 @@ func softGrace(pod *v1.Pod, maxGrace int64) int64 {
 	return min(own, maxGrace)
 }
 
-// evict has the pod evicted with its Evicted event and the log line, and counts it under signal.
-func (m *Manager) evict(ctx context.Context, pod *v1.Pod, grace int64, msg, signal string) {
+// evict has the pod evicted with its Evicted event and the log line, and counts it under signal. A critical
+// pod (static, mirror, system-critical priority) is never evicted, as upstream: evict says false.
+func (m *Manager) evict(ctx context.Context, pod *v1.Pod, grace int64, msg, signal string) bool {
 	logger := klog.FromContext(ctx)
-	m.cfg.Recorder.Event(podObject(pod), v1.EventTypeWarning, Reason, msg)
+	if podfacts.IsCritical(pod) {
+		logger.Info("Eviction manager: a critical pod is not evicted", "pod", klog.KObj(pod), "message", msg)
+		return false
+	}
+	m.cfg.Recorder.Event(podObject(pod), v1.EventTypeWarning, status.ReasonEvicted, msg)
 	logger.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "gracePeriod", grace, "message", msg)
 	if err := m.cfg.Evicter.EvictPod(ctx, pod, grace, msg); err != nil {
 		logger.Error(err, "Eviction manager: pod failed to evict", "pod", klog.KObj(pod))
@@ -308,6 +309,7 @@ func (m *Manager) evict(ctx context.Context, pod *v1.Pod, grace int64, msg, sign
 	m.mu.Lock()
 	m.evictedAt = m.cfg.Clock.Now()
 	m.mu.Unlock()
+	return true
 }
 
 // podObject is what an event about a pod refers to.
@@ -374,7 +376,7 @@ func admit(pod *v1.Pod, conds []v1.NodeConditionType) (bool, string, string) {
 	for i, c := range conds {
 		names[i] = string(c)
 	}
-	return false, Reason, fmt.Sprintf("The node had condition: [%s]. ", strings.Join(names, " "))
+	return false, status.ReasonEvicted, fmt.Sprintf("The node had condition: [%s]. ", strings.Join(names, " "))
 }
 
 // EvictFunc is an Evicter made of a function.

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent/kubelet/pkg/status"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -97,6 +100,11 @@ func TestMetAndMinReclaim(t *testing.T) {
 	// Once acting, memory stays met until 100Mi + 100Mi are available.
 	if got := met(ts, obs, true); len(got) != 2 {
 		t.Errorf("met with reclaim: %v, want both", got)
+	}
+	// Exactly at a threshold is not below it.
+	at := observations{SignalMemoryAvailable: {available: 100 * mi, capacity: 1000 * mi}, SignalNodeFsAvailable: {available: 10, capacity: 100}}
+	if got := met(ts, at, false); len(got) != 0 {
+		t.Errorf("at the thresholds: %v met, want none", got)
 	}
 }
 
@@ -203,7 +211,7 @@ func TestAdmit(t *testing.T) {
 		if ok != tc.ok {
 			t.Errorf("%s under %v: admitted %v, want %v", tc.pod.Name, tc.conds, ok, tc.ok)
 		}
-		if !ok && (reason != Reason || !strings.Contains(msg, "The node had condition: [")) {
+		if !ok && (reason != status.ReasonEvicted || !strings.Contains(msg, "The node had condition: [")) {
 			t.Errorf("%s: refused with %q %q", tc.pod.Name, reason, msg)
 		}
 	}
@@ -225,6 +233,7 @@ func (f *fakeEvicter) EvictPod(_ context.Context, pod *v1.Pod, grace int64, msg 
 type fakeReclaimer struct {
 	calls int
 	frees func()
+	err   error
 }
 
 func (f *fakeReclaimer) Reclaim(context.Context, v1.ResourceName) error {
@@ -232,7 +241,7 @@ func (f *fakeReclaimer) Reclaim(context.Context, v1.ResourceName) error {
 	if f.frees != nil {
 		f.frees()
 	}
-	return nil
+	return f.err
 }
 
 type managerFixture struct {
@@ -357,6 +366,14 @@ func TestDiskPressureReclaimsBeforeEvicting(t *testing.T) {
 	}
 	if len(f.evicter.got) == 1 && !strings.HasPrefix(f.evicter.got[0].message, "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 5Gi") {
 		t.Errorf("message %q", f.evicter.got[0].message)
+	}
+	// A reclaim that fails (the runtime is gone) does not stop the eviction that the pressure needs.
+	r.err = errors.New("connection refused")
+	f.pods = []*v1.Pod{pod("q", 0, 0)}
+	f.clock.Step(time.Minute)
+	f.sum = summaryOf(f.clock.Now(), 500, 5, nil)
+	if got := f.m.Synchronize(context.Background()); got == nil || got.Name != "q" {
+		t.Errorf("after a failed reclaim: evicted %v, want q", got)
 	}
 }
 

@@ -94,12 +94,10 @@ func merge(a, b []Threshold) []Threshold {
 func firstSeen(ts []Threshold, before map[Threshold]time.Time, now time.Time) map[Threshold]time.Time {
 	out := map[Threshold]time.Time{}
 	for _, t := range ts {
-		key := t
-		key.MinReclaim = nil
-		if at, ok := before[key]; ok {
-			out[key] = at
+		if at, ok := before[t.key()]; ok {
+			out[t.key()] = at
 		} else {
-			out[key] = now
+			out[t.key()] = now
 		}
 	}
 	return out
@@ -109,19 +107,20 @@ func firstSeen(ts []Threshold, before map[Threshold]time.Time, now time.Time) ma
 func pastGrace(ts []Threshold, since map[Threshold]time.Time, now time.Time) []Threshold {
 	var out []Threshold
 	for _, t := range ts {
-		key := t
-		key.MinReclaim = nil
-		if at, ok := since[key]; ok && now.Sub(at) >= t.GracePeriod {
+		if at, ok := since[t.key()]; ok && now.Sub(at) >= t.GracePeriod {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
+// pressureConditions are the conditions the manager reports, in the order it reports them.
+var pressureConditions = []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure}
+
 // conditions returns the node conditions the thresholds raise, each once, in a fixed order.
 func conditions(ts []Threshold) []v1.NodeConditionType {
 	var out []v1.NodeConditionType
-	for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+	for _, c := range pressureConditions {
 		for _, t := range ts {
 			if signalFacts[t.Signal].condition == c {
 				out = append(out, c)
@@ -139,7 +138,7 @@ func conditionsHeld(raised []v1.NodeConditionType, last map[v1.NodeConditionType
 		last[c] = now
 	}
 	var out []v1.NodeConditionType
-	for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+	for _, c := range pressureConditions {
 		if at, ok := last[c]; ok && now.Sub(at) < period {
 			out = append(out, c)
 		}

@@ -55,27 +55,36 @@ func (ps podStats) usage(pod *v1.Pod, r v1.ResourceName) (int64, bool) {
 	return 0, false
 }
 
-// request is what a pod requests of a resource: memory as admission counts it, ephemeral storage summed
-// over its app containers (or its largest init container's, if more); inodes and PIDs are never requested.
+// request is what a pod requests of a resource: memory as admission counts it, ephemeral storage as
+// podEphemeralStorage sums it; inodes and PIDs are never requested.
 func request(pod *v1.Pod, r v1.ResourceName) int64 {
 	switch r {
 	case v1.ResourceMemory:
 		return podfacts.PodRequests(pod).Memory
 	case v1.ResourceEphemeralStorage:
-		var app, init int64
-		for _, c := range pod.Spec.Containers {
-			if q, ok := c.Resources.Requests[r]; ok {
-				app += podfacts.Value(q)
-			}
-		}
-		for _, c := range pod.Spec.InitContainers {
-			if q, ok := c.Resources.Requests[r]; ok {
-				init = max(init, podfacts.Value(q))
-			}
-		}
-		return max(app, init)
+		n, _ := podEphemeralStorage(pod, func(r v1.ResourceRequirements) v1.ResourceList { return r.Requests })
+		return n
 	}
 	return 0
+}
+
+// podEphemeralStorage is a pod's ephemeral storage in its containers' requests or limits (of picks which), as
+// upstream's PodRequests and PodLimits sum it: the app containers' amounts that are set, or the largest init
+// container's if more; false when no container sets one.
+func podEphemeralStorage(pod *v1.Pod, of func(v1.ResourceRequirements) v1.ResourceList) (int64, bool) {
+	var app, init int64
+	found := false
+	for _, c := range pod.Spec.Containers {
+		if q, ok := of(c.Resources)[v1.ResourceEphemeralStorage]; ok {
+			app, found = app+podfacts.Value(q), true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if q, ok := of(c.Resources)[v1.ResourceEphemeralStorage]; ok {
+			init, found = max(init, podfacts.Value(q)), true
+		}
+	}
+	return max(app, init), found
 }
 
 func priority(p *v1.Pod) int32 {

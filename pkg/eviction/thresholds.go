@@ -98,10 +98,15 @@ func (t Threshold) Hard() bool { return t.GracePeriod == 0 }
 
 func (t Threshold) String() string { return string(t.Signal) + "<" + t.Value.String() }
 
-// same reports whether two thresholds are one (the same signal, value and grace period).
-func (t Threshold) same(o Threshold) bool {
-	return t.Signal == o.Signal && t.Value == o.Value && t.GracePeriod == o.GracePeriod
+// key is the threshold as a map key: its signal, value and grace period (the minimum reclaim, a pointer,
+// left out).
+func (t Threshold) key() Threshold {
+	t.MinReclaim = nil
+	return t
 }
+
+// same reports whether two thresholds are one (the same signal, value and grace period).
+func (t Threshold) same(o Threshold) bool { return t.key() == o.key() }
 
 // ParseStatements splits a flag value of comma-separated "<key><sep><value>" statements, as upstream's
 // --eviction-hard ("memory.available<100Mi,nodefs.available<10%", sep "<") and --eviction-soft-grace-period

@@ -30,6 +30,9 @@ const (
 const (
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	MessageDeadline        = "Pod was active on the node longer than the specified deadline"
+	// ReasonEvicted is the reason of a pod evicted for node pressure, and of a pod refused under it, as
+	// upstream's.
+	ReasonEvicted = "Evicted"
 )
 
 // Annotation read from CRI containers: the restart count the kubelet gave the container when it created it.

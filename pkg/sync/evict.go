@@ -11,13 +11,10 @@ import (
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
-// ReasonEvicted is the status reason of a pod evicted for node pressure, as upstream's.
-const ReasonEvicted = "Evicted"
-
 // evictedStatus marks a status input as upstream's eviction manager marks an evicted pod: phase Failed,
 // reason Evicted, the eviction's message, and the DisruptionTarget condition.
 func evictedStatus(in *status.Input, message string) {
-	in.FailReason, in.FailMessage = ReasonEvicted, message
+	in.FailReason, in.FailMessage = status.ReasonEvicted, message
 	in.Disruption = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 		Reason: v1.PodReasonTerminationByKubelet, Message: message}
 }

@@ -358,7 +358,7 @@ func TestEvictedPodStatus(t *testing.T) {
 	h.k.evictions.add(pod.UID, msg)
 	out, _ := h.sync(pod)
 	st, _ := h.k.status.PodStatus(pod.UID)
-	if !out.terminal || st.Phase != v1.PodFailed || st.Reason != ReasonEvicted || st.Message != msg {
+	if !out.terminal || st.Phase != v1.PodFailed || st.Reason != status.ReasonEvicted || st.Message != msg {
 		t.Fatalf("%+v: phase %s reason %q message %q", out, st.Phase, st.Reason, st.Message)
 	}
 	var disruption, ready bool
