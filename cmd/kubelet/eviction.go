@@ -21,8 +21,8 @@ import (
 
 // nodeThresholds turns the hard eviction thresholds into what the node's allocatable takes off capacity
 // (memory.available and nodefs.available, as upstream); a signal without a hard threshold takes nothing off.
-func nodeThresholds(ts []eviction.Threshold, o *options) node.Thresholds {
-	t := node.Thresholds{MemoryAvailableBytes: -1, NodeFSAvailable: -1, NodeFSInodesFree: -1, TransitionPeriod: o.evictionTransition}
+func nodeThresholds(ts []eviction.Threshold) node.Thresholds {
+	t := node.Thresholds{MemoryAvailableBytes: -1, NodeFSAvailable: -1}
 	for _, th := range ts {
 		if !th.Hard() {
 			continue
@@ -97,8 +97,13 @@ func newImageGC(ctx context.Context, o *options, d nodeDeps, recorder record.Eve
 		Keep:     []string{o.builtin.PauseImage},
 		RootDir:  o.rootDir,
 		Recorder: recorder,
-		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)},
+		NodeRef:  nodeRef(nodeName),
 	})
+}
+
+// nodeRef is what an event about the node refers to: its name as UID too, as upstream's kubelet sets it.
+func nodeRef(name string) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
 }
 
 func newEvictionManager(o *options, ts []eviction.Threshold, nodeName string, recorder record.EventRecorder, d *evictionDeps) *eviction.Manager {
@@ -115,7 +120,6 @@ func newEvictionManager(o *options, ts []eviction.Threshold, nodeName string, re
 		MemoryAvailable:   d.memoryAvailable,
 		Evicter:           eviction.EvictFunc(func(ctx context.Context, p *v1.Pod, g int64, m string) error { return d.kl.EvictPod(ctx, p, g, m) }),
 		Recorder:          recorder,
-		// Events about the node carry its name as UID, as upstream's kubelet sets it.
-		NodeRef: &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)},
+		NodeRef:           nodeRef(nodeName),
 	})
 }

@@ -112,7 +112,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		NoRegister:     !o.registerNode,
 		Labels:         o.nodeLabels,
 		Taints:         taints,
-		Eviction:       nodeThresholds(thresholds, o),
+		Eviction:       nodeThresholds(thresholds),
 		Pressure:       evictions.Pressure,
 		Health: []node.Check{{Name: "pleg", Func: func() error { return kl.Healthy() }},
 			{Name: "shutdown", Func: func() error {

@@ -94,7 +94,7 @@ func TestEvictionFlags(t *testing.T) {
 		ts[1].GracePeriod != time.Minute || o.evictionMaxPodGrace != 15 {
 		t.Errorf("thresholds %v, max grace %d", ts, o.evictionMaxPodGrace)
 	}
-	nt := nodeThresholds(ts, o)
+	nt := nodeThresholds(ts)
 	if nt.MemoryAvailableBytes != 500<<20 || nt.NodeFSAvailable != -1 || nt.NodeFSAvailableBytes != 0 {
 		t.Errorf("allocatable thresholds %+v: memory 500Mi, nodefs none (its threshold is soft)", nt)
 	}

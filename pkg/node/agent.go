@@ -34,7 +34,6 @@ type Agent struct {
 	addresses   []v1.NodeAddress
 	capacity    v1.ResourceList
 	allocatable v1.ResourceList
-	signals     func() (Signals, error)
 
 	registered     chan struct{}
 	registeredOnce sync.Once
@@ -57,7 +56,6 @@ type Agent struct {
 	images     []v1.ContainerImage
 	imagesOK   bool
 	slowAt     time.Time // when version and images were last asked for
-	tracker    pressureTracker
 	pressure   pressure
 	statusFail streak
 }
@@ -89,14 +87,11 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	a := &Agent{cfg: cfg, host: host, nodeIPs: ips, addresses: nodeAddresses(ips, cfg.Hostname),
-		registered: make(chan struct{}), resync: make(chan struct{}, 1), signals: cfg.Signals}
+		registered: make(chan struct{}), resync: make(chan struct{}, 1)}
 	a.capacity = capacity(host, cfg.MaxPods)
 	a.allocatable = allocatable(a.capacity, cfg.Reserved, cfg.Eviction)
 	a.initial = newNode(cfg.Name, cfg.Hostname, cfg.Labels, cfg.Taints)
 	a.initial.Status.Capacity, a.initial.Status.Allocatable = a.capacity, a.allocatable
-	if a.signals == nil {
-		a.signals = func() (Signals, error) { return readSignals("/", cfg.RootDir) }
-	}
 	return a, nil
 }
 
@@ -265,10 +260,6 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 	a.health.setFailures(failures)
 	if a.cfg.Pressure != nil {
 		a.pressure.memory, a.pressure.disk, a.pressure.pid = a.cfg.Pressure()
-	} else if sig, err := a.signals(); err != nil {
-		klog.FromContext(ctx).V(2).Info("Unable to read node signals, keeping the pressure conditions", "err", err.Error())
-	} else {
-		a.pressure = a.tracker.observe(underPressure(sig, a.cfg.Eviction), now, a.cfg.Eviction.TransitionPeriod)
 	}
 	h := a.host
 	return applyStatus(&n.Status, facts{

@@ -93,10 +93,7 @@ func start(t *testing.T, client *fake.Clientset, mutate func(*Config)) *harness 
 	})
 	cfg := Config{Name: "node-a", Client: kubeclienttest.Wrap(client), Runtime: h.rt, Images: h.rt, Clock: h.clock, Host: testHost(),
 		KubeletPort: 10250, Labels: map[string]string{"rack": "r1"},
-		Taints: []v1.Taint{{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule}},
-		Signals: func() (Signals, error) {
-			return Signals{MemoryAvailableBytes: 1 << 30, NodeFSAvailableBytes: -1, NodeFSInodesFree: -1, PIDsAvailable: -1}, nil
-		}}
+		Taints: []v1.Taint{{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule}}}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -404,5 +401,25 @@ func TestIdleAPIRequests(t *testing.T) {
 	t.Logf("API requests in 10 idle minutes: %d (%.1f per minute): %v", total, float64(total)/10, counts)
 	if counts["update leases"] != 60 || counts["patch nodes/status"] != 2 || total > 64 {
 		t.Errorf("requests = %v", counts)
+	}
+}
+
+// The pressure conditions are the eviction manager's (Config.Pressure), posted when they change.
+func TestPressureConditionsFollowTheEvictionManager(t *testing.T) {
+	var disk atomic.Bool
+	h := start(t, fake.NewClientset(), func(c *Config) {
+		c.Pressure = func() (bool, bool, bool) { return false, disk.Load(), false }
+	})
+	h.settle()
+	if c := conditionOf(&h.node().Status, v1.NodeDiskPressure); c.Status != v1.ConditionFalse {
+		t.Fatalf("DiskPressure %+v at start", c)
+	}
+	disk.Store(true)
+	h.step(10*time.Second, 10*time.Second)
+	if c := conditionOf(&h.node().Status, v1.NodeDiskPressure); c.Status != v1.ConditionTrue || c.Reason != "KubeletHasDiskPressure" {
+		t.Errorf("DiskPressure %+v, want True from the eviction manager", c)
+	}
+	if c := conditionOf(&h.node().Status, v1.NodeMemoryPressure); c.Status != v1.ConditionFalse {
+		t.Errorf("MemoryPressure %+v", c)
 	}
 }

@@ -2,41 +2,30 @@ package node
 
 import (
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Thresholds are the hard eviction thresholds: allocatable is capacity minus them, and the pressure
-// conditions turn True when a signal crosses them. A zero field takes upstream's default; a negative one
-// turns the threshold off.
+// Thresholds are the hard eviction thresholds that allocatable takes off capacity (the eviction manager
+// acts on them). A zero field takes upstream's default; a negative one turns the threshold off.
 type Thresholds struct {
-	// MemoryAvailableBytes: memory.available below it is memory pressure (100Mi).
+	// MemoryAvailableBytes is the memory.available threshold (100Mi).
 	MemoryAvailableBytes int64
 	// MemoryAvailableFraction, when above zero, is memory.available as a fraction of the memory capacity
 	// (memory.available<10%), in place of MemoryAvailableBytes for allocatable.
 	MemoryAvailableFraction float64
-	// NodeFSAvailable: nodefs.available below this fraction of the filesystem is disk pressure (0.10).
+	// NodeFSAvailable is the nodefs.available threshold, a fraction of the filesystem (0.10).
 	NodeFSAvailable float64
 	// NodeFSAvailableBytes, when above zero, is nodefs.available as a quantity (nodefs.available<1Gi), in
 	// place of NodeFSAvailable for allocatable.
 	NodeFSAvailableBytes int64
-	// NodeFSInodesFree: nodefs.inodesFree below this fraction of the inodes is disk pressure (0.05).
-	NodeFSInodesFree float64
-	// PIDAvailable: pid.available below this fraction of the PID limit is PID pressure. Upstream sets no
-	// such threshold, so zero leaves it off.
-	PIDAvailable float64
-	// TransitionPeriod is how long a pressure condition stays True after its signal recovered (5m).
-	TransitionPeriod time.Duration
 }
 
 // DefaultThresholds are upstream's hard eviction defaults on Linux.
 var DefaultThresholds = Thresholds{
 	MemoryAvailableBytes: 100 << 20,
 	NodeFSAvailable:      0.10,
-	NodeFSInodesFree:     0.05,
-	TransitionPeriod:     5 * time.Minute,
 }
 
 func (t Thresholds) withDefaults() Thresholds {
@@ -45,12 +34,6 @@ func (t Thresholds) withDefaults() Thresholds {
 	}
 	if t.NodeFSAvailable == 0 {
 		t.NodeFSAvailable = DefaultThresholds.NodeFSAvailable
-	}
-	if t.NodeFSInodesFree == 0 {
-		t.NodeFSInodesFree = DefaultThresholds.NodeFSInodesFree
-	}
-	if t.TransitionPeriod == 0 {
-		t.TransitionPeriod = DefaultThresholds.TransitionPeriod
 	}
 	return t
 }

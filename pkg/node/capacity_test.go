@@ -72,9 +72,8 @@ func TestCapacityAndAllocatable(t *testing.T) {
 }
 
 func TestThresholdDefaults(t *testing.T) {
-	got := Thresholds{NodeFSAvailable: -1, PIDAvailable: 0.1}.withDefaults()
-	if got.MemoryAvailableBytes != 100<<20 || got.NodeFSAvailable != -1 || got.NodeFSInodesFree != 0.05 ||
-		got.PIDAvailable != 0.1 || got.TransitionPeriod != DefaultThresholds.TransitionPeriod {
+	got := Thresholds{NodeFSAvailable: -1}.withDefaults()
+	if got.MemoryAvailableBytes != 100<<20 || got.NodeFSAvailable != -1 {
 		t.Errorf("withDefaults = %+v", got)
 	}
 }

@@ -86,7 +86,8 @@ type Config struct {
 	MaxPods int
 	// Reserved is kube-reserved plus system-reserved, taken off allocatable.
 	Reserved v1.ResourceList
-	// Eviction holds the hard eviction thresholds; upstream's defaults when zero.
+	// Eviction holds the hard eviction thresholds that allocatable takes off capacity; upstream's defaults
+	// when zero.
 	Eviction Thresholds
 	// Health are further inputs of the Ready condition (PLEG, sync loop, ...).
 	Health []Check
@@ -104,10 +105,8 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Host holds the machine's facts; read from this machine (ReadHost) when nil.
 	Host *Host
-	// Signals reads the pressure signals; read from this machine when nil.
-	Signals func() (Signals, error)
-	// Pressure, when set, gives the pressure conditions (the eviction manager's: memory, disk, PID) instead
-	// of the agent's own comparison of Signals with Eviction.
+	// Pressure gives the pressure conditions to report (the eviction manager's: memory, disk, PID); nil
+	// reports none.
 	Pressure func() (memory, disk, pid bool)
 }
 

@@ -12,5 +12,5 @@
 //
 // The package reads the host (/proc, /sys, /etc, netlink, statfs) and talks to the API server and, for its
 // version and images only, to the container runtime. It must not start, stop or change pods or containers,
-// and must not evict: it only reports pressure (the eviction manager's, when the kubelet runs one).
+// and must not evict: it only reports the pressure the eviction manager decides.
 package node
