@@ -186,22 +186,17 @@ func (m *Manager) detect(ctx context.Context) ([]candidate, error) {
 
 // uses reports whether container c runs image img (by ID, name or digest).
 func uses(c *runtimeapi.Container, img *runtimeapi.Image) bool {
-	refs := []string{c.GetImageRef(), c.GetImage().GetImage(), c.GetImageId()}
-	for _, r := range refs {
-		if r != "" && (r == img.GetId() || slices.Contains(img.GetRepoTags(), r) || slices.Contains(img.GetRepoDigests(), r)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{c.GetImageRef(), c.GetImage().GetImage(), c.GetImageId()}, func(r string) bool { return names(img, r) })
 }
 
+// kept reports whether Config.Keep names img.
 func (m *Manager) kept(img *runtimeapi.Image) bool {
-	for _, k := range m.cfg.Keep {
-		if k == img.GetId() || slices.Contains(img.GetRepoTags(), k) || slices.Contains(img.GetRepoDigests(), k) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m.cfg.Keep, func(r string) bool { return names(img, r) })
+}
+
+// names reports whether ref is img's ID, one of its tags or one of its digests.
+func names(img *runtimeapi.Image, ref string) bool {
+	return ref != "" && (ref == img.GetId() || slices.Contains(img.GetRepoTags(), ref) || slices.Contains(img.GetRepoDigests(), ref))
 }
 
 // GarbageCollect removes images unused for longer than the maximum age, then, when the image filesystem is
@@ -231,11 +226,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	used := (capacity - available) * 100 / capacity
 	klog.FromContext(ctx).Info("Image GC: image filesystem above the high threshold", "usage", fmt.Sprintf("%d%%", used),
 		"highThreshold", m.cfg.HighThresholdPercent, "bytesToFree", want)
-	freed, err := m.free(ctx, cands, want)
-	if err != nil {
-		return err
-	}
-	if freed < want {
+	if freed := m.free(ctx, cands, want); freed < want {
 		msg := fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", want, freed)
 		m.cfg.Recorder.Event(m.cfg.NodeRef, v1.EventTypeWarning, "FreeDiskSpaceFailed", msg)
 		return errors.New(msg)
@@ -250,12 +241,13 @@ func (m *Manager) DeleteUnused(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return m.free(ctx, cands, math.MaxInt64)
+	return m.free(ctx, cands, math.MaxInt64), nil
 }
 
-func (m *Manager) free(ctx context.Context, cands []candidate, want int64) (int64, error) {
+// free removes what choose picks to free want bytes, and returns the bytes removed.
+func (m *Manager) free(ctx context.Context, cands []candidate, want int64) int64 {
 	chosen, _ := choose(cands, m.cfg.Clock.Now(), m.cfg.MinAge, want)
-	return m.remove(ctx, chosen), nil
+	return m.remove(ctx, chosen)
 }
 
 // remove removes the images and returns the bytes of those removed; a removal that fails is logged and

@@ -21,11 +21,15 @@ type fakeImages struct {
 	images  []*runtimeapi.Image
 	removed []string
 	failOn  string
+	listErr error // the runtime is gone
 }
 
 func (f *fakeImages) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
 	return slices.Clone(f.images), nil
 }
 
@@ -182,5 +186,29 @@ func TestMaximumAge(t *testing.T) {
 	}
 	if got := strings.Join(f.images.removed, " "); got != "sha256:app sha256:old" {
 		t.Errorf("removed %q, want the two unused images (web runs, pause pinned, kept kept)", got)
+	}
+}
+
+// The runtime or the image filesystem's measurement going away fails the collection with an error saying
+// which (the kubelet records ImageGCFailed), and removes nothing.
+func TestCollectionWithoutTheRuntime(t *testing.T) {
+	f := newFixture(t)
+	m := f.manager(t)
+	f.clock.Step(time.Hour)
+	f.available = 0
+	f.images.listErr = errors.New("connection refused")
+	if err := m.GarbageCollect(context.Background()); err == nil || !strings.Contains(err.Error(), "list images") {
+		t.Errorf("without the runtime: %v", err)
+	}
+	if _, err := m.DeleteUnused(context.Background()); err == nil {
+		t.Error("DeleteUnused without the runtime succeeded")
+	}
+	f.images.listErr = nil
+	m.cfg.Fs = func(context.Context) (int64, int64, error) { return 0, 0, errors.New("not measured") }
+	if err := m.GarbageCollect(context.Background()); err == nil || !strings.Contains(err.Error(), "image filesystem") {
+		t.Errorf("without the filesystem's size: %v", err)
+	}
+	if len(f.images.removed) != 0 {
+		t.Errorf("removed %v on failures", f.images.removed)
 	}
 }
