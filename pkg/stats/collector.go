@@ -72,10 +72,10 @@ type Config struct {
 	ImageFs func(ctx context.Context) (volume.Usage, string, error)
 	// Volumes measures a pod's volumes by name (pkg/volume); nil: none.
 	Volumes func(uid types.UID) (map[string]volume.Usage, error)
-	// RootDir is the kubelet's root directory, whose filesystem is the nodefs; LogsDir holds the pods' logs.
 	// PodsMemory returns the memory pods may use (the node's allocatable): the pods cgroup's available
 	// memory, allocatableMemory.available, is what is left of it. Optional.
-	PodsMemory       func() int64
+	PodsMemory func() int64
+	// RootDir is the kubelet's root directory, whose filesystem is the nodefs; LogsDir holds the pods' logs.
 	RootDir, LogsDir string
 	// ProcRoot is /proc.
 	ProcRoot string
@@ -177,7 +177,6 @@ func (c *Collector) Collect(ctx context.Context) {
 	klog.FromContext(ctx).V(5).Info("Gathered node and pod stats", "pods", len(sum.Pods), "took", took, "failures", g.failures)
 }
 
-// threadCPU is the CPU time the calling thread has used.
 // podsMemory is the pods cgroup's memory limit for its available memory; 0 when unknown.
 func (c *Collector) podsMemory() uint64 {
 	if c.cfg.PodsMemory == nil {
@@ -186,6 +185,7 @@ func (c *Collector) podsMemory() uint64 {
 	return uint64(max(c.cfg.PodsMemory(), 0))
 }
 
+// threadCPU is the CPU time the calling thread has used.
 func threadCPU() time.Duration {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {

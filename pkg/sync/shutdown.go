@@ -64,7 +64,7 @@ func (k *Kubelet) ShutdownPod(ctx context.Context, pod *v1.Pod, grace time.Durat
 	t := k.clock.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if st, ok := k.workers.state(pod.UID); !ok || st >= stateTerminated {
+		if k.PodStopped(pod) {
 			if k.cfg.Client == nil || k.status.Synced(pod.UID) {
 				return nil
 			}

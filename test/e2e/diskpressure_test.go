@@ -180,12 +180,7 @@ func TestDiskPressureEviction(t *testing.T) {
 	done := busyboxPod("done", "sh", "-c", "dd if=/dev/urandom of=/layer bs=1M count=100")
 	done.Spec.RestartPolicy = v1.RestartPolicyNever
 	n.createPod(done)
-	n.waitPod("done", 60*time.Second, "done Succeeded", func(p *v1.Pod) error {
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	n.waitPod("done", 60*time.Second, "done Succeeded", inPhase(v1.PodSucceeded, ""))
 
 	filler := busyboxPod("filler", "sh", "-c", "dd if=/dev/urandom of=/data/fill bs=1M count=800 && sleep 3600")
 	filler.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
@@ -193,13 +188,8 @@ func TestDiskPressureEviction(t *testing.T) {
 	n.createPod(filler)
 	var sawPressure bool
 	evicted := n.waitPod("filler", 3*time.Minute, "filler evicted", func(p *v1.Pod) error {
-		if !sawPressure && nodeCondition(t, n, v1.NodeDiskPressure) == v1.ConditionTrue {
-			sawPressure = true
-		}
-		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "Evicted" {
-			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
-		}
-		return nil
+		sawPressure = sawPressure || nodeCondition(t, n, v1.NodeDiskPressure) == v1.ConditionTrue
+		return inPhase(v1.PodFailed, "Evicted")(p)
 	})
 	if !strings.Contains(evicted.Status.Message, "The node was low on resource: ephemeral-storage.") {
 		t.Errorf("eviction message %q", evicted.Status.Message)
@@ -227,12 +217,7 @@ func TestDiskPressureEviction(t *testing.T) {
 	if err != nil || len(ctrs) != 0 {
 		t.Errorf("the finished pod's container is still there (%d, %v): dead containers go before pods", len(ctrs), err)
 	}
-	n.waitPod("done", 10*time.Second, "done still Succeeded in the API", func(p *v1.Pod) error {
-		if p.Status.Phase != v1.PodSucceeded {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	n.waitPod("done", 10*time.Second, "done still Succeeded in the API", inPhase(v1.PodSucceeded, ""))
 	b := n.waitPod("bystander", 10*time.Second, "bystander still Ready", ready)
 	if b.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Error("the bystander restarted")

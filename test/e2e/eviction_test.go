@@ -50,13 +50,8 @@ func TestMemoryPressureEviction(t *testing.T) {
 		`x=$(head -c %dm /dev/zero | tr "\0" a); echo filled; while true; do sleep 1; done`, hog)))
 	var sawPressure bool
 	evicted := n.waitPod("hog", 90*time.Second, "hog evicted", func(p *v1.Pod) error {
-		if !sawPressure && nodeCondition(t, n, v1.NodeMemoryPressure) == v1.ConditionTrue {
-			sawPressure = true
-		}
-		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "Evicted" {
-			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
-		}
-		return nil
+		sawPressure = sawPressure || nodeCondition(t, n, v1.NodeMemoryPressure) == v1.ConditionTrue
+		return inPhase(v1.PodFailed, "Evicted")(p)
 	})
 	if !strings.Contains(evicted.Status.Message, "The node was low on resource: memory.") ||
 		!strings.Contains(evicted.Status.Message, fmt.Sprintf("Threshold quantity: %dMi", threshold)) {
@@ -106,12 +101,7 @@ func TestMemoryPressureEviction(t *testing.T) {
 	latecomer := busyboxPod("latecomer", "sleep", "3600")
 	latecomer.Spec.NodeName = n.name
 	n.createPod(latecomer)
-	late := n.waitPod("latecomer", 30*time.Second, "latecomer refused", func(p *v1.Pod) error {
-		if p.Status.Phase != v1.PodFailed {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
+	late := n.waitPod("latecomer", 30*time.Second, "latecomer refused", inPhase(v1.PodFailed, ""))
 	if late.Status.Reason != "Evicted" || !strings.Contains(late.Status.Message, "MemoryPressure") {
 		t.Errorf("latecomer: reason %q message %q, want Evicted naming MemoryPressure", late.Status.Reason, late.Status.Message)
 	}
@@ -162,12 +152,7 @@ func TestEphemeralStorageLimitEviction(t *testing.T) {
 	n.createPod(busyboxPod("bystander", "sh", "-c", "dd if=/dev/zero of=/big bs=1M count=30 && sleep 3600"))
 	n.waitPod("bystander", 60*time.Second, "bystander Ready", ready)
 	// Filesystem usage is measured once a minute (and when a pod is first seen): allow two measurements.
-	evicted := n.waitPod("writer", 150*time.Second, "writer evicted", func(p *v1.Pod) error {
-		if p.Status.Phase != v1.PodFailed || p.Status.Reason != "Evicted" {
-			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
-		}
-		return nil
-	})
+	evicted := n.waitPod("writer", 150*time.Second, "writer evicted", inPhase(v1.PodFailed, "Evicted"))
 	if !strings.Contains(evicted.Status.Message, "10Mi") || !strings.Contains(evicted.Status.Message, "ephemeral") {
 		t.Errorf("message %q does not name the ephemeral storage limit", evicted.Status.Message)
 	}
@@ -177,5 +162,15 @@ func TestEphemeralStorageLimitEviction(t *testing.T) {
 	}
 	if c := nodeCondition(t, n, v1.NodeDiskPressure); c != v1.ConditionFalse {
 		t.Errorf("DiskPressure %q: a pod over its own limit is not node pressure", c)
+	}
+}
+
+// inPhase is a waitPod condition: the pod is in phase, with reason when one is given.
+func inPhase(phase v1.PodPhase, reason string) func(*v1.Pod) error {
+	return func(p *v1.Pod) error {
+		if p.Status.Phase != phase || reason != "" && p.Status.Reason != reason {
+			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
+		}
+		return nil
 	}
 }
