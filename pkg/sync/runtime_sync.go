@@ -21,7 +21,6 @@ import (
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
-	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // runtimeResult is what syncRuntime did.
@@ -45,7 +44,7 @@ func (r *runtimeResult) requeueIn(d time.Duration) {
 
 // syncRuntime applies computePodActions: kill what must go, create the sandbox, start ephemeral
 // containers, init containers in order, then app containers.
-func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, volumes map[string]volume.Mounted, actuated map[string]v1.ResourceRequirements) runtimeResult {
+func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodState, cgroupParent string, mount *pendingMount, actuated map[string]v1.ResourceRequirements) runtimeResult {
 	var r runtimeResult
 	a := computePodActions(pod, state)
 	addResizeRestarts(&a, pod, state, actuated)
@@ -91,7 +90,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		r.changed = true
 	}
 
-	env := &startEnv{sandboxID: a.SandboxID, volumes: volumes, state: state}
+	env := &startEnv{sandboxID: a.SandboxID, state: state}
 	if !a.CreateSandbox && len(a.InitToStart)+len(a.ContainersToStart)+len(a.EphemeralToStart) == 0 {
 		return r // nothing to start: no sandbox config to build
 	}
@@ -132,6 +131,10 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		}
 	}
 
+	var err error
+	if env.volumes, err = mount.wait(); err != nil {
+		return r // syncPod reports the volumes' failure; no container starts without its volumes
+	}
 	// Ephemeral containers first, as upstream: a debug container starts even when an init container fails.
 	for _, i := range a.EphemeralToStart {
 		k.startContainer(ctx, pod, ephemeralSpec(pod, i), containerTypeEphemeral, env, &r)

@@ -95,16 +95,20 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 		return syncOutcome{}, fmt.Errorf("ensure pod cgroup: %w", err)
 	}
 	failpoint.Hit(failpoint.AfterPodCgroup)
-	t0 = k.clock.Now()
-	volumes, err := k.volumes.MountPod(ctx, pod)
-	k.debug.mountResult(pod.UID, err)
-	if err != nil {
-		k.recordMountFailure(pod, err)
-		return syncOutcome{}, fmt.Errorf("mount volumes: %w", err)
+	beside := len(readySandboxes(state)) == 0 // the volumes are mounted while the sandbox is created
+	mount := k.mountVolumes(ctx, pod, beside)
+	if !beside {
+		if _, err := mount.wait(); err != nil {
+			k.recordMountFailure(pod, err)
+			return syncOutcome{}, fmt.Errorf("mount volumes: %w", err)
+		}
 	}
-	k.debug.step(pod.UID, "volumes", fmt.Sprintf("%d volumes", len(volumes)), t0, k.clock.Now())
 
-	res := k.syncRuntime(ctx, pod, state, cgroupParent, volumes, actuated)
+	res := k.syncRuntime(ctx, pod, state, cgroupParent, mount, actuated)
+	if _, err := mount.wait(); err != nil { // the sandbox was created meanwhile; the containers wait
+		k.recordMountFailure(pod, err)
+		return syncOutcome{changed: res.changed}, errors.Join(fmt.Errorf("mount volumes: %w", err), res.err)
+	}
 	if res.resizeErr == nil && upper != pod {
 		if _, err := k.cgroups.EnsurePod(ctx, pod); err != nil {
 			res.resizeErr = fmt.Errorf("resize pod cgroup: %w", err)

@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,3 +20,40 @@ type PodVolumes interface {
 }
 
 var _ PodVolumes = (*volume.Manager)(nil)
+
+// pendingMount is one MountPod of a sync. A pod that has no sandbox yet mounts its volumes while the sandbox
+// and its network are created (about a second in a burst), since only the containers need them: the token
+// request and the object reads then cost a pod nothing on its way to Ready. The price, unlike upstream, is
+// a sandbox (and an IP) for a pod whose volumes cannot be set up; its containers still wait, and the pod stays
+// ContainerCreating with its FailedMount event. A pod that has a sandbox mounts first, as upstream does.
+type pendingMount struct {
+	done    chan struct{}
+	volumes map[string]volume.Mounted
+	err     error
+}
+
+// mountVolumes runs MountPod for pod, beside the caller when background is set.
+func (k *Kubelet) mountVolumes(ctx context.Context, pod *v1.Pod, background bool) *pendingMount {
+	m := &pendingMount{done: make(chan struct{})}
+	run := func() {
+		defer close(m.done)
+		t0 := k.clock.Now()
+		m.volumes, m.err = k.volumes.MountPod(ctx, pod)
+		k.debug.mountResult(pod.UID, m.err)
+		if m.err == nil {
+			k.debug.step(pod.UID, "volumes", fmt.Sprintf("%d volumes", len(m.volumes)), t0, k.clock.Now())
+		}
+	}
+	if background {
+		go run()
+	} else {
+		run()
+	}
+	return m
+}
+
+// wait returns MountPod's result once it is there.
+func (m *pendingMount) wait() (map[string]volume.Mounted, error) {
+	<-m.done
+	return m.volumes, m.err
+}
