@@ -11,6 +11,9 @@ NODEAGENT_CTRD_LOG=/var/log/nodeagent/containerd.log
 NODEAGENT_CNI_CONF_DIR=/etc/nodeagent/cni/net.d
 NODEAGENT_CNI_BIN_DIR=/usr/lib/cni
 NODEAGENT_IMAGE_DIR=/var/lib/nodeagent/images
+# Registry host configuration (containerd's certs.d format), read by both the built-in runtime and
+# containerd's CRI plugin. Setup writes none.
+NODEAGENT_REGISTRY_HOSTS_DIR=/etc/nodeagent/certs.d
 NODEAGENT_BIN_DIR=/var/lib/nodeagent/bin
 NODEAGENT_PAUSE_IMAGE=localhost/pause:3.10
 NODEAGENT_BUSYBOX_IMAGE=localhost/busybox:1.35

@@ -112,14 +112,14 @@ write_containerd_config() {
 		    max_conf_num = 1
 
 		  [plugins."io.containerd.grpc.v1.cri".registry]
-		    config_path = "/etc/nodeagent/containerd/certs.d"
+		    config_path = "$NODEAGENT_REGISTRY_HOSTS_DIR"
 	TOML
 		CONTAINERD_CONFIG_CHANGED=1
 		say "containerd config: wrote $NODEAGENT_CTRD_CONFIG"
 	else
 		say "containerd config: up to date"
 	fi
-	mkdir -p /etc/nodeagent/containerd/certs.d
+	mkdir -p "$NODEAGENT_REGISTRY_HOSTS_DIR"
 }
 
 write_cni_config() {

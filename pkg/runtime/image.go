@@ -15,7 +15,6 @@ import (
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/remotes/docker"
-	"github.com/containerd/containerd/remotes/docker/config"
 	"github.com/distribution/reference"
 	digest "github.com/opencontainers/go-digest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -153,6 +152,9 @@ func (r *Runtime) toCRIImage(ctx context.Context, id digest.Digest, imgs []image
 		if pause, err := normalizeRef(r.cfg.PauseImage); err == nil && img.Name == pause {
 			out.Pinned = true
 		}
+		if img.Labels[labelPinned] == pinnedValue { // preloaded
+			out.Pinned = true
+		}
 	}
 	if size, err := r.imageSize(ctx, imgs[0]); err == nil {
 		out.Size = uint64(size)
@@ -224,10 +226,19 @@ func (r *Runtime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter
 	return out, nil
 }
 
+// labelPinned marks an image to keep, as containerd's CRI plugin marks its pinned images.
+const (
+	labelPinned = "io.cri-containerd.pinned"
+	pinnedValue = "pinned"
+)
+
 // ImageStatus returns the image a reference or ID names, or a nil image when it is not present.
 func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
 	ctx = r.ns(ctx)
 	imgs, err := r.findImages(ctx, image.GetImage())
+	if errdefs.IsNotFound(err) && r.preload != nil && r.preload.sync(ctx) > 0 {
+		imgs, err = r.findImages(ctx, image.GetImage()) // an archive dropped in just now may hold it
+	}
 	if errdefs.IsNotFound(err) {
 		return &runtimeapi.ImageStatusResponse{}, nil
 	}
@@ -245,18 +256,15 @@ func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, 
 	return &runtimeapi.ImageStatusResponse{Image: ci}, nil
 }
 
-// PullImage pulls an image from its registry (plain HTTP is tried for registries on localhost), with the
-// credentials given, unpacks it and returns its image ID.
+// PullImage pulls an image from its registry, or the mirrors the registry host configuration names for it
+// (registryHosts), with the credentials given, unpacks it and returns its image ID.
 func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	ctx = r.ns(ctx)
 	ref, err := normalizeRef(image.GetImage())
 	if err != nil {
 		return "", err
 	}
-	hosts := config.ConfigureHosts(ctx, config.HostOptions{
-		Credentials: func(host string) (string, string, error) { return credentials(auth, host) },
-	})
-	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: registryHosts(ctx, r.cfg.RegistryHostsDir, auth)})
 	defer r.names.drop(ref) // the name may point at another image now
 	// The pull's lease is ours, so that it is released even when ctx is cancelled or times out: containerd's
 	// client would release its own with the ended ctx, which fails and leaves the lease (and what it holds,

@@ -52,6 +52,12 @@ type Config struct {
 	// PauseImage is the sandbox image; PauseImageArchive, when set, is imported if the image is missing.
 	PauseImage        string
 	PauseImageArchive string
+	// RegistryHostsDir is containerd's certs.d-style registry host configuration (<dir>/<host>/hosts.toml):
+	// mirrors, plain HTTP, private CAs, client certificates. Empty: every registry as its name says.
+	RegistryHostsDir string
+	// ImagePreloadDir holds OCI and docker archives imported at start and whenever new ones appear (air-gapped
+	// nodes). Empty: none.
+	ImagePreloadDir string
 	// ImageFsDir is the directory whose filesystem holds images (containerd's root), for ImageFsInfo.
 	ImageFsDir string
 	// ContainerdStateDir is containerd's state directory, where it keeps the address of each task's shim:
@@ -73,6 +79,8 @@ type Runtime struct {
 	names  *nameCache
 	io     *ioRegistry
 	events *eventHub
+	// preload imports the archives of the image preload directory; nil without one.
+	preload *preloader
 
 	// sandboxLocks serialises the lifecycle calls of one sandbox (run/stop/remove), so a stop racing a
 	// remove never tears the network down twice.
@@ -143,6 +151,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		events:  newEventHub(),
 	}
 	ctx = r.ns(ctx)
+	if cfg.ImagePreloadDir != "" {
+		r.preload = newPreloader(r, cfg.ImagePreloadDir, cfg.StateDir)
+		r.preload.sync(ctx) // the pause image may come from there
+	}
 	if err := r.ensurePauseImage(ctx); err != nil {
 		client.Close()
 		return nil, err
@@ -154,6 +166,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.stop = make(chan struct{})
 	go r.watchEvents(context.WithoutCancel(ctx))
 	go r.reconcileLoop(context.WithoutCancel(ctx), r.stop)
+	if r.preload != nil {
+		go r.preload.run(context.WithoutCancel(ctx), r.stop)
+	}
 	return r, nil
 }
 

@@ -106,7 +106,9 @@ func TestSyncPodMountFailureKeepsContainersWaiting(t *testing.T) {
 			t.Fatalf("sync %d: status %+v", i, st.ContainerStatuses)
 		}
 	}
-	vols.set(func(context.Context, *v1.Pod) (map[string]volume.Mounted, error) { return map[string]volume.Mounted{}, nil })
+	vols.set(func(context.Context, *v1.Pod) (map[string]volume.Mounted, error) {
+		return map[string]volume.Mounted{}, nil
+	})
 	if _, err := h.sync(pod); err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,10 +25,6 @@ const (
 // startRegistry runs Debian's docker-registry (distribution v2) on loopback with htpasswd authentication.
 func startRegistry(t *testing.T) {
 	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		t.Fatalf("docker-registry is not installed (hack/setup.sh installs it): %v", err)
-	}
 	dir := t.TempDir()
 	hash, err := bcrypt.GenerateFromPassword([]byte(registryPass), bcrypt.DefaultCost)
 	if err != nil {
@@ -41,40 +34,7 @@ func startRegistry(t *testing.T) {
 	if err := os.WriteFile(htpasswd, []byte(registryUser+":"+string(hash)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`version: 0.1
-log:
-  level: error
-storage:
-  filesystem:
-    rootdirectory: %s
-http:
-  addr: %s
-auth:
-  htpasswd:
-    realm: nodeagent-e2e
-    path: %s
-`, filepath.Join(dir, "data"), registryAddr, htpasswd)
-	cfgPath := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", cfgPath)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	exited, err := startChild(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	eventually(t, 15*time.Second, "registry listening", func() error {
-		c, err := net.DialTimeout("tcp", registryAddr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
+	registryServer{addr: registryAddr, storage: filepath.Join(dir, "data"), htpasswd: htpasswd}.serve(t)
 }
 
 // pushBusybox pushes the host's busybox as repo:tag to the test registry, its image spec changed by edits.

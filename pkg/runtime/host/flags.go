@@ -22,6 +22,8 @@ type Flags struct {
 	CNIBinDir           string // comma-separated
 	PauseImage          string
 	PauseImageArchive   string
+	RegistryHostsDir    string // containerd's certs.d format: <dir>/<host>/hosts.toml
+	ImagePreloadDir     string // archives imported at start and when they appear
 	// RootDir holds the runtime's state (<root>/runtime) and the CNI cache (<root>/cni-cache): the kubelet's
 	// --root-dir, so that the kubelet and noderuntime find each other's pods.
 	RootDir string
@@ -42,6 +44,8 @@ func Defaults() Flags {
 		CNIBinDir:           "/usr/lib/cni",
 		PauseImage:          "localhost/pause:3.10",
 		PauseImageArchive:   "/var/lib/nodeagent/images/pause.tar",
+		RegistryHostsDir:    "/etc/nodeagent/certs.d",
+		ImagePreloadDir:     "/var/lib/nodeagent/images",
 		RootDir:             "/var/lib/kubelet",
 		LockDir:             "/run/nodeagent",
 	}
@@ -60,6 +64,8 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet, prefix string) {
 	fs.StringVar(&f.CNIBinDir, "cni-bin-dir", f.CNIBinDir, prefix+"directories of CNI plugins, comma-separated.")
 	fs.StringVar(&f.PauseImage, "pod-infra-container-image", f.PauseImage, prefix+"the pause image (pinned: image removal leaves it).")
 	fs.StringVar(&f.PauseImageArchive, "pod-infra-container-image-archive", f.PauseImageArchive, prefix+"OCI archive imported when the pause image is missing.")
+	fs.StringVar(&f.RegistryHostsDir, "registry-hosts-dir", f.RegistryHostsDir, prefix+"registry host configuration in containerd's certs.d format (<dir>/<registry host>/hosts.toml): mirrors, plain HTTP, private CAs, client certificates. Empty: none.")
+	fs.StringVar(&f.ImagePreloadDir, "image-preload-dir", f.ImagePreloadDir, prefix+"OCI and docker image archives (.tar, .tar.gz, .tar.zst) dropped here are imported, with the names they carry, at start and when they appear. Empty: none.")
 }
 
 // CNIBinDirs splits CNIBinDir.
@@ -84,6 +90,8 @@ func (f Flags) RuntimeConfig() runtime.Config {
 		ContainerdStateDir: f.ContainerdState,
 		PauseImage:         f.PauseImage,
 		PauseImageArchive:  f.PauseImageArchive,
+		RegistryHostsDir:   f.RegistryHostsDir,
+		ImagePreloadDir:    f.ImagePreloadDir,
 		Network:            cni.New(cni.Config{ConfDir: f.CNIConfDir, BinDirs: f.CNIBinDirs(), CacheDir: filepath.Join(f.RootDir, "cni-cache")}),
 	}
 }

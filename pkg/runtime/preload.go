@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/archive/compression"
+	"github.com/containerd/containerd/errdefs"
+
+	"github.com/nodeagent/kubelet/internal/atomicfile"
+)
+
+const (
+	// preloadInterval is how often the preload directory is looked at for new archives; a pod whose image is
+	// missing makes the runtime look at once.
+	preloadInterval = 5 * time.Second
+	// preloadSettle is how long an archive must be unchanged before a failure to import it is reported and
+	// kept: one still being copied in is tried again on the next look rather than taken for a broken one.
+	preloadSettle = 2 * time.Second
+)
+
+// preloadSuffixes are the archives imported: OCI or docker (`docker save`) tarballs, plain, gzip or zstd.
+var preloadSuffixes = []string{".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", ".tzst"}
+
+// preloader imports the OCI and docker archives dropped into a directory, with the names they carry, as
+// k3s's air-gap images directory does: at start, whenever new or changed files appear, and at once when an
+// image is asked for that is not present. An archive that cannot be imported is reported once and left in
+// place; it is tried again only when it changes. What was imported is kept in a state file, so that a restart
+// does not import it again while its images are still there.
+type preloader struct {
+	dir   string
+	state string // the state file
+	now   func() time.Time
+	// importFile imports one archive and returns the names of its images; present says whether an image
+	// is there. The runtime's own, or a test's.
+	importFile func(ctx context.Context, path string) ([]string, error)
+	present    func(ctx context.Context, name string) bool
+
+	mu     sync.Mutex // one look at the directory at a time
+	stamps map[string]archiveStamp
+	loaded bool
+}
+
+// archiveStamp identifies one version of an archive file, with what importing it gave.
+type archiveStamp struct {
+	Size    int64    `json:"size"`
+	ModTime int64    `json:"modTime"` // Unix nanoseconds
+	Images  []string `json:"images,omitempty"`
+	Failed  string   `json:"-"` // the error of the last import of this version; not kept across restarts
+}
+
+func (s archiveStamp) same(o archiveStamp) bool { return s.Size == o.Size && s.ModTime == o.ModTime }
+
+func newPreloader(rt *Runtime, dir, stateDir string) *preloader {
+	return &preloader{
+		dir: dir, state: filepath.Join(stateDir, "preloaded-images.json"), now: rt.clock.Now,
+		importFile: rt.importArchiveFile,
+		present: func(ctx context.Context, name string) bool {
+			_, err := rt.client.ImageService().Get(ctx, name)
+			return !errdefs.IsNotFound(err)
+		},
+		stamps: map[string]archiveStamp{},
+	}
+}
+
+// isArchive says whether a file name in the directory is one to import: not hidden, with an archive suffix.
+func isArchive(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	for _, s := range preloadSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// sync imports the archives that are new or changed since they were last imported or failed. It returns
+// how many it imported.
+func (p *preloader) sync(ctx context.Context) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.loaded {
+		p.load(ctx)
+		p.loaded = true
+	}
+	entries, err := os.ReadDir(p.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		logger(ctx).Error(err, "Reading the image preload directory failed", "dir", p.dir)
+		return 0
+	}
+	now := p.now()
+	imported, changed := 0, false
+	present := map[string]bool{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isArchive(e.Name()) {
+			continue
+		}
+		present[e.Name()] = true
+		info, err := e.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		stamp := archiveStamp{Size: info.Size(), ModTime: info.ModTime().UnixNano()}
+		if old, ok := p.stamps[e.Name()]; ok && old.same(stamp) {
+			continue // imported, or failed and reported, in this version
+		}
+		path := filepath.Join(p.dir, e.Name())
+		names, err := p.importFile(ctx, path)
+		if err != nil && now.Sub(info.ModTime()) < preloadSettle && now.After(info.ModTime().Add(-time.Minute)) {
+			continue // perhaps still being written: the next look tries again, and reports a settled failure
+		}
+		if err != nil {
+			stamp.Failed = err.Error()
+			logger(ctx).Error(err, "Importing a preloaded image archive failed; it is left in place and tried again when it changes", "archive", path)
+		} else {
+			stamp.Images = names
+			imported++
+			logger(ctx).Info("Imported preloaded images", "archive", path, "images", names)
+		}
+		p.stamps[e.Name()] = stamp
+		changed = true
+	}
+	for name := range p.stamps {
+		if !present[name] {
+			delete(p.stamps, name)
+			changed = true
+		}
+	}
+	if changed {
+		p.save(ctx)
+	}
+	return imported
+}
+
+// importArchiveFile imports an archive file, plain or compressed.
+func (r *Runtime) importArchiveFile(ctx context.Context, path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	stream, err := compression.DecompressStream(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer stream.Close()
+	names, err := r.ImportImage(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s holds no named image", path)
+	}
+	for _, n := range names {
+		if err := r.pin(ctx, n); err != nil {
+			return nil, fmt.Errorf("%s: pin %s: %w", path, n, err)
+		}
+		r.names.drop(n)
+	}
+	return names, nil
+}
+
+// pin labels an image as containerd's CRI plugin labels the images it must keep (k3s does the same with its
+// air-gap images): image garbage collection leaves it, since on a node without a registry it could not come
+// back.
+func (r *Runtime) pin(ctx context.Context, name string) error {
+	img, err := r.client.ImageService().Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if img.Labels[labelPinned] == pinnedValue {
+		return nil
+	}
+	if img.Labels == nil {
+		img.Labels = map[string]string{}
+	}
+	img.Labels[labelPinned] = pinnedValue
+	_, err = r.client.ImageService().Update(ctx, img, "labels."+labelPinned)
+	return err
+}
+
+// load reads what an earlier run imported, keeping the archives whose images are all still present.
+func (p *preloader) load(ctx context.Context) {
+	data, err := os.ReadFile(p.state)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			logger(ctx).Error(err, "Reading the preloaded images' state failed; archives are imported again", "file", p.state)
+		}
+		return
+	}
+	var stamps map[string]archiveStamp
+	if err := json.Unmarshal(data, &stamps); err != nil {
+		logger(ctx).Error(err, "The preloaded images' state does not parse; archives are imported again", "file", p.state)
+		return
+	}
+	for name, s := range stamps {
+		if len(s.Images) > 0 && !slices.ContainsFunc(s.Images, func(img string) bool { return !p.present(ctx, img) }) {
+			p.stamps[name] = s
+		}
+	}
+}
+
+func (p *preloader) save(ctx context.Context) {
+	kept := map[string]archiveStamp{}
+	for name, s := range p.stamps {
+		if s.Failed == "" {
+			kept[name] = s
+		}
+	}
+	data, err := json.Marshal(kept)
+	if err == nil {
+		err = atomicfile.Write(p.state, data, 0o600)
+	}
+	if err != nil {
+		logger(ctx).Error(err, "Writing the preloaded images' state failed", "file", p.state)
+	}
+}
+
+// run looks at the directory every preloadInterval until stop is closed.
+func (p *preloader) run(ctx context.Context, stop <-chan struct{}) {
+	t := time.NewTicker(preloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			p.sync(ctx)
+		}
+	}
+}
