@@ -59,7 +59,7 @@ func TestPreloader(t *testing.T) {
 	writeAged(t, filepath.Join(dir, "broken.tar"), "bad archive", time.Minute, now)
 	writeAged(t, filepath.Join(dir, "notes.txt"), "not an archive", time.Minute, now)
 	writeAged(t, filepath.Join(dir, ".partial.tar"), "hidden", time.Minute, now)
-	writeAged(t, filepath.Join(dir, "fresh.tar"), "good", 0, now)        // just moved in: imported at once
+	writeAged(t, filepath.Join(dir, "fresh.tar"), "good", 0, now)         // just moved in: imported at once
 	writeAged(t, filepath.Join(dir, "copying.tar"), "bad so far", 0, now) // still being written
 	if err := os.Mkdir(filepath.Join(dir, "dir.tar"), 0o755); err != nil {
 		t.Fatal(err)
