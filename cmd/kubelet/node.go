@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
+	"github.com/nodeagent/kubelet/pkg/imagecreds"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/node"
@@ -46,6 +47,8 @@ type nodeDeps struct {
 	images    cri.ImageManagerService
 	streaming server.StreamingRuntime // nil with a remote runtime
 	builtin   *runtime.Runtime        // the built-in runtime; nil with a remote one
+	// credentials are the node's own image pull credentials (docker config file, credential provider plugins).
+	credentials *imagecreds.Node
 }
 
 // eventHoldMax bounds how long an event's write waits while pods are being started.
@@ -171,6 +174,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		PressureAdmit:         evictions.Admit,
 		SyncFrequency:         o.syncFrequency,
 		MaxParallelImagePulls: o.imagePullParallel,
+		Credentials:           d.credentials,
 		ManifestDir:           o.podManifestPath,
 		ClusterDNS:            o.clusterDNSIPs(),
 		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),

@@ -81,6 +81,10 @@ type options struct {
 	evictionMaxPodGrace                                               int64
 	evictionTransition                                                time.Duration
 
+	// Exec credential provider plugins, as upstream's flags (upstream has no configuration-file fields for them).
+	imageCredentialProviderConfig string
+	imageCredentialProviderBinDir string
+
 	// Image garbage collection, as upstream's flags and fields.
 	imageGCHigh, imageGCLow int
 	imageGCMinAge           time.Duration
@@ -177,6 +181,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.imageGCHigh, "image-gc-high-threshold", o.imageGCHigh, "Percent of the image filesystem used above which unused images are removed, least recently used first (100 turns image garbage collection off).")
 	fs.IntVar(&o.imageGCLow, "image-gc-low-threshold", o.imageGCLow, "Percent of the image filesystem used that image garbage collection frees down to.")
 	fs.DurationVar(&o.imageGCMinAge, "image-minimum-gc-age", o.imageGCMinAge, "Least time since an image was first seen before it may be removed.")
+	fs.StringVar(&o.imageCredentialProviderConfig, "image-credential-provider-config", o.imageCredentialProviderConfig, "A CredentialProviderConfig file (kubelet.config.k8s.io/v1, YAML or JSON), or a directory of such files (*.json, *.yaml, *.yml, merged in lexical order): the exec plugins that give image pull credentials for the images their matchImages match. Needs --image-credential-provider-bin-dir.")
+	fs.StringVar(&o.imageCredentialProviderBinDir, "image-credential-provider-bin-dir", o.imageCredentialProviderBinDir, "The directory of the credential provider plugins' binaries, each named as its provider.")
 	fs.BoolVar(&o.debugTimelines, "debug-timelines", o.debugTimelines, "Record each pod's startup timeline for the debug page (/debug/pods).")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 }
@@ -222,6 +228,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("shutdownGracePeriodCriticalPods (%v) must not be longer than shutdownGracePeriod (%v)", o.shutdownGracePeriodCriticalPods, o.shutdownGracePeriod)
 	case len(o.shutdownByPriority) > 0 && o.shutdownGracePeriod > 0:
 		return fmt.Errorf("shutdownGracePeriodByPodPriority cannot be set with shutdownGracePeriod")
+	case (o.imageCredentialProviderConfig == "") != (o.imageCredentialProviderBinDir == ""):
+		return fmt.Errorf("--image-credential-provider-config and --image-credential-provider-bin-dir go together")
 	}
 	if _, err := o.logMaxSize(); err != nil {
 		return err

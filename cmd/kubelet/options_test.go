@@ -43,6 +43,11 @@ func TestValidate(t *testing.T) {
 		{"image gc high over 100", func(o *options) { o.imageGCHigh = 101 }, "--image-gc-high-threshold"},
 		{"image gc off", func(o *options) { o.imageGCHigh = 100 }, ""},
 		{"image gc negative age", func(o *options) { o.imageGCMinAge = -time.Second }, "--image-minimum-gc-age"},
+		{"credential provider config alone", func(o *options) { o.imageCredentialProviderConfig = "/etc/kubelet/credential-providers.yaml" }, "--image-credential-provider-bin-dir"},
+		{"credential provider bin dir alone", func(o *options) { o.imageCredentialProviderBinDir = "/usr/libexec/kubelet" }, "--image-credential-provider-config"},
+		{"credential providers", func(o *options) {
+			o.imageCredentialProviderConfig, o.imageCredentialProviderBinDir = "/etc/kubelet/credential-providers.yaml", "/usr/libexec/kubelet"
+		}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

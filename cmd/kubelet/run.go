@@ -33,6 +33,10 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	creds, err := nodeCredentials(ctx, o)
+	if err != nil {
+		return err
+	}
 
 	rt, images, streaming, closeRuntime, err := startRuntime(ctx, o)
 	if err != nil {
@@ -71,7 +75,7 @@ func run(ctx context.Context, o *options) error {
 	builtin, _ := rt.(*runtime.Runtime)
 	err = runNode(ctx, o, nodeDeps{
 		name: nodeName, clients: clients, clientCA: clientCA,
-		runtime: rt, images: images, streaming: streaming, builtin: builtin,
+		runtime: rt, images: images, streaming: streaming, builtin: builtin, credentials: creds,
 	})
 	if cause := context.Cause(ctx); errors.Is(cause, errAPIServerExited) {
 		return cause

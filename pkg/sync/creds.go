@@ -1,117 +1,45 @@
 package podsync
 
 import (
+	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
-	"net/url"
-	"sort"
-	"strings"
 
-	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/imagecreds"
 )
 
-// dockerConfigEntry is one registry's credentials in a docker config.
-type dockerConfigEntry struct {
-	Username      string `json:"username,omitempty"`
-	Password      string `json:"password,omitempty"`
-	Auth          string `json:"auth,omitempty"`
-	IdentityToken string `json:"identitytoken,omitempty"`
-	RegistryToken string `json:"registrytoken,omitempty"`
+// NodeCredentials gives the node's own registry credentials for a repository (imagecreds.Repository's form):
+// its docker config file and credential provider plugins. An error is a provider's failure, reported with the
+// credentials found; the pull goes on without that provider's.
+type NodeCredentials interface {
+	Lookup(ctx context.Context, repo string) ([]*runtimeapi.AuthConfig, error)
 }
 
-// matchCredentials returns the credentials of the secrets (kubernetes.io/dockerconfigjson or dockercfg)
-// that apply to image's registry, most specific registry entry first.
-func matchCredentials(secrets []*v1.Secret, image string) []*runtimeapi.AuthConfig {
-	named, err := reference.ParseNormalizedNamed(image)
-	if err != nil {
-		return nil
-	}
-	host := reference.Domain(named)
-	type match struct {
-		specificity int
-		auth        *runtimeapi.AuthConfig
-	}
-	var matches []match
-	for _, s := range secrets {
-		for key, e := range dockerEntries(s) {
-			regHost, regPath := splitRegistry(key)
-			if !sameRegistry(regHost, host) {
-				continue
-			}
-			if regPath != "" && !strings.HasPrefix(reference.Path(named)+"/", regPath+"/") {
-				continue
-			}
-			// No ServerAddress, as upstream: containerd's CRI plugin parses it as a URL and, for a bare
-			// host (127.0.0.1:5000) or one that is not the host it contacts (docker.io is served by
-			// registry-1.docker.io), sends no credentials at all. The secret was already matched here.
-			auth := &runtimeapi.AuthConfig{
-				Username: e.Username, Password: e.Password,
-				IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken,
-			}
-			if e.Auth != "" && auth.Username == "" {
-				if raw, err := base64.StdEncoding.DecodeString(e.Auth); err == nil {
-					if u, pw, ok := strings.Cut(string(raw), ":"); ok {
-						auth.Username, auth.Password = u, pw
-					}
-				}
-			}
-			matches = append(matches, match{len(regHost) + len(regPath), auth})
-		}
-	}
-	sort.SliceStable(matches, func(i, j int) bool { return matches[i].specificity > matches[j].specificity })
-	out := make([]*runtimeapi.AuthConfig, 0, len(matches))
-	for _, m := range matches {
-		out = append(out, m.auth)
-	}
-	return out
-}
+var _ NodeCredentials = (*imagecreds.Node)(nil)
 
-func dockerEntries(s *v1.Secret) map[string]dockerConfigEntry {
-	switch s.Type {
-	case v1.SecretTypeDockerConfigJson:
-		var cfg struct {
-			Auths map[string]dockerConfigEntry `json:"auths"`
+// credentials returns the credentials to try, in order, to pull image for pod: those of the pod's
+// imagePullSecrets that match, then the node's (imagecreds.ForPull). A secret that cannot be read is skipped
+// with a FailedToRetrieveImagePullSecret event, as upstream; one that does not decode is an error that fails
+// the pull.
+func (p *imagePuller) credentials(ctx context.Context, pod *v1.Pod, image string) ([]*runtimeapi.AuthConfig, error) {
+	var secrets []*v1.Secret
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		if p.client == nil || ref.Name == "" { // the API allows empty names; upstream skips them quietly
+			continue
 		}
-		if json.Unmarshal(s.Data[v1.DockerConfigJsonKey], &cfg) == nil {
-			return cfg.Auths
+		s, err := p.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			p.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedPullSecret,
+				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", ref.Name)
+			continue
 		}
-	case v1.SecretTypeDockercfg:
-		var cfg map[string]dockerConfigEntry
-		if json.Unmarshal(s.Data[v1.DockerConfigKey], &cfg) == nil {
-			return cfg
-		}
+		secrets = append(secrets, s)
 	}
-	return nil
-}
-
-// splitRegistry turns a docker config key ("https://host:5000/v1/", "host/org") into host and path.
-func splitRegistry(key string) (string, string) {
-	if strings.Contains(key, "://") {
-		if u, err := url.Parse(key); err == nil {
-			key = u.Host + u.Path
-		}
-	}
-	host, path, _ := strings.Cut(key, "/")
-	path = strings.Trim(path, "/")
-	if path == "v1" || path == "v2" {
-		path = ""
-	}
-	return host, path
-}
-
-func sameRegistry(a, b string) bool {
-	norm := func(h string) string {
-		switch h {
-		case "index.docker.io", "registry-1.docker.io", "docker.io":
-			return "docker.io"
-		}
-		return h
-	}
-	return norm(a) == norm(b)
+	return imagecreds.ForPull(ctx, image, secrets, p.node)
 }
 
 // authKey identifies a set of credentials (for sharing pulls), without keeping them.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -22,13 +21,15 @@ import (
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
-// imagePuller makes sure a container's image is present, by its pull policy. Pulls of different images run
-// in parallel up to a limit; one image is pulled once at a time (concurrent callers with the same
+// imagePuller makes sure a container's image is present, by its pull policy, pulling with the credentials of
+// the pod's imagePullSecrets and the node's (each tried in turn; none: anonymous). Pulls of different images
+// run in parallel up to a limit; one image is pulled once at a time (concurrent callers with the same
 // credentials share the pull). Failed pulls back off per pod and image (ImagePullBackOff). Safe for
 // concurrent use.
 type imagePuller struct {
 	images   cri.ImageManagerService
 	client   kubeclient.Interface
+	node     NodeCredentials // the node's own credentials, tried after the pod's pull secrets; nil: none
 	recorder record.EventRecorder
 	clock    clock.Clock
 	sem      chan struct{}
@@ -109,8 +110,12 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		p.debug.pulling(pod.UID, c.Image, start)
 		defer p.debug.pulling(pod.UID, c.Image, time.Time{})
 	}
-	auths := p.credentials(ctx, pod, image)
-	imageRef, waited, err := p.pull(ctx, spec, auths, sandbox)
+	var imageRef string
+	var waited time.Duration
+	auths, err := p.credentials(ctx, pod, image)
+	if err == nil {
+		imageRef, waited, err = p.pull(ctx, spec, auths, sandbox)
+	}
 	if err != nil {
 		p.backoff.Next(key, p.clock.Now())
 		p.mu.Lock()
@@ -212,24 +217,6 @@ func (p *imagePuller) forgetPod(uid types.UID) {
 			delete(p.lastErrs, k)
 		}
 	}
-}
-
-// credentials reads the pod's imagePullSecrets and returns those that match the image's registry.
-func (p *imagePuller) credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
-	if p.client == nil || len(pod.Spec.ImagePullSecrets) == 0 {
-		return nil
-	}
-	var secrets []*v1.Secret
-	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, err := p.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			p.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedPullSecret,
-				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", ref.Name)
-			continue
-		}
-		secrets = append(secrets, s)
-	}
-	return matchCredentials(secrets, image)
 }
 
 // normalizeImage returns the fully qualified image name with the default tag, or an error for a name that

@@ -99,6 +99,9 @@ type Config struct {
 	SyncFrequency         time.Duration
 	MaxParallelImagePulls int // default 5
 	ManifestDir           string
+	// Credentials gives the node's own registry credentials (imagecreds.Node: the docker config file and the
+	// credential provider plugins), tried after each pod's imagePullSecrets; nil: pull secrets only.
+	Credentials NodeCredentials
 	// ClusterDNS and ClusterDomain configure pod DNS for dnsPolicy ClusterFirst; without ClusterDNS those
 	// pods get the node's settings, as upstream.
 	ClusterDNS    []net.IP
@@ -233,6 +236,7 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	k.pleg = pleg.New(cfg.Runtime, cfg.Clock, pleg.Options{RuntimeEvents: cfg.RuntimeEvents, Enrich: enrichTermination})
 	k.puller = newImagePuller(cfg.Images, cfg.Client, cfg.Recorder, cfg.Clock, cfg.MaxParallelImagePulls)
+	k.puller.node = cfg.Credentials
 	k.puller.pulled = k.starts.pulled
 	k.puller.debug = &k.debug
 	k.workers = newPodWorkers(k, k.pleg, cfg.Clock, cfg.SyncFrequency)
