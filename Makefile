@@ -11,8 +11,10 @@ E2E_LOG ?= /tmp/nodeagent-e2e.log
 # containerd's client imports Go's plugin package unless this tag is set; with it the kubelet binary is 25 MB
 # smaller and its resident set about 10 MiB smaller (no dynamic symbol table, dead code removed).
 BUILD_TAGS := no_dynamic_plugins
+empty :=
+space := $(empty) $(empty)
 
-.PHONY: all build setup run install uninstall test test-unit test-fuzz test-e2e test-vm soak bench fmt vet clean
+.PHONY: all build setup run install uninstall test test-unit test-fuzz test-e2e test-e2e-compat test-vm soak bench fmt vet clean
 
 all: build
 
@@ -46,7 +48,7 @@ uninstall:
 test:
 	@hack/vm/prepare.sh >/tmp/nodeagent-vm-prepare.log 2>&1 & \
 		echo "test: building the VM guests in the background (log /tmp/nodeagent-vm-prepare.log)"
-	$(MAKE) --no-print-directory test-unit test-fuzz test-vm test-e2e
+	$(MAKE) --no-print-directory test-unit test-fuzz test-vm test-e2e test-e2e-compat
 
 # Unit tests; no root needed.
 test-unit: vet
@@ -76,6 +78,24 @@ test-e2e: setup
 	hack/control-plane.sh start >/dev/null
 	set -o pipefail; $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/... 2>&1 | tee $(E2E_LOG); \
 		rc=$$?; hack/control-plane.sh stop >/dev/null; hack/test-summary.sh $(E2E_LOG); exit $$rc
+
+# The runtime's end-to-end tests (the CRI suite on the built-in runtime and containerd's CRI plugin, registries,
+# preloaded images) on the compatibility lane, Debian's containerd 1.6 and runc 1.1; test-e2e runs everything on
+# the default lane, containerd 2.x with a current runc. Setup switches containerd to 1.6 (emptying its root,
+# which 1.6 cannot read after 2.x) and back afterwards.
+E2E_COMPAT_LOG ?= /tmp/nodeagent-e2e-compat.log
+E2E_COMPAT_TESTS := TestPodToPodTCP|TestHostPortFromLoopback|TestResourceLimitsInCgroup|TestOOMKilled|TestStopHonoursTimeout|\
+	TestStopKillsSharedPIDChildren|TestLogsAndExitStatus|TestExecSync|TestPodSharesDevShm|TestSandboxSysctls|TestListFilters|\
+	TestHostNetworkPod|TestDeadSandboxIsNotReady|TestContainerStatsWritableLayer|TestAttachStdinOnce|\
+	TestStreamingDisconnectFreesGoroutines|TestImageReferenceForms|TestPodSandboxMetricsUnimplemented|\
+	TestCreateContainerFailures|TestEgressIsMasqueraded|TestNothingLeftAfterRemove|TestStopLeavesNoTask|\
+	TestBuiltinRuntimeRestart|TestBuiltinRuntimeListsOtherClientsWrites|TestGRPCBackendSmoke|TestOneShimPerPod|\
+	TestImageChangesByOtherClients|TestRegistryPull|TestRegistryHostsConfig|TestImagePreloadDir|TestStreamingCalls|\
+	TestBadInput|TestPauseContainersShareOneRoot
+test-e2e-compat:
+	CONTAINERD_VERSION=1.6 hack/setup.sh
+	set -o pipefail; $(GO) test -tags e2e -count=1 -timeout 20m -run '^($(subst $(space),,$(E2E_COMPAT_TESTS)))$$' ./test/e2e/ 2>&1 | tee $(E2E_COMPAT_LOG); \
+		rc=$$?; hack/setup.sh >/dev/null; hack/test-summary.sh $(E2E_COMPAT_LOG); exit $$rc
 
 # pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, then the whole node installed with
 # `make install` as systemd services and checked there, power-off and reboot included, in qemu guests (root;

@@ -36,7 +36,8 @@ install_node() {
 	install -m 0755 "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" "$BIN/"
 	say "install: $BIN/kubelet, $BIN/apiserver, $BIN/noderuntime"
 	for unit in kubelet.service noderuntime.service nodeagent-containerd.service; do
-		install -m 0644 "$HACK_DIR/systemd/$unit" "$UNIT_DIR/$unit"
+		sed "s|@CONTAINERD_BIN_DIR@|$NODEAGENT_CTRD_BIN_DIR|g" "$HACK_DIR/systemd/$unit" >"$UNIT_DIR/$unit"
+		chmod 0644 "$UNIT_DIR/$unit"
 	done
 	say "install: $UNIT_DIR/kubelet.service, $UNIT_DIR/noderuntime.service, $UNIT_DIR/nodeagent-containerd.service"
 	mkdir -p "$CONF_DIR"

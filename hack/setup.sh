@@ -10,6 +10,10 @@
 #   NODEAGENT_NODE_ONLY=1       only what a node needs (no test registry)
 #   NODEAGENT_CONTAINERD_UNIT=  a systemd unit that runs our containerd (make install's); started through systemctl
 #   CONTAINERD_START_TIMEOUT=30 seconds to wait for containerd to answer
+#   CONTAINERD_VERSION=2.4.2    containerd lane: a 2.x version built from the Go module proxy, or 1.6 for
+#                               Debian's package (its root is emptied when going back from 2.x: no containers
+#                               may be running then)
+#   RUNC_VERSION=1.4.3          runc built for the 2.x lane
 set -euo pipefail
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,6 +26,10 @@ CONTAINERD_START_TIMEOUT=${CONTAINERD_START_TIMEOUT:-30}
 NODEAGENT_NODE_ONLY=${NODEAGENT_NODE_ONLY:-0}
 NODEAGENT_CONTAINERD_UNIT=${NODEAGENT_CONTAINERD_UNIT:-}
 PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 iptables)
+# containerd 2.x and runc are built here (runc with seccomp, through cgo) unless they already are.
+if [ "${CONTAINERD_VERSION%%.*}" != 1 ] && [ ! -x "$NODEAGENT_CTRD_BIN_DIR/runc" ]; then
+	PACKAGES+=(gcc libc6-dev libseccomp-dev pkg-config)
+fi
 # The test suite's: a registry on loopback, and Chromium for the debug page.
 [ "$NODEAGENT_NODE_ONLY" = 1 ] || PACKAGES+=(docker-registry chromium)
 
@@ -63,8 +71,76 @@ install_packages() {
 
 CONTAINERD_CONFIG_CHANGED=0
 
-write_containerd_config() {
-	if write_file "$NODEAGENT_CTRD_CONFIG" 0644 <<-TOML; then
+# lane_built says whether the 2.x lane's binaries are there at the pinned versions.
+lane_built() {
+	[ -x "$NODEAGENT_CTRD_BIN_DIR/containerd" ] && [ -x "$NODEAGENT_CTRD_BIN_DIR/runc" ] &&
+		[ -x "$NODEAGENT_CTRD_BIN_DIR/containerd-shim-runc-v2" ] && [ -x "$NODEAGENT_CTRD_BIN_DIR/ctr" ] &&
+		"$NODEAGENT_CTRD_BIN_DIR/containerd" --version 2>/dev/null | grep -q " $CONTAINERD_VERSION\b" &&
+		"$NODEAGENT_CTRD_BIN_DIR/runc" --version 2>/dev/null | grep -q "^runc version $RUNC_VERSION\b"
+}
+
+# install_containerd makes the lane's binaries: for 2.x, containerd's and runc's own commands built with
+# `go install` at the pinned versions from the Go module proxy (containerd without the btrfs, devmapper and
+# zfs snapshotters, which need C libraries; runc with seccomp) into $NODEAGENT_CTRD_BIN_DIR. Debian's 1.6
+# lane uses the packages.
+install_containerd() {
+	if [ "${CONTAINERD_VERSION%%.*}" = 1 ]; then
+		say "containerd: Debian's $(containerd --version | awk '{print $3}') with runc $(runc --version | awk 'NR == 1 {print $3}')"
+		return
+	fi
+	if lane_built; then
+		say "containerd: $CONTAINERD_VERSION with runc $RUNC_VERSION in $NODEAGENT_CTRD_BIN_DIR"
+		return
+	fi
+	command -v go >/dev/null ||
+		die "containerd $CONTAINERD_VERSION is built with Go, which is not here (or copy $NODEAGENT_CTRD_BIN_DIR from a host that built it); CONTAINERD_VERSION=1.6 uses Debian's packages"
+	local tmp
+	tmp=$(mktemp -d)
+	say "containerd: building $CONTAINERD_VERSION and runc $RUNC_VERSION from the Go module proxy (about a minute)"
+	(
+		cd "$tmp"
+		export GOBIN="$tmp/bin" GOFLAGS= GOTOOLCHAIN=local
+		go install -trimpath -tags "no_btrfs no_devmapper no_zfs" \
+			-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+			"github.com/containerd/containerd/v2/cmd/containerd@v$CONTAINERD_VERSION" \
+			"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@v$CONTAINERD_VERSION" \
+			"github.com/containerd/containerd/v2/cmd/ctr@v$CONTAINERD_VERSION"
+		CGO_ENABLED=1 go install -trimpath -tags seccomp -ldflags "-s -w -X main.version=$RUNC_VERSION" \
+			"github.com/opencontainers/runc@v$RUNC_VERSION"
+	) || { rm -rf "$tmp"; die "building containerd $CONTAINERD_VERSION or runc $RUNC_VERSION failed"; }
+	mkdir -p "$NODEAGENT_CTRD_BIN_DIR"
+	mv -f "$tmp"/bin/* "$NODEAGENT_CTRD_BIN_DIR/"
+	rm -rf "$tmp"
+	lane_built || die "the binaries in $NODEAGENT_CTRD_BIN_DIR do not report containerd $CONTAINERD_VERSION and runc $RUNC_VERSION"
+	say "containerd: built $CONTAINERD_VERSION and runc $RUNC_VERSION into $NODEAGENT_CTRD_BIN_DIR"
+}
+
+# switch_root keeps containerd's root usable by the lane: a 2.x containerd takes over a 1.6 root in place (as
+# an upgrade does), but 1.6 cannot read what 2.x wrote, so going back empties the root (images are imported
+# again below); running containers refuse that.
+switch_root() {
+	local marker="$NODEAGENT_CTRD_ROOT/nodeagent-containerd-version" was ns
+	was=$(cat "$marker" 2>/dev/null || echo 1.6)
+	if [ "${CONTAINERD_VERSION%%.*}" -lt "${was%%.*}" ] && [ -d "$NODEAGENT_CTRD_ROOT" ]; then
+		if containerd_answers; then
+			for ns in $(ctrd namespaces ls -q); do
+				[ -z "$(ctrd -n "$ns" tasks ls -q)" ] ||
+					die "containerd $was runs containers in namespace $ns: remove them before going back to $CONTAINERD_VERSION, which empties $NODEAGENT_CTRD_ROOT"
+			done
+		fi
+		"$HACK_DIR/stop-containerd.sh" >/dev/null
+		rm -rf "$NODEAGENT_CTRD_ROOT" "$NODEAGENT_CTRD_STATE"
+		say "containerd: emptied $NODEAGENT_CTRD_ROOT, written by containerd $was"
+	fi
+	mkdir -p "$NODEAGENT_CTRD_ROOT"
+	echo "$CONTAINERD_VERSION" >"$marker"
+}
+
+# containerd_config prints our containerd's configuration for the lane: version 2 for Debian's 1.6,
+# version 3 for 2.x (its runc named, though the shims find it first on containerd's PATH anyway).
+containerd_config() {
+	if [ "${CONTAINERD_VERSION%%.*}" = 1 ]; then
+		cat <<-TOML
 		# Written by hack/setup.sh: the node agent's own containerd, apart from
 		# any containerd on the default socket.
 		version = 2
@@ -113,9 +189,69 @@ write_containerd_config() {
 
 		  [plugins."io.containerd.grpc.v1.cri".registry]
 		    config_path = "$NODEAGENT_REGISTRY_HOSTS_DIR"
+		TOML
+		return
+	fi
+	cat <<-TOML
+		# Written by hack/setup.sh: the node agent's own containerd $CONTAINERD_VERSION, apart from
+		# any containerd on the default socket.
+		version = 3
+		root = "$NODEAGENT_CTRD_ROOT"
+		state = "$NODEAGENT_CTRD_STATE"
+
+		[grpc]
+		  address = "$NODEAGENT_SOCK"
+		  uid = 0
+		  gid = 0
+
+		[ttrpc]
+		  address = "$NODEAGENT_SOCK.ttrpc"
+
+		[debug]
+		  address = ""
+		  level = "info"
+
+		[metrics]
+		  address = ""
+
+		[plugins."io.containerd.cri.v1.images"]
+		  snapshotter = "overlayfs"
+
+		  [plugins."io.containerd.cri.v1.images".pinned_images]
+		    sandbox = "$NODEAGENT_PAUSE_IMAGE"
+
+		  [plugins."io.containerd.cri.v1.images".registry]
+		    config_path = "$NODEAGENT_REGISTRY_HOSTS_DIR"
+
+		[plugins."io.containerd.cri.v1.runtime"]
+		  restrict_oom_score_adj = true
+
+		  [plugins."io.containerd.cri.v1.runtime".containerd]
+		    default_runtime_name = "runc"
+
+		    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+
+		      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+		        SystemdCgroup = false
+		        Root = "/run/nodeagent/runc"
+		        BinaryName = "$NODEAGENT_CTRD_BIN_DIR/runc"
+
+		  [plugins."io.containerd.cri.v1.runtime".cni]
+		    bin_dirs = ["$NODEAGENT_CNI_BIN_DIR"]
+		    conf_dir = "$NODEAGENT_CNI_CONF_DIR"
+		    max_conf_num = 1
+
+		[plugins."io.containerd.grpc.v1.cri"]
+		  stream_server_address = "127.0.0.1"
+		  stream_server_port = "0"
 	TOML
+}
+
+write_containerd_config() {
+	if containerd_config | write_file "$NODEAGENT_CTRD_CONFIG" 0644; then
 		CONTAINERD_CONFIG_CHANGED=1
-		say "containerd config: wrote $NODEAGENT_CTRD_CONFIG"
+		say "containerd config: wrote $NODEAGENT_CTRD_CONFIG (containerd $CONTAINERD_VERSION)"
 	else
 		say "containerd config: up to date"
 	fi
@@ -199,7 +335,8 @@ start_containerd() {
 		printf '\n=== %s start\n' "$(date -u +%FT%TZ)" >>"$NODEAGENT_CTRD_LOG"
 		# setsid detaches it from our session, so it outlives this script
 		# and the terminal; as a non-leader it execs, so $! is containerd.
-		nohup setsid containerd --config "$NODEAGENT_CTRD_CONFIG" \
+		# The lane's directory first on PATH: the shims it starts run its runc.
+		PATH="$NODEAGENT_CTRD_BIN_DIR:$PATH" nohup setsid "$NODEAGENT_CTRD_BIN_DIR/containerd" --config "$NODEAGENT_CTRD_CONFIG" \
 			</dev/null >>"$NODEAGENT_CTRD_LOG" 2>&1 &
 		pid=$!
 		echo "$pid" >"$NODEAGENT_CTRD_PIDFILE"
@@ -278,6 +415,8 @@ import_images() {
 main() {
 	require_root
 	install_packages
+	install_containerd
+	switch_root
 	write_containerd_config
 	write_cni_config
 	enable_sysctls

@@ -451,13 +451,15 @@ func groupCPUPercent(a, b groupSample) float64 {
 
 func containerdPIDs() []int {
 	return findProcs(func(c string) bool {
-		return strings.HasPrefix(c, "containerd ") && strings.Contains(c, "/etc/nodeagent/containerd/config.toml")
+		bin, _, _ := strings.Cut(c, " ") // Debian's containerd, or the lane's by its path
+		return (bin == "containerd" || strings.HasSuffix(bin, "/containerd")) && strings.Contains(c, "/etc/nodeagent/containerd/config.toml")
 	})
 }
 
 func shimPIDs(ns string) []int {
 	return findProcs(func(c string) bool {
-		return strings.HasPrefix(c, "/usr/bin/containerd-shim") && strings.Contains(c, "-namespace "+ns+" ")
+		bin, _, _ := strings.Cut(c, " ")
+		return strings.HasSuffix(bin, "/containerd-shim-runc-v2") && strings.Contains(c, "-namespace "+ns+" ")
 	})
 }
 

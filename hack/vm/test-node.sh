@@ -43,6 +43,13 @@ cp "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime"
 cp "$REPO_DIR/Makefile" "$root/opt/nodeagent/"
 cp -r "$REPO_DIR/hack" "$root/opt/nodeagent/"
 cp /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar "$root/var/lib/nodeagent/images/"
+# The containerd lane `make setup` built here (2.x and its runc), so that the guest, without Go, runs it too.
+. "$REPO_DIR/hack/lib.sh"
+if [ "$NODEAGENT_CTRD_BIN_DIR" != /usr/bin ]; then
+	[ -x "$NODEAGENT_CTRD_BIN_DIR/containerd" ] || vm_die "$NODEAGENT_CTRD_BIN_DIR/containerd is missing: run make setup"
+	mkdir -p "$root$NODEAGENT_CTRD_BIN_DIR"
+	cp -a "$NODEAGENT_CTRD_BIN_DIR/." "$root$NODEAGENT_CTRD_BIN_DIR/"
+fi
 install -m 0755 "$KUBECTL" "$root/usr/local/bin/kubectl"
 # A network interface like a server's (qemu's user network, restricted: nothing leaves the guest).
 cat >"$root/etc/systemd/network/10-eth0.network" <<-'EOF'

@@ -24,7 +24,12 @@ func TestMemoryPressureEviction(t *testing.T) {
 	n := startNode(t)
 	var sum statsapi.Summary
 	eventually(t, 30*time.Second, "node memory in /stats/summary", func() error {
-		if err := json.Unmarshal(n.raw(t, "stats/summary"), &sum); err != nil {
+		// Through the API server's node proxy: retried until the node has registered.
+		data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "stats/summary").DoRaw(context.Background())
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, data)
+		}
+		if err := json.Unmarshal(data, &sum); err != nil {
 			return err
 		}
 		if sum.Node.Memory == nil || sum.Node.Memory.AvailableBytes == nil {

@@ -236,6 +236,9 @@ ca = %q
 			t.Fatalf("pull %s: %v", ref, err)
 		}
 		t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: ref}) })
+		if st, err := rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err != nil || st.GetImage() == nil || st.GetImage().Pinned {
+			t.Errorf("pulled image %s: %v, %v (a pulled image is not pinned)", ref, st.GetImage(), err)
+		}
 		return runCat(t, backend{name: "builtin", rt: rt, images: rt, ns: "nodeagent"}, ref, "/etc/marker")
 	}
 	t.Run("mirror first", func(t *testing.T) {
