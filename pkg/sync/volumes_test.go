@@ -38,16 +38,6 @@ func (f *fakeVolumes) set(mount func(ctx context.Context, pod *v1.Pod) (map[stri
 	f.mount = mount
 }
 
-func countCalls(calls []string, name string) int {
-	n := 0
-	for _, c := range calls {
-		if c == name {
-			n++
-		}
-	}
-	return n
-}
-
 // A pod without a sandbox mounts its volumes while the sandbox is created: the mount here returns only once
 // it has seen the sandbox call, so a kubelet mounting first would fail the test.
 func TestSyncPodMountsVolumesBesideTheSandbox(t *testing.T) {
@@ -91,10 +81,10 @@ func TestSyncPodMountFailureKeepsContainersWaiting(t *testing.T) {
 			t.Fatalf("sync %d: %v", i, err)
 		}
 		calls := h.rt.GetCalls()
-		if n := countCalls(calls, "CreateContainer"); n != 0 {
+		if n := countOf(calls, "CreateContainer"); n != 0 {
 			t.Fatalf("sync %d created %d containers without their volumes", i, n)
 		}
-		if n := countCalls(calls, "RunPodSandbox"); n != 1 {
+		if n := countOf(calls, "RunPodSandbox"); n != 1 {
 			t.Fatalf("sync %d: %d sandboxes", i, n)
 		}
 		want := `Warning FailedMount MountVolume.SetUp failed for volume "cfg" : configmap "later" not found`

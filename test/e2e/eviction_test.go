@@ -24,10 +24,9 @@ func TestMemoryPressureEviction(t *testing.T) {
 	n := startNode(t)
 	var sum statsapi.Summary
 	eventually(t, 30*time.Second, "node memory in /stats/summary", func() error {
-		// Through the API server's node proxy: retried until the node has registered.
-		data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "stats/summary").DoRaw(context.Background())
+		data, err := n.proxyGet("stats/summary") // retried until the node has registered
 		if err != nil {
-			return fmt.Errorf("%v: %s", err, data)
+			return err
 		}
 		if err := json.Unmarshal(data, &sum); err != nil {
 			return err

@@ -159,19 +159,7 @@ func pushTo(t *testing.T, url, repo, tag, marker string, client *http.Client) {
 // buildBusybox builds the host's busybox with /etc/marker holding marker.
 func buildBusybox(t *testing.T, marker string) *ociimage.Image {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	applets, err := ociimage.BusyboxApplets(ctx, "/bin/busybox")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := ociimage.Busybox("/bin/busybox", applets)
-	spec.Files = append(spec.Files, ociimage.File{Path: "/etc/marker", Data: []byte(marker)})
-	img, err := ociimage.Build(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return busyboxWith(t, withFile("/etc/marker", marker))
 }
 
 // writeHosts writes <root>/<host dir>/hosts.toml.
@@ -301,29 +289,10 @@ func runCat(t *testing.T, b backend, image, path string) string {
 	}
 	var out string
 	eventually(t, 10*time.Second, "the container's output in its log", func() error {
-		if out = strings.TrimSpace(readLog(t, p, "cat")); out == "" {
+		if out = strings.Join(readLogLines(t, filepath.Join(p.cfg.LogDirectory, "cat", "0.log")), "\n"); out == "" {
 			return fmt.Errorf("empty log")
 		}
 		return nil
 	})
 	return out
-}
-
-// readLog returns what the container wrote, without the CRI log format's timestamps, streams and tags.
-func readLog(t *testing.T, p *testPod, container string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(p.cfg.LogDirectory, container, "0.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		if f := strings.SplitN(line, " ", 4); len(f) == 4 {
-			out.WriteString(f[3])
-			if f[2] == "F" {
-				out.WriteString("\n")
-			}
-		}
-	}
-	return out.String()
 }

@@ -37,8 +37,20 @@ func startRegistry(t *testing.T) {
 	registryServer{addr: registryAddr, storage: filepath.Join(dir, "data"), htpasswd: htpasswd}.serve(t)
 }
 
-// pushBusybox pushes the host's busybox as repo:tag to the test registry, its image spec changed by edits.
+// pushBusybox pushes the host's busybox as repo:tag to the test registry, its image spec changed by edits. A
+// file of its own makes the pushed image differ from the local busybox, so the pull transfers it.
 func pushBusybox(t *testing.T, repo, tag string, edits ...func(*ociimage.Spec)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	img := busyboxWith(t, append([]func(*ociimage.Spec){withFile("/etc/e2e-pushed", time.Now().String())}, edits...)...)
+	if err := img.Push(ctx, "http://"+registryAddr, repo, tag, &ociimage.BasicAuth{Username: registryUser, Password: registryPass}); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+}
+
+// busyboxWith builds an image of the host's busybox, its spec changed by edits.
+func busyboxWith(t *testing.T, edits ...func(*ociimage.Spec)) *ociimage.Image {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -47,8 +59,6 @@ func pushBusybox(t *testing.T, repo, tag string, edits ...func(*ociimage.Spec)) 
 		t.Fatal(err)
 	}
 	spec := ociimage.Busybox("/bin/busybox", applets)
-	// A file of its own makes the pushed image differ from the local busybox, so the pull transfers it.
-	spec.Files = append(spec.Files, ociimage.File{Path: "/etc/e2e-pushed", Data: []byte(time.Now().String())})
 	for _, edit := range edits {
 		edit(&spec)
 	}
@@ -56,9 +66,12 @@ func pushBusybox(t *testing.T, repo, tag string, edits ...func(*ociimage.Spec)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := img.Push(ctx, "http://"+registryAddr, repo, tag, &ociimage.BasicAuth{Username: registryUser, Password: registryPass}); err != nil {
-		t.Fatalf("push: %v", err)
-	}
+	return img
+}
+
+// withFile adds a file to an image spec.
+func withFile(path, content string) func(*ociimage.Spec) {
+	return func(s *ociimage.Spec) { s.Files = append(s.Files, ociimage.File{Path: path, Data: []byte(content)}) }
 }
 
 // Pulls from a real registry on loopback work with the right credentials and fail clearly otherwise.

@@ -22,11 +22,20 @@ import (
 // raw reads a path of the kubelet's endpoint through the API server's node proxy.
 func (n *node) raw(t *testing.T, path string) []byte {
 	t.Helper()
-	data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", path).DoRaw(context.Background())
+	data, err := n.proxyGet(path)
 	if err != nil {
-		t.Fatalf("%s: %v: %s", path, err, data)
+		t.Fatal(err)
 	}
 	return data
+}
+
+// proxyGet reads path of the node's endpoint through the API server's node proxy.
+func (n *node) proxyGet(path string) ([]byte, error) {
+	data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", path).DoRaw(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v: %s", path, err, data)
+	}
+	return data, nil
 }
 
 // metricNames parses a Prometheus text exposition and returns its families' names.
