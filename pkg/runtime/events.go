@@ -194,16 +194,23 @@ const reconcileInterval = 10 * time.Second
 
 // reconcileLoop checks the recorded states against the tasks every reconcileInterval until stop is closed.
 func (r *Runtime) reconcileLoop(ctx context.Context, stop <-chan struct{}) {
-	t := time.NewTicker(reconcileInterval)
+	every(reconcileInterval, stop, func() {
+		if err := r.reconcileExits(ctx, false); err != nil {
+			logger(ctx).Error(err, "Reconciling container exits failed")
+		}
+	})
+}
+
+// every runs fn every interval until stop is closed.
+func every(interval time.Duration, stop <-chan struct{}, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			if err := r.reconcileExits(ctx, false); err != nil {
-				logger(ctx).Error(err, "Reconciling container exits failed")
-			}
+			fn()
 		}
 	}
 }

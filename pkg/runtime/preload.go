@@ -14,6 +14,8 @@ import (
 
 	"github.com/containerd/containerd/archive/compression"
 	"github.com/containerd/containerd/errdefs"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/nodeagent/kubelet/internal/atomicfile"
 )
@@ -119,6 +121,10 @@ func (p *preloader) sync(ctx context.Context) int {
 		}
 		path := filepath.Join(p.dir, e.Name())
 		names, err := p.importFile(ctx, path)
+		if err != nil && runtimeAway(err) {
+			logger(ctx).Error(err, "Importing a preloaded image archive failed: containerd is not reachable; the next look tries again", "archive", path)
+			continue
+		}
 		if err != nil && now.Sub(info.ModTime()) < preloadSettle && now.After(info.ModTime().Add(-time.Minute)) {
 			continue // perhaps still being written: the next look tries again, and reports a settled failure
 		}
@@ -143,6 +149,15 @@ func (p *preloader) sync(ctx context.Context) int {
 		p.save(ctx)
 	}
 	return imported
+}
+
+// runtimeAway says whether an import failed because containerd could not be reached or the look was
+// cancelled, not because of the archive: such a failure is not kept against the archive.
+func runtimeAway(err error) bool {
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
+		return true
+	}
+	return errdefs.IsUnavailable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // importArchiveFile imports an archive file, plain or compressed.
@@ -231,14 +246,5 @@ func (p *preloader) save(ctx context.Context) {
 
 // run looks at the directory every preloadInterval until stop is closed.
 func (p *preloader) run(ctx context.Context, stop <-chan struct{}) {
-	t := time.NewTicker(preloadInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			p.sync(ctx)
-		}
-	}
+	every(preloadInterval, stop, func() { p.sync(ctx) })
 }

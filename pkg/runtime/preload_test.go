@@ -3,18 +3,23 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // fakeImports stands in for containerd: an archive whose content starts with "bad" fails, any other holds
-// one image named after the file.
+// one image named after the file; while down is set, every import fails as containerd gone would.
 type fakeImports struct {
 	calls   map[string]int
 	present map[string]bool
+	down    bool
 }
 
 func (f *fakeImports) preloader(dir, state string, now func() time.Time) *preloader {
@@ -22,6 +27,9 @@ func (f *fakeImports) preloader(dir, state string, now func() time.Time) *preloa
 		dir: dir, state: filepath.Join(state, "preloaded-images.json"), now: now, stamps: map[string]archiveStamp{},
 		importFile: func(_ context.Context, path string) ([]string, error) {
 			f.calls[filepath.Base(path)]++
+			if f.down {
+				return nil, fmt.Errorf("import images: %w", status.Error(codes.Unavailable, "connection refused"))
+			}
 			data, err := os.ReadFile(path)
 			if err != nil {
 				return nil, err
@@ -137,5 +145,23 @@ func TestIsArchive(t *testing.T) {
 		if got := isArchive(name); got != want {
 			t.Errorf("isArchive(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// An import that fails because containerd is away is not held against the archive: the next look, with
+// containerd back, imports it.
+func TestPreloaderContainerdAway(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Now()
+	f := &fakeImports{calls: map[string]int{}, present: map[string]bool{}, down: true}
+	p := f.preloader(dir, t.TempDir(), func() time.Time { return now })
+	writeAged(t, filepath.Join(dir, "app.tar"), "good", time.Minute, now)
+	if n := p.sync(ctx); n != 0 {
+		t.Fatalf("imported %d with containerd down", n)
+	}
+	f.down = false
+	if n := p.sync(ctx); n != 1 || !f.present["localhost/app:1"] {
+		t.Fatalf("with containerd back: imported %d, images %v", n, f.present)
 	}
 }
