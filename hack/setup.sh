@@ -139,11 +139,12 @@ switch_root() {
 # containerd_config prints our containerd's configuration for the lane: version 2 for Debian's 1.6,
 # version 3 for 2.x (its runc named, though the shims find it first on containerd's PATH anyway).
 containerd_config() {
-	if [ "${CONTAINERD_VERSION%%.*}" = 1 ]; then
-		cat <<-TOML
-		# Written by hack/setup.sh: the node agent's own containerd, apart from
+	local version=3
+	[ "${CONTAINERD_VERSION%%.*}" = 1 ] && version=2
+	cat <<-TOML
+		# Written by hack/setup.sh: the node agent's own containerd $CONTAINERD_VERSION, apart from
 		# any containerd on the default socket.
-		version = 2
+		version = $version
 		root = "$NODEAGENT_CTRD_ROOT"
 		state = "$NODEAGENT_CTRD_STATE"
 
@@ -162,6 +163,9 @@ containerd_config() {
 		[metrics]
 		  address = ""
 
+	TOML
+	if [ "$version" = 2 ]; then
+		cat <<-TOML
 		[plugins."io.containerd.internal.v1.opt"]
 		  path = "/var/lib/nodeagent/opt"
 
@@ -193,27 +197,6 @@ containerd_config() {
 		return
 	fi
 	cat <<-TOML
-		# Written by hack/setup.sh: the node agent's own containerd $CONTAINERD_VERSION, apart from
-		# any containerd on the default socket.
-		version = 3
-		root = "$NODEAGENT_CTRD_ROOT"
-		state = "$NODEAGENT_CTRD_STATE"
-
-		[grpc]
-		  address = "$NODEAGENT_SOCK"
-		  uid = 0
-		  gid = 0
-
-		[ttrpc]
-		  address = "$NODEAGENT_SOCK.ttrpc"
-
-		[debug]
-		  address = ""
-		  level = "info"
-
-		[metrics]
-		  address = ""
-
 		[plugins."io.containerd.cri.v1.images"]
 		  snapshotter = "overlayfs"
 
