@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/images"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
 	"golang.org/x/crypto/bcrypt"
 )
 

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/cio"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
 )
 
 // containerIO is the live stdio of a running container: its log, the streams attach sessions join, and its

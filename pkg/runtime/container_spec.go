@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/contrib/seccomp"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/oci"
-	capability "github.com/containerd/containerd/pkg/cap"
-	criopts "github.com/containerd/containerd/pkg/cri/opts"
-	osinterface "github.com/containerd/containerd/pkg/os"
+	"github.com/containerd/containerd/v2/contrib/seccomp"
+	"github.com/containerd/containerd/v2/core/containers"
+	capability "github.com/containerd/containerd/v2/pkg/cap"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	osinterface "github.com/containerd/containerd/v2/pkg/os"
+	"github.com/containerd/errdefs"
+	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
@@ -33,8 +33,8 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb 
 	opts := []oci.SpecOpts{
 		oci.WithDefaultSpec(),
 		oci.WithoutRunMount,
-		criopts.WithoutDefaultSecuritySettings,
-		criopts.WithProcessArgs(config, img),
+		specopts.WithoutDefaultSecuritySettings,
+		specopts.WithProcessArgs(config, img),
 		oci.WithDefaultPathEnv,
 		oci.WithNewPrivileges,
 	}
@@ -61,7 +61,7 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb 
 		}
 	}
 	opts = append(opts,
-		criopts.WithMounts(osinterface.RealOS{}, config, extra, ""),
+		specopts.WithMounts(osinterface.RealOS{}, config, extra),
 		oci.WithMaskedPaths(nil), oci.WithReadonlyPaths(nil),
 	)
 	if mp := sc.GetMaskedPaths(); mp != nil {
@@ -71,13 +71,13 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb 
 		opts = append(opts, oci.WithReadonlyPaths(rp))
 	}
 	opts = append(opts,
-		criopts.WithDevices(osinterface.RealOS{}, config, false),
-		criopts.WithCapabilities(sc, allCapabilities),
+		specopts.WithDevices(osinterface.RealOS{}, config),
+		specopts.WithCapabilities(sc, allCapabilities),
 	)
 	if sc.GetPrivileged() {
 		opts = append(opts, oci.WithPrivileged, oci.WithHostDevices, oci.WithAllDevicesAllowed)
 	}
-	opts = append(opts, criopts.WithoutAmbientCaps)
+	opts = append(opts, specopts.WithoutAmbientCaps)
 	if sc.GetNoNewPrivs() {
 		opts = append(opts, oci.WithNoNewPrivileges)
 	}
@@ -99,14 +99,14 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb 
 		adj := r.oom.clamp(int(res.GetOomScoreAdj()))
 		clamped := proto.Clone(res).(*runtimeapi.LinuxContainerResources)
 		clamped.OomScoreAdj = int64(adj)
-		opts = append(opts, criopts.WithResources(clamped, true, false), criopts.WithPodOOMScoreAdj(adj, false))
+		opts = append(opts, specopts.WithResources(clamped), specopts.WithPodOOMScoreAdj(adj))
 	}
 	if meta.CgroupsPath != "" {
 		opts = append(opts, oci.WithCgroup(meta.CgroupsPath))
 	}
 	opts = append(opts,
-		criopts.WithPodNamespaces(sc, sandboxPid, targetPid, nil, nil),
-		criopts.WithSupplementalGroups(sc.GetSupplementalGroups()),
+		specopts.WithPodNamespaces(sc, sandboxPid, targetPid),
+		specopts.WithSupplementalGroups(sc.GetSupplementalGroups()),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: meta.SandboxID}),
 	)
 	return opts, nil

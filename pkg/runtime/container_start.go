@@ -8,9 +8,9 @@ import (
 
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types"
-	"github.com/containerd/containerd/cio"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 )
 
 // exit code and reason recorded for a container whose start failed, as other CRI runtimes report it.
@@ -66,7 +66,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		if c := r.io.take(id); c != nil {
 			c.finishWithin(ioDrainTimeout)
 		}
-		return fail("start task", errdefs.FromGRPC(err))
+		return fail("start task", errgrpc.ToNative(err))
 	}
 	r.procs.remember(id, int(started.GetPid()))
 	if err := recordStart(); err != nil {
@@ -108,7 +108,7 @@ func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCr
 		}
 	}
 	if _, err := r.client.TaskService().Create(ctx, req); err != nil {
-		return errdefs.FromGRPC(err)
+		return errgrpc.ToNative(err)
 	}
 	return nil
 }

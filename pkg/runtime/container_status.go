@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/v2/core/containers"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/errdefs"
 	"github.com/moby/sys/signal"
 	"golang.org/x/sys/unix"
 )

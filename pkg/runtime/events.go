@@ -9,7 +9,7 @@ import (
 
 	eventtypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )

@@ -11,7 +11,7 @@ import (
 
 	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/containerd/ttrpc"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -33,27 +33,27 @@ type viaContainerd struct{ ts tasks.TasksClient }
 
 func (c viaContainerd) exec(ctx context.Context, id, execID, stdout, stderr string, spec *anypb.Any) error {
 	_, err := c.ts.Exec(ctx, &tasks.ExecProcessRequest{ContainerID: id, ExecID: execID, Stdout: stdout, Stderr: stderr, Spec: spec})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (c viaContainerd) start(ctx context.Context, id, execID string) error {
 	_, err := c.ts.Start(ctx, &tasks.StartRequest{ContainerID: id, ExecID: execID})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (c viaContainerd) wait(ctx context.Context, id, execID string) (uint32, error) {
 	resp, err := c.ts.Wait(ctx, &tasks.WaitRequest{ContainerID: id, ExecID: execID})
-	return resp.GetExitStatus(), errdefs.FromGRPC(err)
+	return resp.GetExitStatus(), errgrpc.ToNative(err)
 }
 
 func (c viaContainerd) kill(ctx context.Context, id, execID string, signal uint32) error {
 	_, err := c.ts.Kill(ctx, &tasks.KillRequest{ContainerID: id, ExecID: execID, Signal: signal})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (c viaContainerd) delete(ctx context.Context, id, execID string) error {
 	_, err := c.ts.DeleteProcess(ctx, &tasks.DeleteProcessRequest{ContainerID: id, ExecID: execID})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (viaContainerd) close() {}
@@ -66,27 +66,27 @@ type viaShim struct {
 
 func (c viaShim) exec(ctx context.Context, id, execID, stdout, stderr string, spec *anypb.Any) error {
 	_, err := c.ts.Exec(ctx, &taskv2.ExecProcessRequest{ID: id, ExecID: execID, Stdout: stdout, Stderr: stderr, Spec: spec})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (c viaShim) start(ctx context.Context, id, execID string) error {
 	_, err := c.ts.Start(ctx, &taskv2.StartRequest{ID: id, ExecID: execID})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (c viaShim) wait(ctx context.Context, id, execID string) (uint32, error) {
 	resp, err := c.ts.Wait(ctx, &taskv2.WaitRequest{ID: id, ExecID: execID})
-	return resp.GetExitStatus(), errdefs.FromGRPC(err)
+	return resp.GetExitStatus(), errgrpc.ToNative(err)
 }
 
 func (c viaShim) kill(ctx context.Context, id, execID string, signal uint32) error {
 	_, err := c.ts.Kill(ctx, &taskv2.KillRequest{ID: id, ExecID: execID, Signal: signal})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (c viaShim) delete(ctx context.Context, id, execID string) error {
 	_, err := c.ts.Delete(ctx, &taskv2.DeleteRequest{ID: id, ExecID: execID})
-	return errdefs.FromGRPC(err)
+	return errgrpc.ToNative(err)
 }
 
 func (c viaShim) close() { _ = c.client.Close() }

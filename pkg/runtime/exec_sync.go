@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/containerd/cio"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/protobuf"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -114,7 +114,7 @@ func (r *Runtime) execSpec(ctx context.Context, id string, cmd []string) (*anypb
 	p := *process
 	p.Args = cmd
 	p.Terminal = false
-	a, err := protobuf.MarshalAnyToProto(&p)
+	a, err := typeurl.MarshalAnyToProto(&p)
 	if err != nil {
 		return nil, err
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/containerd/errdefs"
 	"sync"
 
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/content"
-	"github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/oci"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/platforms"
 	digest "github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
@@ -104,10 +105,20 @@ func (r *Runtime) imageID(ctx context.Context, img images.Image) (digest.Digest,
 }
 
 // withImageSnapshot prepares the container's writable snapshot on top of the image's layers, as
-// containerd.WithNewSnapshot does, from the cached chain ID instead of reading the image again.
+// containerd.WithNewSnapshot does, from the cached chain ID instead of reading the image again. An image
+// whose layers are not unpacked yet (one still being imported, or one another client imported without
+// unpacking) is unpacked first, as containerd's CRI plugin does for an image it finds packed.
 func (r *Runtime) withImageSnapshot(key string, img images.Image, f *imageFacts) containerd.NewContainerOpts {
 	return func(ctx context.Context, client *containerd.Client, c *containers.Container) error {
-		if _, err := client.SnapshotService(r.cfg.Snapshotter).Prepare(ctx, key, f.chainID.String()); err != nil {
+		sn := client.SnapshotService(r.cfg.Snapshotter)
+		_, err := sn.Prepare(ctx, key, f.chainID.String())
+		if errdefs.IsNotFound(err) {
+			if uerr := containerd.NewImage(client, img).Unpack(ctx, r.cfg.Snapshotter); uerr != nil {
+				return fmt.Errorf("unpack image %s: %w", img.Name, uerr)
+			}
+			_, err = sn.Prepare(ctx, key, f.chainID.String())
+		}
+		if err != nil {
 			return fmt.Errorf("prepare snapshot of image %s: %w", img.Name, err)
 		}
 		c.Snapshotter = r.cfg.Snapshotter

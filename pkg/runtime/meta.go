@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/typeurl/v2"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd/archive/compression"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/v2/pkg/archive/compression"
+	"github.com/containerd/errdefs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 )
 

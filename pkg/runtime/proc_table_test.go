@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/errdefs"
 )
 
 // ownCgroupName is the last element of this process's cgroup path: to the table, the children of this test

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 )
 
 // recordIndex mirrors the runtime's containerd container records in memory, without their OCI specs, so

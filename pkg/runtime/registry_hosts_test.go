@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containerd/containerd/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
 )
 
 func writeHostsFile(t *testing.T, root, host, content string) string {
@@ -72,7 +72,7 @@ func TestRegistryHosts(t *testing.T) {
 		}
 	})
 	for name, c := range map[string]struct{ host, file, says string }{
-		"malformed TOML":     {"broken.example", bad, "parse"},
+		"malformed TOML":     {"broken.example", bad, "toml: expected"},
 		"unknown capability": {"cap.example", badCap, "unknown capability fly"},
 		"CA that is no PEM":  {"ca.example", badCA, "ca.pem"},
 	} {

@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd"
 	containersapi "github.com/containerd/containerd/api/services/containers/v1"
-	"github.com/containerd/containerd/namespaces"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -137,7 +138,12 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	store.inner = containerd.NewRemoteContainerStore(containersapi.NewContainersClient(client.Conn()))
+	conn, ok := client.Conn().(grpc.ClientConnInterface)
+	if !ok {
+		client.Close()
+		return nil, fmt.Errorf("connect to containerd at %s: the client holds no gRPC connection", cfg.Address)
+	}
+	store.inner = containerd.NewRemoteContainerStore(containersapi.NewContainersClient(conn))
 	r := &Runtime{
 		cfg:     cfg,
 		client:  client,

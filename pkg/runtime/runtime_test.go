@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/typeurl/v2"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"

@@ -8,14 +8,15 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
-	"github.com/containerd/containerd/cio"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/oci"
-	criopts "github.com/containerd/containerd/pkg/cri/opts"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -183,7 +184,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}()
 	started, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id})
 	if err != nil {
-		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, errdefs.FromGRPC(err))
+		return "", fmt.Errorf("run pod sandbox for %s: start pause: %w", podRef, errgrpc.ToNative(err))
 	}
 	r.procs.remember(id, int(started.GetPid()))
 	if err := finish(); err != nil {
@@ -274,12 +275,12 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 	opts := []oci.SpecOpts{
 		oci.WithDefaultSpec(),
 		oci.WithoutRunMount,
-		criopts.WithoutDefaultSecuritySettings,
+		specopts.WithoutDefaultSecuritySettings,
 		withImageProcess(image),
 		oci.WithRootFSReadonly(),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
-		criopts.WithDefaultSandboxShares,
-		criopts.WithPodOOMScoreAdj(r.oom.clamp(sandboxOOMScoreAdj), false),
+		specopts.WithDefaultSandboxShares,
+		specopts.WithPodOOMScoreAdj(r.oom.clamp(sandboxOOMScoreAdj)),
 	}
 	if pauseMountsOnly(config) {
 		// The pause process reads no file: its container gets only the /proc and /dev mounts runc needs, not
@@ -313,7 +314,7 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		opts = append(opts, oci.WithPrivileged)
 	}
 	if len(config.GetLinux().GetSysctls()) > 0 {
-		opts = append(opts, criopts.WithSysctls(config.GetLinux().GetSysctls()))
+		opts = append(opts, specopts.WithSysctls(config.GetLinux().GetSysctls()))
 	}
 	if meta.CgroupParent != "" {
 		opts = append(opts, oci.WithCgroup(cgroupsPath(meta.CgroupParent, id)))

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/errdefs"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
 )

@@ -7,10 +7,10 @@ import (
 
 	v1stats "github.com/containerd/cgroups/v3/cgroup1/stats"
 	v2stats "github.com/containerd/cgroups/v3/cgroup2/stats"
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/errdefs"
-	criopts "github.com/containerd/containerd/pkg/cri/opts"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
+	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -303,7 +303,7 @@ func withLinuxResources(res *runtimeapi.LinuxContainerResources) containerd.Upda
 			// As at creation (containerd's CRI opts): memory+swap equal to memory unless asked otherwise, so
 			// the container does not swap, and cgroup v1 accepts a memory limit above the old memory+swap one.
 			swap := res.MemorySwapLimitInBytes
-			if swap == 0 && criopts.SwapControllerAvailable() {
+			if swap == 0 && specopts.SwapControllerAvailable() {
 				swap = m
 			}
 			if swap != 0 {

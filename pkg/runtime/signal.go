@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/errdefs"
 )
 
 // A signal to a running container's main process goes from this process straight to the kernel, through a

@@ -7,7 +7,7 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/errdefs"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/nodeagent/kubelet/pkg/cni"

@@ -8,8 +8,9 @@ import (
 
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ func (r *Runtime) goneAsNotFound(ctx context.Context, id string, err error) erro
 	if err == nil || errdefs.IsNotFound(err) {
 		return err
 	}
-	if _, gerr := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id}); errdefs.IsNotFound(errdefs.FromGRPC(gerr)) {
+	if _, gerr := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id}); errdefs.IsNotFound(errgrpc.ToNative(gerr)) {
 		return fmt.Errorf("%v: task is gone: %w", err, errdefs.ErrNotFound)
 	}
 	return err
@@ -47,7 +48,7 @@ func (r *Runtime) waitTask(ctx context.Context, id string) <-chan taskExit {
 	go func() {
 		resp, err := r.client.TaskService().Wait(ctx, &tasks.WaitRequest{ContainerID: id})
 		if err != nil {
-			ch <- taskExit{err: r.goneAsNotFound(ctx, id, errdefs.FromGRPC(err))}
+			ch <- taskExit{err: r.goneAsNotFound(ctx, id, errgrpc.ToNative(err))}
 			return
 		}
 		ch <- taskExit{code: resp.ExitStatus, at: exitTime(resp.ExitedAt)}
@@ -64,7 +65,7 @@ func (r *Runtime) taskOf(ctx context.Context, id string) (*task.Process, error) 
 	}
 	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
 	if err != nil {
-		if err := errdefs.FromGRPC(err); !errdefs.IsNotFound(err) {
+		if err := errgrpc.ToNative(err); !errdefs.IsNotFound(err) {
 			return nil, err
 		}
 		return nil, nil
@@ -76,13 +77,13 @@ func (r *Runtime) taskOf(ctx context.Context, id string) (*task.Process, error) 
 // or has exited answers NotFound.
 func (r *Runtime) killTask(ctx context.Context, id string, sig syscall.Signal, all bool) error {
 	_, err := r.client.TaskService().Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(sig), All: all})
-	return r.goneAsNotFound(ctx, id, errdefs.FromGRPC(err))
+	return r.goneAsNotFound(ctx, id, errgrpc.ToNative(err))
 }
 
 // removeTask deletes a container's exited task. A task already gone is not an error.
 func (r *Runtime) removeTask(ctx context.Context, id string) error {
 	_, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
-	if err := r.goneAsNotFound(ctx, id, errdefs.FromGRPC(err)); err != nil && !errdefs.IsNotFound(err) {
+	if err := r.goneAsNotFound(ctx, id, errgrpc.ToNative(err)); err != nil && !errdefs.IsNotFound(err) {
 		return err
 	}
 	r.procs.forget(id)

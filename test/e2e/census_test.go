@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containerd/containerd/namespaces"
-	"github.com/containerd/containerd/snapshots"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 )
 
 // census is what pods leave on the host, by kind: network namespaces, veths on the bridge, IP reservations,

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
