@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"os"
 	"os/signal"
 	"strings"
@@ -33,6 +34,8 @@ func main() {
 	var addrTypes string
 	flag.StringVar(&addrTypes, "kubelet-preferred-address-types", joinTypes(apiserver.DefaultKubeletAddressTypes),
 		"node address types to reach kubelets by, in order of preference")
+	flag.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod,
+		"how long a node may go without a heartbeat before it is marked Unknown and tainted unreachable (negative: never)")
 	flag.DurationVar(&cfg.EventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long events are kept after their last write")
 	flag.IntVar(&cfg.MaxRequestsInFlight, "max-requests-inflight", apiserver.DefaultMaxRequestsInFlight,
 		"non-mutating requests served at once; beyond, 429 with Retry-After")

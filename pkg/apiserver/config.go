@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"path/filepath"
 	"time"
 
@@ -56,6 +57,10 @@ type Config struct {
 	EventTTL time.Duration
 	// Clock is the time source; the real clock if nil.
 	Clock clock.WithTicker
+	// NodeMonitorGracePeriod is how long a node may go without renewing its Lease or posting its status
+	// before it is marked Unknown and tainted unreachable (kube-controller-manager's
+	// --node-monitor-grace-period); nodelifecycle.DefaultGracePeriod if 0, never if negative.
+	NodeMonitorGracePeriod time.Duration
 
 	// MaxRequestsInFlight bounds the non-mutating requests served at once
 	// (DefaultMaxRequestsInFlight if 0); beyond it a request gets 429 with
@@ -183,6 +188,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.NodeMonitorGracePeriod == 0 {
+		c.NodeMonitorGracePeriod = nodelifecycle.DefaultGracePeriod
 	}
 	for _, d := range []struct {
 		v   *int

@@ -25,7 +25,7 @@ const controllerResync = time.Second
 
 // startControllers starts the control loop that does what upstream's
 // namespace, service-account, root CA publisher, persistent volume binder, node
-// lifecycle (pressure taints) and pod GC controllers, its scheduler and kube-apiserver's kubernetes Service
+// lifecycle (heartbeats, pressure and readiness taints), taint eviction and pod GC controllers, its scheduler and kube-apiserver's kubernetes Service
 // reconciler do, in the small: it observes the store directly and acts through the API as an
 // admin client, so every write goes through the same rules as a user's.
 func (s *Server) startControllers(ctx context.Context) error {
@@ -51,6 +51,7 @@ type controller struct {
 	s      *Server
 	client kubernetes.Interface
 	graph  *ownerGraph
+	health nodeHealth
 	// nextEventSweep is when expired events are next looked for.
 	nextEventSweep time.Time
 }
@@ -113,7 +114,9 @@ func (c *controller) run(ctx context.Context, tick <-chan time.Time) {
 func (c *controller) sync(ctx context.Context) {
 	nodes := c.nodes()
 	c.report(ctx, "Namespace sync", c.syncNamespaces(ctx, nodes))
+	c.report(ctx, "Node health", c.syncNodeHealth(ctx, nodes))
 	c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
+	c.report(ctx, "Taint eviction", c.evictPods(ctx, nodes))
 	c.report(ctx, "Placement", c.schedule(ctx, nodes))
 	c.report(ctx, "Pod cleanup", c.collectPods(ctx, nodes))
 	c.graph.requeue()

@@ -3,7 +3,9 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,20 +44,30 @@ func pressureTaints(n *corev1.Node) ([]corev1.Taint, bool) {
 	return out, changed
 }
 
-// syncTaints keeps each node's pressure taints matching its conditions, as upstream's node lifecycle
-// controller does.
+// syncTaints keeps each node's pressure taints, and its not-ready and unreachable taints, matching its
+// conditions, as upstream's node lifecycle controller does (the latter unless the node lifecycle is off).
 func (c *controller) syncTaints(ctx context.Context, nodes map[string]*corev1.Node) error {
+	now := c.s.cfg.Clock.Now().Truncate(time.Second)
 	var errs []error
-	for _, n := range nodes {
+	for name, n := range nodes {
 		taints, changed := pressureTaints(n)
+		if c.s.cfg.NodeMonitorGracePeriod >= 0 {
+			probe := &corev1.Node{Spec: corev1.NodeSpec{Taints: taints}, Status: n.Status}
+			var more bool
+			taints, more = nodelifecycle.ReadinessTaints(probe, now)
+			changed = changed || more
+		}
 		if !changed {
 			continue
 		}
 		n = n.DeepCopy()
 		n.Spec.Taints = taints
-		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		updated, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err != nil {
 			errs = append(errs, err) // a conflict with a newer write is retried on the next pass
+			continue
 		}
+		nodes[name] = updated
 	}
 	return errors.Join(errs...)
 }

@@ -1,5 +1,7 @@
 // Package placement decides which node an unbound pod fits on: a small fit
 // check (node Ready and schedulable, node selector, required node affinity
 // terms by label, taints and tolerations, allocatable cpu, memory and pod
-// count), not a scheduler framework. Its functions are pure.
+// count) and upstream's LeastAllocated score among the nodes that fit, so that
+// pods spread across nodes by free allocatable; not a scheduler framework. Its
+// functions are pure.
 package placement

@@ -21,21 +21,22 @@ const (
 	ReasonPods          = "Too many pods"
 )
 
-// Choose returns the node pod fits on, preferring the one with the most free
-// cpu, or "" and the Unschedulable message when none fits. bound holds the
-// pods already bound, by node name; terminal pods in it are ignored.
+// Choose returns the node pod fits on, preferring the least allocated one (Score), or "" and the
+// Unschedulable message when none fits. bound holds the pods already bound, by node name; terminal pods
+// in it are ignored. Among equal scores the node with fewer pods wins, then the first name.
 func Choose(pod *corev1.Pod, nodes []*corev1.Node, bound map[string][]*corev1.Pod) (string, string) {
 	reasons := map[string]int{}
-	best, bestFree := "", int64(-1)
+	best, bestScore, bestPods := "", int64(-1), 0
 	for _, n := range nodes {
 		reason := Fits(pod, n, bound[n.Name])
 		if reason != "" {
 			reasons[reason]++
 			continue
 		}
-		free := freeCPU(n, bound[n.Name])
-		if free > bestFree || free == bestFree && n.Name < best {
-			best, bestFree = n.Name, free
+		score := Score(pod, n, bound[n.Name])
+		_, _, pods := used(bound[n.Name])
+		if score > bestScore || score == bestScore && (pods < bestPods || pods == bestPods && n.Name < best) {
+			best, bestScore, bestPods = n.Name, score, pods
 		}
 	}
 	if best != "" {
@@ -110,12 +111,52 @@ func used(bound []*corev1.Pod) (cpu, mem int64, count int) {
 	return cpu, mem, count
 }
 
-func freeCPU(n *corev1.Node, bound []*corev1.Pod) int64 {
+// Requests counted for scoring a container that requests nothing, as upstream's scheduler counts them
+// (its "non-zero" requests), so that pods without requests spread too.
+const (
+	nonZeroMilliCPU = 100
+	nonZeroMemory   = 200 << 20
+)
+
+// Score is upstream's LeastAllocated score of node for pod, 0 to 100: the share of its allocatable cpu
+// and memory left free once the pod is placed, averaged, counting every pod's requests with the non-zero
+// defaults. Higher spreads pods across nodes by free allocatable.
+func Score(pod *corev1.Pod, n *corev1.Node, bound []*corev1.Pod) int64 {
 	alloc := n.Status.Allocatable
 	if alloc == nil {
 		alloc = n.Status.Capacity
 	}
+	cpu, mem := nonZeroRequests(pod)
+	for _, p := range bound {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		c, m := nonZeroRequests(p)
+		cpu, mem = podfacts.AddSat(cpu, c), podfacts.AddSat(mem, m)
+	}
 	q := alloc[corev1.ResourceCPU]
-	c, _, _ := used(bound)
-	return podfacts.MilliValue(q) - c
+	mq := alloc[corev1.ResourceMemory]
+	return (leastAllocated(cpu, podfacts.MilliValue(q)) + leastAllocated(mem, podfacts.Value(mq))) / 2
+}
+
+func leastAllocated(requested, capacity int64) int64 {
+	if capacity <= 0 || requested > capacity {
+		return 0
+	}
+	return (capacity - requested) * 100 / capacity
+}
+
+// nonZeroRequests sums a pod's cpu and memory requests for scoring: a pod asking for none of one counts
+// the default once per container (upstream counts it per container that asks for none; the two differ
+// only for pods mixing containers with and without requests).
+func nonZeroRequests(pod *corev1.Pod) (cpu, mem int64) {
+	r := podfacts.PodRequests(pod)
+	cpu, mem = r.MilliCPU, r.Memory
+	if cpu == 0 {
+		cpu = nonZeroMilliCPU * int64(max(len(pod.Spec.Containers), 1))
+	}
+	if mem == 0 {
+		mem = nonZeroMemory * int64(max(len(pod.Spec.Containers), 1))
+	}
+	return cpu, mem
 }

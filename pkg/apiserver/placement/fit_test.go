@@ -82,3 +82,35 @@ func TestChoose(t *testing.T) {
 		})
 	}
 }
+
+// Pods without requests spread across equal nodes; a node with more free allocatable takes more of them.
+func TestSpread(t *testing.T) {
+	nodes := []*corev1.Node{node("a", "2", "4Gi"), node("b", "2", "4Gi"), node("c", "2", "4Gi")}
+	bound := map[string][]*corev1.Pod{}
+	var order []string
+	for i := 0; i < 6; i++ {
+		p := pod("", "")
+		n, msg := Choose(p, nodes, bound)
+		if n == "" {
+			t.Fatal(msg)
+		}
+		bound[n] = append(bound[n], p)
+		order = append(order, n)
+	}
+	if got := strings.Join(order, ""); got != "abcabc" {
+		t.Fatalf("placement order %q, want abcabc", got)
+	}
+	// A bigger node takes pods until its free share falls to the others'.
+	big := []*corev1.Node{node("a", "1", "1Gi"), node("z", "4", "4Gi")}
+	bound = map[string][]*corev1.Pod{}
+	counts := map[string]int{}
+	for i := 0; i < 5; i++ {
+		p := pod("", "")
+		n, _ := Choose(p, big, bound)
+		bound[n] = append(bound[n], p)
+		counts[n]++
+	}
+	if counts["z"] != 4 || counts["a"] != 1 {
+		t.Fatalf("pods per node %v, want 4 on the bigger node and 1 on the small one", counts)
+	}
+}
