@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -90,6 +91,9 @@ var configFields = map[string]configField{
 	}},
 	"imageMaximumGCAge": {"", func(o *options, c *kubeletconfig.KubeletConfiguration) {
 		o.imageGCMaxAge = c.ImageMaximumGCAge.Duration
+	}},
+	"nodeLeaseDurationSeconds": {"", func(o *options, c *kubeletconfig.KubeletConfiguration) {
+		o.nodeLeaseDuration = time.Duration(c.NodeLeaseDurationSeconds) * time.Second
 	}},
 	"shutdownGracePeriod": {"", func(o *options, c *kubeletconfig.KubeletConfiguration) {
 		o.shutdownGracePeriod = c.ShutdownGracePeriod.Duration

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"net"
 	"time"
 
@@ -63,7 +64,7 @@ func (o *options) kubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		EnableSystemLogHandler:           ptr.To(true),
 		NodeStatusUpdateFrequency:        metav1.Duration{Duration: 10 * time.Second},
 		NodeStatusReportFrequency:        metav1.Duration{Duration: 5 * time.Minute},
-		NodeLeaseDurationSeconds:         40,
+		NodeLeaseDurationSeconds:         int32(cmp.Or(o.nodeLeaseDuration, node.DefaultLeaseDuration) / time.Second),
 		CPUCFSQuota:                      ptr.To(true),
 		CPUCFSQuotaPeriod:                &metav1.Duration{Duration: 100 * time.Millisecond},
 		TLSCertFile:                      o.tlsCertFile,

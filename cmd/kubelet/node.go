@@ -110,6 +110,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		KubeletPort:    int32(o.port),
 		RootDir:        o.rootDir,
 		MaxPods:        o.maxPods,
+		LeaseDuration:  o.nodeLeaseDuration,
 		KubeletVersion: kubeletVersion,
 		Recorder:       recorder,
 		NoRegister:     !o.registerNode,

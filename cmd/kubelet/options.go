@@ -72,7 +72,10 @@ type options struct {
 	containerLogMonitorInterval time.Duration
 
 	// Graceful node shutdown (configuration file only, as upstream): zero disables it.
-	shutdownGracePeriod             time.Duration
+	shutdownGracePeriod time.Duration
+	// nodeLeaseDuration is the node Lease's duration (config file's nodeLeaseDurationSeconds; 40 s if 0),
+	// renewed every quarter of it.
+	nodeLeaseDuration               time.Duration
 	shutdownGracePeriodCriticalPods time.Duration
 	shutdownByPriority              []kubeletconfig.ShutdownGracePeriodByPodPriority
 
@@ -222,6 +225,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--container-log-monitor-interval must be at least 3s, got %v", o.containerLogMonitorInterval)
 	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
 		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+	case o.nodeLeaseDuration < 0:
+		return fmt.Errorf("nodeLeaseDurationSeconds must not be negative")
 	case o.shutdownGracePeriod < 0 || o.shutdownGracePeriodCriticalPods < 0:
 		return fmt.Errorf("shutdownGracePeriod and shutdownGracePeriodCriticalPods must not be negative")
 	case o.shutdownGracePeriodCriticalPods > o.shutdownGracePeriod:
