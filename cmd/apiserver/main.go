@@ -36,6 +36,8 @@ func main() {
 		"node address types to reach kubelets by, in order of preference")
 	flag.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod,
 		"how long a node may go without a heartbeat before it is marked Unknown and tainted unreachable (negative: never)")
+	flag.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "", "hand out nodes' pod CIDRs (spec.podCIDR) from this range (default: none)")
+	flag.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 0, "size of each node's pod CIDR within --cluster-cidr (default 24, or 64 for IPv6)")
 	flag.DurationVar(&cfg.EventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long events are kept after their last write")
 	flag.IntVar(&cfg.MaxRequestsInFlight, "max-requests-inflight", apiserver.DefaultMaxRequestsInFlight,
 		"non-mutating requests served at once; beyond, 429 with Retry-After")

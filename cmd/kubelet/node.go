@@ -102,10 +102,13 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	evictionDeps := &evictionDeps{cgroups: cg}
 	evictions := newEvictionManager(o, thresholds, d.name, recorder, evictionDeps)
 	agent, err := node.New(node.Config{
-		Name:           d.name,
-		Client:         d.clients.heartbeat,
-		Runtime:        d.runtime,
-		Images:         d.images,
+		Name:    d.name,
+		Client:  d.clients.heartbeat,
+		Runtime: d.runtime,
+		Images:  d.images,
+		PodCIDR: func(ctx context.Context, cidrs string) error {
+			return d.runtime.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cidrs}})
+		},
 		NodeIP:         o.nodeIP,
 		KubeletPort:    int32(o.port),
 		RootDir:        o.rootDir,

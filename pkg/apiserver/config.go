@@ -2,8 +2,10 @@ package apiserver
 
 import (
 	"fmt"
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodeipam"
 	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +63,11 @@ type Config struct {
 	// before it is marked Unknown and tainted unreachable (kube-controller-manager's
 	// --node-monitor-grace-period); nodelifecycle.DefaultGracePeriod if 0, never if negative.
 	NodeMonitorGracePeriod time.Duration
+	// ClusterCIDR, when set, is the range nodes' pod CIDRs (spec.podCIDR) are handed out from, in blocks of
+	// NodeCIDRMaskSize bits (24 if 0; 64 for an IPv6 range), as kube-controller-manager's --cluster-cidr with
+	// --allocate-node-cidrs. Empty: nodes get none.
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 
 	// MaxRequestsInFlight bounds the non-mutating requests served at once
 	// (DefaultMaxRequestsInFlight if 0); beyond it a request gets 429 with
@@ -188,6 +195,17 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.ClusterCIDR != "" {
+		if c.NodeCIDRMaskSize == 0 {
+			c.NodeCIDRMaskSize = 24
+			if strings.Contains(c.ClusterCIDR, ":") {
+				c.NodeCIDRMaskSize = 64
+			}
+		}
+		if _, err := nodeipam.New(c.ClusterCIDR, c.NodeCIDRMaskSize); err != nil {
+			return fmt.Errorf("apiserver: %w", err)
+		}
 	}
 	if c.NodeMonitorGracePeriod == 0 {
 		c.NodeMonitorGracePeriod = nodelifecycle.DefaultGracePeriod

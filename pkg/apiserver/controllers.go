@@ -115,6 +115,7 @@ func (c *controller) sync(ctx context.Context) {
 	nodes := c.nodes()
 	c.report(ctx, "Namespace sync", c.syncNamespaces(ctx, nodes))
 	c.report(ctx, "Node health", c.syncNodeHealth(ctx, nodes))
+	c.report(ctx, "Node pod CIDRs", c.assignPodCIDRs(ctx, nodes))
 	c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
 	c.report(ctx, "Taint eviction", c.evictPods(ctx, nodes))
 	c.report(ctx, "Placement", c.schedule(ctx, nodes))
@@ -141,6 +142,7 @@ func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
 		c.report(ctx, "Namespace sync", c.syncNamespaces(ctx, nodes))
 	}
 	if need.taints {
+		c.report(ctx, "Node pod CIDRs", c.assignPodCIDRs(ctx, nodes))
 		c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
 	}
 	if need.schedule {

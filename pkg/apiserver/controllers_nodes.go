@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodeipam"
 	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
 	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
@@ -167,4 +169,48 @@ func (c *controller) evict(ctx context.Context, p *corev1.Pod) error {
 		return fmt.Errorf("evict pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
+}
+
+// assignPodCIDRs gives each node without a pod CIDR the next free block of the cluster CIDR, as
+// kube-controller-manager's node IPAM does.
+func (c *controller) assignPodCIDRs(ctx context.Context, nodes map[string]*corev1.Node) error {
+	if c.s.cfg.ClusterCIDR == "" {
+		return nil
+	}
+	alloc, err := nodeipam.New(c.s.cfg.ClusterCIDR, c.s.cfg.NodeCIDRMaskSize)
+	if err != nil {
+		return err
+	}
+	var used []string
+	for _, n := range nodes {
+		used = append(used, n.Spec.PodCIDRs...)
+		if n.Spec.PodCIDR != "" {
+			used = append(used, n.Spec.PodCIDR)
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for name, n := range nodes {
+		if n.Spec.PodCIDR == "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names) // registration order is unknown; name order makes the hand-out repeatable
+	var errs []error
+	for _, name := range names {
+		cidr, err := alloc.Next(used)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+		n := nodes[name].DeepCopy()
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
+		updated, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("assign pod CIDR to node %s: %w", name, err))
+			continue
+		}
+		klog.FromContext(ctx).Info("Assigned a pod CIDR", "node", name, "podCIDR", cidr)
+		nodes[name] = updated
+		used = append(used, cidr)
+	}
+	return errors.Join(errs...)
 }

@@ -126,3 +126,39 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatal("a pod tolerating the taint forever was evicted")
 	}
 }
+
+// Nodes get pod CIDRs from the cluster CIDR; a deleted node's block goes to the next node.
+func TestNodePodCIDRs(t *testing.T) {
+	ts := startServer(t, "", func(c *Config) { c.ClusterCIDR = "10.244.0.0/16" })
+	ctx := ctxT(t)
+	nodes := ts.client.CoreV1().Nodes()
+	create := func(name string) {
+		t.Helper()
+		if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cidrOf := func(name string) func() bool {
+		return func() bool {
+			n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && n.Spec.PodCIDR != "" && slices.Equal(n.Spec.PodCIDRs, []string{n.Spec.PodCIDR})
+		}
+	}
+	create("n1")
+	eventually(t, "n1's pod CIDR", cidrOf("n1"))
+	create("n2")
+	eventually(t, "n2's pod CIDR", cidrOf("n2"))
+	n1, _ := nodes.Get(ctx, "n1", metav1.GetOptions{})
+	n2, _ := nodes.Get(ctx, "n2", metav1.GetOptions{})
+	if n1.Spec.PodCIDR != "10.244.0.0/24" || n2.Spec.PodCIDR != "10.244.1.0/24" {
+		t.Fatalf("pod CIDRs %q and %q", n1.Spec.PodCIDR, n2.Spec.PodCIDR)
+	}
+	if err := nodes.Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create("n3")
+	eventually(t, "n3's pod CIDR", cidrOf("n3"))
+	if n3, _ := nodes.Get(ctx, "n3", metav1.GetOptions{}); n3.Spec.PodCIDR != "10.244.0.0/24" {
+		t.Fatalf("n3 got %q, want the deleted node's 10.244.0.0/24", n3.Spec.PodCIDR)
+	}
+}

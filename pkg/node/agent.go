@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,7 @@ type Agent struct {
 	slowAt     time.Time // when version and images were last asked for
 	pressure   pressure
 	statusFail streak
+	podCIDR    string // the pod CIDRs last given to Config.PodCIDR
 }
 
 // New checks the configuration and reads the host (unless cfg.Host is given): capacity, allocatable and the
@@ -195,6 +197,7 @@ func (a *Agent) trySyncStatus(ctx context.Context, fresh bool) error {
 			return err
 		}
 	}
+	a.applyPodCIDR(ctx, original)
 	node := original.DeepCopy()
 	events := a.fillStatus(ctx, node)
 	if !needsPost(&original.Status, &node.Status, a.lastPost, a.cfg.Clock.Now(), a.cfg.StatusReportFrequency) {
@@ -344,4 +347,31 @@ func (s *streak) succeed() (int, time.Time) {
 	n, first := s.count, s.first
 	*s = streak{}
 	return n, first
+}
+
+// podCIDRs is the Node's pod CIDRs as the runtime is given them: spec.podCIDRs joined by commas, or
+// spec.podCIDR.
+func podCIDRs(n *v1.Node) string {
+	if len(n.Spec.PodCIDRs) > 0 {
+		return strings.Join(n.Spec.PodCIDRs, ",")
+	}
+	return n.Spec.PodCIDR
+}
+
+// applyPodCIDR gives the runtime the Node's pod CIDRs when they changed since it last took them: the Node
+// from the node's own watch (the newest), else n.
+func (a *Agent) applyPodCIDR(ctx context.Context, n *v1.Node) {
+	if w := a.watched.node.Load(); w != nil {
+		n = w
+	}
+	cidrs := podCIDRs(n)
+	if a.cfg.PodCIDR == nil || cidrs == "" || cidrs == a.podCIDR {
+		return
+	}
+	if err := a.cfg.PodCIDR(ctx, cidrs); err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to give the runtime the node's pod CIDR; will retry", "podCIDR", cidrs)
+		return
+	}
+	klog.FromContext(ctx).Info("Gave the runtime the node's pod CIDR", "podCIDR", cidrs)
+	a.podCIDR = cidrs
 }

@@ -69,6 +69,10 @@ type Config struct {
 	Runtime RuntimeService
 	// Images lists the images for the status; optional.
 	Images ImageLister
+	// PodCIDR, when set, is given the Node's pod CIDRs (spec.podCIDRs, comma-separated, as upstream's kubelet
+	// passes them to the runtime's UpdateRuntimeConfig) whenever they change; an error is retried on the
+	// next status sync.
+	PodCIDR func(ctx context.Context, cidrs string) error
 	// Clock is the time source; the real clock when nil.
 	Clock clock.WithTicker
 	// NodeIP is --node-ip: one address or a dual-stack pair, comma-separated; "0.0.0.0" or "::" only choose

@@ -36,7 +36,10 @@ func (a *Agent) watchNode(ctx context.Context) {
 	informer := cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})
 	set := func(obj interface{}) {
 		if n, ok := obj.(*v1.Node); ok && n.Name == a.cfg.Name {
-			a.watched.node.Store(n)
+			old := a.watched.node.Swap(n)
+			if a.cfg.PodCIDR != nil && podCIDRs(n) != "" && (old == nil || podCIDRs(old) != podCIDRs(n)) {
+				a.Resync() // a pod CIDR assigned: the status sync hands it to the runtime now
+			}
 		}
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -66,6 +66,9 @@ type Config struct {
 	ContainerdStateDir string
 	// Network attaches pods to the pod network.
 	Network network
+	// CNIConfTemplate, when set, is rendered with the pod CIDRs UpdateRuntimeConfig brings (containerd's
+	// conf_template: .PodCIDR, .PodCIDRRanges, .Routes) into CNIConfDir, where Network reads it.
+	CNIConfTemplate, CNIConfDir string
 	// Clock is injected for tests; nil means the real clock.
 	Clock clock.PassiveClock
 }

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"github.com/nodeagent/kubelet/pkg/cni"
+	"path/filepath"
 	"sync"
 
 	v1stats "github.com/containerd/cgroups/v3/cgroup1/stats"
@@ -77,8 +79,28 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{rt, nw}}}, nil
 }
 
-// UpdateRuntimeConfig accepts the pod CIDR; the CNI configuration on disk decides addressing.
-func (r *Runtime) UpdateRuntimeConfig(context.Context, *runtimeapi.RuntimeConfig) error { return nil }
+// UpdateRuntimeConfig takes the node's pod CIDRs: with a CNI configuration template, the pod network's
+// configuration is written from it (as containerd's CRI plugin does with conf_template); without one, the
+// CNI configuration on disk decides addressing and the CIDRs are only logged.
+func (r *Runtime) UpdateRuntimeConfig(ctx context.Context, cfg *runtimeapi.RuntimeConfig) error {
+	cidrs := cfg.GetNetworkConfig().GetPodCidr()
+	if cidrs == "" {
+		return nil
+	}
+	if r.cfg.CNIConfTemplate == "" {
+		logger(ctx).V(2).Info("Pod CIDR given; the CNI configuration on disk decides addressing", "podCIDR", cidrs)
+		return nil
+	}
+	changed, err := cni.RenderTemplate(r.cfg.CNIConfTemplate, r.cfg.CNIConfDir, cidrs)
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if changed {
+		logger(ctx).Info("Wrote the pod network configuration from its template", "podCIDR", cidrs,
+			"file", filepath.Join(r.cfg.CNIConfDir, cni.TemplateFile))
+	}
+	return nil
+}
 
 // RuntimeConfig reports the cgroup driver this runtime expects.
 func (r *Runtime) RuntimeConfig(context.Context) (*runtimeapi.RuntimeConfigResponse, error) {

@@ -20,6 +20,7 @@ type Flags struct {
 	StreamAddress       string // host:port of the CRI streaming server; port 0 picks one
 	CNIConfDir          string
 	CNIBinDir           string // comma-separated
+	CNIConfTemplate     string // rendered with the node's pod CIDR into CNIConfDir
 	PauseImage          string
 	PauseImageArchive   string
 	RegistryHostsDir    string // containerd's certs.d format: <dir>/<host>/hosts.toml
@@ -61,6 +62,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet, prefix string) {
 	fs.StringVar(&f.Socket, "cri-socket", f.Socket, prefix+"serve it over CRI on this unix socket (mode 0600); empty disables.")
 	fs.StringVar(&f.StreamAddress, "streaming-address", f.StreamAddress, prefix+"host:port of the CRI streaming server that exec, attach and port-forward URLs point at; port 0 picks a free one.")
 	fs.StringVar(&f.CNIConfDir, "cni-conf-dir", f.CNIConfDir, prefix+"directory of the CNI network configuration.")
+	fs.StringVar(&f.CNIConfTemplate, "cni-conf-template", f.CNIConfTemplate, prefix+"a CNI configuration template (Go text/template: .PodCIDR, .PodCIDRRanges, .Routes, as containerd's conf_template) written into --cni-conf-dir once the node has a pod CIDR (spec.podCIDR). Empty: the configuration there is used as it is.")
 	fs.StringVar(&f.CNIBinDir, "cni-bin-dir", f.CNIBinDir, prefix+"directories of CNI plugins, comma-separated.")
 	fs.StringVar(&f.PauseImage, "pod-infra-container-image", f.PauseImage, prefix+"the pause image (pinned: image removal leaves it).")
 	fs.StringVar(&f.PauseImageArchive, "pod-infra-container-image-archive", f.PauseImageArchive, prefix+"OCI archive imported when the pause image is missing.")
@@ -92,6 +94,8 @@ func (f Flags) RuntimeConfig() runtime.Config {
 		PauseImageArchive:  f.PauseImageArchive,
 		RegistryHostsDir:   f.RegistryHostsDir,
 		ImagePreloadDir:    f.ImagePreloadDir,
+		CNIConfTemplate:    f.CNIConfTemplate,
+		CNIConfDir:         f.CNIConfDir,
 		Network:            cni.New(cni.Config{ConfDir: f.CNIConfDir, BinDirs: f.CNIBinDirs(), CacheDir: filepath.Join(f.RootDir, "cni-cache")}),
 	}
 }
