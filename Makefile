@@ -22,6 +22,7 @@ build:
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/kubelet ./cmd/kubelet
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/apiserver ./cmd/apiserver
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/noderuntime ./cmd/noderuntime
+	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/nodecluster ./cmd/nodecluster
 
 # Idempotent host set-up: packages, our own containerd, CNI config, the pause and busybox images.
 setup:

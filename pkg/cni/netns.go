@@ -12,8 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// NetnsDir is where named network namespaces are bind-mounted, shared with iproute2 (`ip netns`).
-const NetnsDir = "/var/run/netns"
+// NetnsDir is where named network namespaces are bind-mounted, shared with iproute2 (`ip netns`): where
+// the netns library mounts them (/run/netns; /var/run is a link to /run on a usual host, not in every
+// container).
+const NetnsDir = "/run/netns"
 
 // NetnsPath returns the path of the named network namespace name.
 func NetnsPath(name string) string { return filepath.Join(NetnsDir, name) }
