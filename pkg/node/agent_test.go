@@ -423,3 +423,53 @@ func TestPressureConditionsFollowTheEvictionManager(t *testing.T) {
 		t.Errorf("MemoryPressure %+v", c)
 	}
 }
+
+// A node the lifecycle controller marked Unknown while its kubelet was frozen (no call of the kubelet
+// failed) is posted Ready again as soon as the node's watch shows it, not after the 5-minute report period.
+func TestMarkedUnknownIsPostedReadyAgain(t *testing.T) {
+	h := start(t, fake.NewClientset(), nil)
+	h.settle()
+	eventually(t, "Ready posted", func() bool { return conditionOf(&h.node().Status, v1.NodeReady).Status == v1.ConditionTrue })
+	n := h.node().DeepCopy()
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].Status = v1.ConditionUnknown
+		n.Status.Conditions[i].Reason = "NodeStatusUnknown"
+	}
+	if err := h.client.Tracker().Update(nodesGVR, n, ""); err != nil {
+		t.Fatal(err)
+	}
+	// No clock step: the watch seeing Unknown is enough to post at once.
+	eventually(t, "Ready posted again", func() bool {
+		return conditionOf(&h.node().Status, v1.NodeReady).Status == v1.ConditionTrue
+	})
+}
+
+// The Node's pod CIDR is given to the runtime once assigned, and again only when it changes.
+func TestPodCIDRGivenToTheRuntime(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	h := start(t, fake.NewClientset(), func(c *Config) {
+		c.PodCIDR = func(_ context.Context, cidrs string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, cidrs)
+			return nil
+		}
+	})
+	h.settle()
+	n := h.node().DeepCopy()
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.3.0/24", []string{"10.244.3.0/24", "fd00:3::/64"}
+	if err := h.client.Tracker().Update(nodesGVR, n, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the watch to see the pod CIDR", func() bool {
+		w := h.agent.watched.node.Load()
+		return w != nil && w.Spec.PodCIDR != ""
+	})
+	h.step(20*time.Second, 10*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "10.244.3.0/24,fd00:3::/64" {
+		t.Fatalf("runtime given %q, want the two CIDRs once", got)
+	}
+}

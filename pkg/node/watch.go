@@ -37,6 +37,12 @@ func (a *Agent) watchNode(ctx context.Context) {
 	set := func(obj interface{}) {
 		if n, ok := obj.(*v1.Node); ok && n.Name == a.cfg.Name {
 			old := a.watched.node.Swap(n)
+			if readyUnknown(n) {
+				// The node lifecycle controller marked the node Unknown (the kubelet never posts that): the
+				// kubelet was frozen or cut off without its calls failing. Read the Node afresh and post.
+				a.stale.Store(true)
+				a.Resync()
+			}
 			if a.cfg.PodCIDR != nil && podCIDRs(n) != "" && (old == nil || podCIDRs(old) != podCIDRs(n)) {
 				a.Resync() // a pod CIDR assigned: the status sync hands it to the runtime now
 			}
@@ -62,4 +68,14 @@ func (a *Agent) Node() *v1.Node {
 		return n
 	}
 	return a.initial
+}
+
+// readyUnknown says whether the Node's Ready condition is Unknown.
+func readyUnknown(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionUnknown
+		}
+	}
+	return false
 }
