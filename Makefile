@@ -23,6 +23,7 @@ build:
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/apiserver ./cmd/apiserver
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/noderuntime ./cmd/noderuntime
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/nodecluster ./cmd/nodecluster
+	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/nodeinit ./cmd/nodeinit
 
 # Idempotent host set-up: packages, our own containerd, CNI config, the pause and busybox images.
 setup:
@@ -106,7 +107,7 @@ test-vm: build setup
 	hack/vm/test-node.sh
 
 # Benchmarks: each figure on its own line as "name: value unit".
-bench: setup
+bench: setup build
 	$(GO) run ./hack/bench runtime
 	$(GO) run ./hack/bench upstream
 	$(GO) run ./hack/bench apiserver
@@ -114,6 +115,7 @@ bench: setup
 	$(GO) run ./hack/bench kubelet
 	$(GO) run ./hack/bench kubelet --only volumes
 	$(GO) run ./hack/bench kubelet --only probes
+	$(GO) run ./hack/bench cluster
 	$(GO) run ./hack/bench kubelet --only status
 	$(GO) run ./hack/bench kubelet --only timelines
 	$(GO) run ./hack/bench kubelet --only eviction

@@ -8,5 +8,5 @@
 //	nodecluster partition NODE  cut a node's link (ip link set eth0 down in its netns); heal NODE restores it
 //	nodecluster kubeconfig      print the admin kubeconfig's path
 //
-// The image's entrypoint is "nodecluster node-init", the node's PID 1.
+// The node image's entrypoint is cmd/nodeinit, the node's PID 1.
 package main

@@ -32,9 +32,6 @@ func usage() error {
 }
 
 func run(args []string) error {
-	if len(args) > 0 && args[0] == "node-init" {
-		return nodeInit(args[1:])
-	}
 	fs := flag.NewFlagSet("nodecluster", flag.ContinueOnError)
 	name := fs.String("name", cluster.DefaultName, "the cluster's name")
 	subnet := fs.String("subnet", cluster.DefaultSubnet, "the nodes' network (the host's bridge takes its first address)")
@@ -151,27 +148,4 @@ func defaultContainerdDir() string {
 		return dirs[len(dirs)-1]
 	}
 	return "/usr/bin"
-}
-
-func nodeInit(args []string) error {
-	fs := flag.NewFlagSet("node-init", flag.ContinueOnError)
-	var cfg cluster.InitConfig
-	var nodes string
-	fs.StringVar(&cfg.Name, "name", "", "the node's name")
-	fs.StringVar(&cfg.IP, "ip", "", "the node's address")
-	fs.StringVar(&cfg.Gateway, "gateway", "", "the bridge's address")
-	fs.BoolVar(&cfg.ControlPlane, "control-plane", false, "run the API server")
-	fs.StringVar(&nodes, "nodes", "", "the cluster's nodes, comma-separated (control plane)")
-	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", cluster.DefaultClusterCIDR, "the pods' network (control plane)")
-	fs.DurationVar(&cfg.GracePeriod, "node-monitor-grace-period", 0, "the API server's node monitor grace period")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if nodes != "" {
-		cfg.Nodes = strings.Split(nodes, ",")
-	}
-	if cfg.Name == "" || cfg.IP == "" {
-		return fmt.Errorf("node-init: --name and --ip are required")
-	}
-	return cluster.NodeInit(cfg)
 }

@@ -3,6 +3,7 @@
 //
 //	go run ./hack/bench runtime [--rounds N] # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
 //	go run ./hack/bench apiserver [--kubeconfig F] # 1,000 pods created, watched, listed, patched, deleted
+//	go run ./hack/bench cluster [--bin-dir bin] # nodecluster up 3 to Ready, cold and warm; an idle node's memory
 //
 // The runtime benchmark needs root and a host prepared by hack/setup.sh.
 package main
@@ -16,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream | cluster [flags]")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -33,6 +34,8 @@ func main() {
 		err = benchKubelet(ctx, os.Args[2:])
 	case "upstream":
 		err = benchUpstream(ctx, os.Args[2:])
+	case "cluster":
+		err = benchCluster(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

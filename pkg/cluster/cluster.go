@@ -31,19 +31,25 @@ type Options struct {
 
 // Preflight says which kernel feature or host piece a cluster needs and this host lacks.
 func Preflight(containerdAddress string) error {
+	return preflight("/", os.Geteuid(), containerdAddress)
+}
+
+// preflight checks the host whose /proc and /sys are under root, for a process of user euid.
+func preflight(root string, euid int, containerdAddress string) error {
 	var missing []string
-	if os.Geteuid() != 0 {
+	at := func(p string) string { return filepath.Join(root, p) }
+	if euid != 0 {
 		missing = append(missing, "root (node containers are privileged and get their own network namespaces)")
 	}
-	if fs, err := os.ReadFile("/proc/filesystems"); err != nil || !strings.Contains(string(fs), "\toverlay\n") {
+	if fs, err := os.ReadFile(at("/proc/filesystems")); err != nil || !strings.Contains(string(fs), "\toverlay\n") {
 		missing = append(missing, "overlayfs (modprobe overlay): node images and each node's containerd use it")
 	}
-	if _, err := os.Stat("/proc/self/ns/cgroup"); err != nil {
+	if _, err := os.Stat(at("/proc/self/ns/cgroup")); err != nil {
 		missing = append(missing, "cgroup namespaces (Linux 4.6 or later): each node gets its own")
 	}
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
-		if _, err := os.Stat("/sys/fs/cgroup/freezer"); err != nil {
-			missing = append(missing, "the freezer cgroup controller (cgroup v1): stopping a node freezes it")
+	if _, err := os.Stat(at("/sys/fs/cgroup/cgroup.controllers")); err != nil {
+		if _, err := os.Stat(at("/sys/fs/cgroup/freezer")); err != nil {
+			missing = append(missing, "the freezer cgroup controller (cgroup v1): freezing a node needs it")
 		}
 	}
 	if _, err := os.Stat(containerdAddress); err != nil {

@@ -12,8 +12,9 @@
 //   - network.go: the bridge, each node's network namespace and veth, a partition (link down) and its heal;
 //   - nodes.go: the node containers (create, start, freeze, thaw, delete);
 //   - cluster.go: up and down, with the checks that say which kernel feature a host lacks;
-//   - nodeinit.go: the node containers' PID 1 (containerd, API server, kubelet, zombie reaping, and the
-//     routes to the other nodes' pod CIDRs, from the Nodes' spec.podCIDR).
+//   - nodeinit (a package of its own, for a small PID 1): the node containers' PID 1 (containerd, the API
+//     server, the kubelet, zombie reaping);
+//   - network.go also keeps the routes to the other nodes' pod CIDRs, from the Nodes' spec.podCIDR.
 //
 // Everything a cluster leaves on the host is named from its name: containers labelled with it, network
 // namespaces, links, cgroups and its state directory; down removes them all and is safe to repeat.

@@ -18,27 +18,16 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/nodeagent/kubelet/internal/ociimage"
+	"github.com/nodeagent/kubelet/pkg/cluster/nodeinit"
 )
 
 // ImageSources are the host files a node image is made from.
 type ImageSources struct {
-	BinDir        string // the project's kubelet, apiserver and nodecluster
+	BinDir        string // the project's kubelet, apiserver and nodeinit
 	ContainerdDir string // containerd, containerd-shim-runc-v2, runc (and ctr)
 	CNIBinDir     string // the CNI plugins
 	ImagesDir     string // pause.tar and busybox.tar, preloaded by each node's kubelet
 }
-
-// Paths inside a node.
-const (
-	nodeBin          = "/usr/local/bin"
-	nodeCNIBin       = "/usr/lib/cni"
-	nodeCNITemplate  = "/etc/nodeagent/cni/template.conflist"
-	nodeContainerd   = "/etc/nodeagent/containerd/config.toml"
-	nodeShared       = "/etc/nodeagent/cluster/shared" // the control plane's: every node's kubeconfig
-	nodeOwn          = "/etc/nodeagent/cluster/node"   // a worker's: its own kubeconfig
-	nodeImagesDir    = "/var/lib/nodeagent/images"
-	nodeContainerdRt = "/var/lib/nodeagent/containerd"
-)
 
 // iptablesTools are the names the CNI plugins and the runtime run iptables by; on Debian all are
 // xtables-nft-multi.
@@ -47,7 +36,7 @@ var iptablesTools = []string{"iptables", "iptables-save", "iptables-restore", "i
 // nodeContainerdConfig is the node's containerd: the paths the kubelet's built-in runtime expects by
 // default, without the CRI plugin (the kubelet brings its own runtime).
 const nodeContainerdConfig = `version = 2
-root = "` + nodeContainerdRt + `"
+root = "` + nodeinit.ContainerdRoot + `"
 state = "/run/nodeagent/containerd"
 disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images"]
 
@@ -82,7 +71,7 @@ const nodeCNITemplateText = `{
 // they load, the node's configuration files, and the image archives.
 func NodeImageSpec(src ImageSources) (ociimage.Spec, error) {
 	s := ociimage.Spec{Config: ociimage.Config{
-		Entrypoint: []string{nodeBin + "/nodecluster", "node-init"},
+		Entrypoint: []string{nodeinit.Bin + "/nodeinit"},
 		Env:        []string{ociimage.DefaultPath},
 	}}
 	var elves []string
@@ -94,18 +83,18 @@ func NodeImageSpec(src ImageSources) (ociimage.Spec, error) {
 		elves = append(elves, from)
 		return nil
 	}
-	for _, b := range []string{"kubelet", "apiserver", "nodecluster"} {
-		if err := add(filepath.Join(src.BinDir, b), filepath.Join(nodeBin, b)); err != nil {
+	for _, b := range []string{"kubelet", "apiserver", "nodeinit"} {
+		if err := add(filepath.Join(src.BinDir, b), filepath.Join(nodeinit.Bin, b)); err != nil {
 			return s, fmt.Errorf("%w (make build writes it)", err)
 		}
 	}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr"} {
-		if err := add(filepath.Join(src.ContainerdDir, b), filepath.Join(nodeBin, b)); err != nil {
+		if err := add(filepath.Join(src.ContainerdDir, b), filepath.Join(nodeinit.Bin, b)); err != nil {
 			return s, fmt.Errorf("%w (make setup installs it)", err)
 		}
 	}
 	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
-		if err := add(filepath.Join(src.CNIBinDir, p), filepath.Join(nodeCNIBin, p)); err != nil {
+		if err := add(filepath.Join(src.CNIBinDir, p), filepath.Join(nodeinit.CNIBin, p)); err != nil {
 			return s, err
 		}
 	}
@@ -138,7 +127,7 @@ func NodeImageSpec(src ImageSources) (ociimage.Spec, error) {
 		if _, err := os.Stat(from); err != nil {
 			return s, fmt.Errorf("node image: %w (make setup writes it)", err)
 		}
-		s.Files = append(s.Files, ociimage.File{Path: filepath.Join(nodeImagesDir, img), Source: from})
+		s.Files = append(s.Files, ociimage.File{Path: filepath.Join(nodeinit.ImagesDir, img), Source: from})
 	}
 	for _, f := range []string{"/etc/protocols", "/etc/services"} {
 		if _, err := os.Stat(f); err == nil {
@@ -146,15 +135,15 @@ func NodeImageSpec(src ImageSources) (ociimage.Spec, error) {
 		}
 	}
 	s.Files = append(s.Files,
-		ociimage.File{Path: nodeContainerd, Data: []byte(nodeContainerdConfig)},
-		ociimage.File{Path: nodeCNITemplate, Data: []byte(nodeCNITemplateText)},
+		ociimage.File{Path: nodeinit.ContainerdConfig, Data: []byte(nodeContainerdConfig)},
+		ociimage.File{Path: nodeinit.CNITemplate, Data: []byte(nodeCNITemplateText)},
 		ociimage.File{Path: "/etc/passwd", Data: []byte("root:x:0:0:root:/root:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
 		ociimage.File{Path: "/etc/group", Data: []byte("root:x:0:\nnogroup:x:65534:\n")},
 		ociimage.File{Path: "/etc/hosts", Data: []byte("127.0.0.1 localhost\n::1 localhost\n")},
 		ociimage.File{Path: "/etc/resolv.conf", Data: []byte("# a node of a nodeagent cluster: no DNS server\n")},
 		ociimage.File{Path: "/etc/nsswitch.conf", Data: []byte("passwd: files\ngroup: files\nhosts: files\nprotocols: files\nservices: files\n")},
 	)
-	for _, d := range []string{"/tmp", "/run", "/root", "/var/lib/kubelet", "/var/log", "/etc/nodeagent/cni/net.d", nodeShared, nodeOwn, nodeContainerdRt, "/proc", "/sys", "/dev", "/lib/modules"} {
+	for _, d := range []string{"/tmp", "/run", "/root", "/var/lib/kubelet", "/var/log", "/etc/nodeagent/cni/net.d", nodeinit.Shared, nodeinit.Own, nodeinit.ContainerdRoot, "/proc", "/sys", "/dev", "/lib/modules"} {
 		s.Dirs = append(s.Dirs, ociimage.Dir{Path: d})
 	}
 	return s, nil

@@ -16,11 +16,13 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/nodeagent/kubelet/pkg/cluster/nodeinit"
 )
 
-// nodeArgs are the node's PID 1 arguments (see NodeInit).
+// nodeArgs are the node's PID 1 arguments (see cmd/nodeinit).
 func nodeArgs(p *Plan, n NodePlan, gracePeriod time.Duration) []string {
-	args := []string{nodeBin + "/nodecluster", "node-init",
+	args := []string{nodeinit.Bin + "/nodeinit",
 		"--name", n.Name, "--ip", n.IP.String(), "--gateway", p.Gateway.String()}
 	if n.ControlPlane {
 		var names []string
@@ -42,7 +44,7 @@ func nodeMounts(p *Plan, n NodePlan) []runtimespec.Mount {
 	tmpfs := func(dst string) runtimespec.Mount {
 		return runtimespec.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=755"}}
 	}
-	ms := []runtimespec.Mount{tmpfs("/run"), tmpfs("/tmp"), tmpfs(nodeContainerdRt),
+	ms := []runtimespec.Mount{tmpfs("/run"), tmpfs("/tmp"), tmpfs(nodeinit.ContainerdRoot),
 		// The node's own cgroup namespace: its kubelet's pod cgroups nest under the node's cgroup.
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "rw"}},
 	}
@@ -50,9 +52,9 @@ func nodeMounts(p *Plan, n NodePlan) []runtimespec.Mount {
 		ms = append(ms, runtimespec.Mount{Destination: "/lib/modules", Type: "bind", Source: "/lib/modules", Options: []string{"rbind", "ro"}})
 	}
 	if n.ControlPlane {
-		ms = append(ms, runtimespec.Mount{Destination: nodeShared, Type: "bind", Source: filepath.Join(p.StateDir, "shared"), Options: []string{"rbind", "rw"}})
+		ms = append(ms, runtimespec.Mount{Destination: nodeinit.Shared, Type: "bind", Source: filepath.Join(p.StateDir, "shared"), Options: []string{"rbind", "rw"}})
 	} else {
-		ms = append(ms, runtimespec.Mount{Destination: nodeOwn, Type: "bind", Source: filepath.Join(p.StateDir, "shared", n.Name), Options: []string{"rbind", "ro"}})
+		ms = append(ms, runtimespec.Mount{Destination: nodeinit.Own, Type: "bind", Source: filepath.Join(p.StateDir, "shared", n.Name), Options: []string{"rbind", "ro"}})
 	}
 	return ms
 }

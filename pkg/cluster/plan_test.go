@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -43,5 +45,56 @@ func TestNewPlan(t *testing.T) {
 		if _, err := NewPlan(bad.name, bad.n, bad.subnet, bad.cidr); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("NewPlan(%q, %d, %q, %q) = %v, want an error saying %q", bad.name, bad.n, bad.subnet, bad.cidr, err, bad.says)
 		}
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	host := func(t *testing.T, files ...string) string {
+		root := t.TempDir()
+		for _, f := range files {
+			path := filepath.Join(root, f)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			data := ""
+			if strings.HasSuffix(f, "filesystems") {
+				data = "nodev\tsysfs\nnodev\toverlay\n"
+			}
+			if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return root
+	}
+	sock := filepath.Join(t.TempDir(), "containerd.sock")
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	full := []string{"/proc/filesystems", "/proc/self/ns/cgroup", "/sys/fs/cgroup/freezer/tasks"}
+	if err := preflight(host(t, full...), 0, sock); err != nil {
+		t.Fatalf("a host with everything: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		files []string
+		euid  int
+		sock  string
+		says  string
+	}{
+		{"not root", full, 1000, sock, "root"},
+		{"no overlayfs", []string{"/proc/self/ns/cgroup", "/sys/fs/cgroup/freezer/tasks"}, 0, sock, "overlayfs"},
+		{"no cgroup namespaces", []string{"/proc/filesystems", "/sys/fs/cgroup/freezer/tasks"}, 0, sock, "cgroup namespaces"},
+		{"no freezer on cgroup v1", []string{"/proc/filesystems", "/proc/self/ns/cgroup"}, 0, sock, "freezer"},
+		{"no containerd", full, 0, "/nonexistent.sock", "/nonexistent.sock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := preflight(host(t, tc.files...), tc.euid, tc.sock)
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("preflight = %v, want an error naming %q", err, tc.says)
+			}
+		})
+	}
+	if err := preflight(host(t, "/proc/filesystems", "/proc/self/ns/cgroup", "/sys/fs/cgroup/cgroup.controllers"), 0, sock); err != nil {
+		t.Fatalf("cgroup v2 needs no freezer directory: %v", err)
 	}
 }

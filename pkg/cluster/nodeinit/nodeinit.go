@@ -1,4 +1,4 @@
-package cluster
+package nodeinit
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InitConfig is what a node's PID 1 runs.
-type InitConfig struct {
+// Config is what a node's PID 1 runs.
+type Config struct {
 	Name         string
 	IP           string
 	Gateway      string
@@ -26,11 +26,11 @@ type InitConfig struct {
 	GracePeriod  time.Duration
 }
 
-// NodeInit is a node's PID 1: it makes the root mount shared (mount propagation for pods), turns on
+// Run is a node's PID 1: it makes the root mount shared (mount propagation for pods), turns on
 // forwarding, starts containerd, on the control plane the API server, then the kubelet with the node's own
 // kubeconfig, reaps orphans, and ends (stopping the rest) when one of its children ends or it is asked to
-// stop. The routes to the other nodes' pod CIDRs are the cluster tool's (SyncRoutes).
-func NodeInit(cfg InitConfig) error {
+// stop. The routes to the other nodes' pod CIDRs are the cluster tool's (cluster.SyncRoutes).
+func Run(cfg Config) error {
 	logf := func(format string, a ...any) { fmt.Printf("node-init: "+format+"\n", a...) }
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SHARED, ""); err != nil {
 		return fmt.Errorf("make / shared: %w", err)
@@ -49,23 +49,23 @@ func NodeInit(cfg InitConfig) error {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT)
 
-	if err := sup.start("containerd", nodeBin+"/containerd", "--config", nodeContainerd); err != nil {
+	if err := sup.start("containerd", Bin+"/containerd", "--config", ContainerdConfig); err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(nodeOwn, "kubeconfig")
+	kubeconfig := filepath.Join(Own, "kubeconfig")
 	if cfg.ControlPlane {
-		kubeconfig = filepath.Join(nodeShared, cfg.Name, "kubeconfig")
+		kubeconfig = filepath.Join(Shared, cfg.Name, "kubeconfig")
 		args := []string{"--data-dir", "/var/lib/nodeagent/apiserver", "--bind-address", cfg.IP,
-			"--admin-kubeconfig", filepath.Join(nodeShared, "admin.kubeconfig"), "--cluster-cidr", cfg.ClusterCIDR,
+			"--admin-kubeconfig", filepath.Join(Shared, "admin.kubeconfig"), "--cluster-cidr", cfg.ClusterCIDR,
 			// Node names do not resolve here: reach kubelets by their addresses.
 			"--kubelet-preferred-address-types", "InternalIP,Hostname"}
 		if cfg.GracePeriod != 0 {
 			args = append(args, "--node-monitor-grace-period", cfg.GracePeriod.String())
 		}
 		for _, n := range cfg.Nodes {
-			args = append(args, "--node-kubeconfig", n+"="+filepath.Join(nodeShared, n, "kubeconfig"))
+			args = append(args, "--node-kubeconfig", n+"="+filepath.Join(Shared, n, "kubeconfig"))
 		}
-		if err := sup.start("apiserver", nodeBin+"/apiserver", args...); err != nil {
+		if err := sup.start("apiserver", Bin+"/apiserver", args...); err != nil {
 			return err
 		}
 	}
@@ -91,8 +91,8 @@ func NodeInit(cfg InitConfig) error {
 				if _, err := os.Stat(kubeconfig); err != nil {
 					continue
 				}
-				err := sup.start("kubelet", nodeBin+"/kubelet", "--kubeconfig", kubeconfig, "--hostname-override", cfg.Name,
-					"--node-ip", cfg.IP, "--cni-conf-template", nodeCNITemplate, "--address", cfg.IP, "-v", "1")
+				err := sup.start("kubelet", Bin+"/kubelet", "--kubeconfig", kubeconfig, "--hostname-override", cfg.Name,
+					"--node-ip", cfg.IP, "--cni-conf-template", CNITemplate, "--address", cfg.IP, "-v", "1")
 				if err != nil {
 					return err
 				}
@@ -119,7 +119,7 @@ func (s *supervisor) start(name, bin string, args ...string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.Env = append(os.Environ(), "PATH="+nodeBin+":/usr/sbin:/usr/bin:/sbin:/bin")
+	cmd.Env = append(os.Environ(), "PATH="+Bin+":/usr/sbin:/usr/bin:/sbin:/bin")
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
