@@ -237,5 +237,32 @@ func EnsureNodeImage(ctx context.Context, client *containerd.Client, src ImageSo
 			return "", fmt.Errorf("unpack the node image: %w", err)
 		}
 	}
-	return ref, nil
+	return ref, pruneNodeImages(ctx, client, ref)
+}
+
+// pruneNodeImages deletes the node images other than keep that no node container uses: each build of
+// changed binaries makes a new one (about 200 MB).
+func pruneNodeImages(ctx context.Context, client *containerd.Client, keep string) error {
+	used := map[string]bool{keep: true}
+	cs, err := client.Containers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if info, err := c.Info(ctx); err == nil {
+			used[info.Image] = true
+		}
+	}
+	imgs, err := client.ImageService().List(ctx, `name~="^localhost/nodeagent-node:"`)
+	if err != nil {
+		return err
+	}
+	for _, img := range imgs {
+		if !used[img.Name] {
+			if err := client.ImageService().Delete(ctx, img.Name); err != nil && !errdefs.IsNotFound(err) {
+				return fmt.Errorf("remove the old node image %s: %w", img.Name, err)
+			}
+		}
+	}
+	return nil
 }
