@@ -19,8 +19,8 @@ import (
 
 // WithResources sets CPU, memory, hugepage and unified cgroup limits from the CRI resources. A memory
 // limit without a swap limit caps memory+swap at the same value where the host accounts swap, so a
-// container does not swap by default (as containerd's CRI plugin). Hugepage limits on a host without
-// the hugetlb controller are an error.
+// container does not swap by default (as containerd's CRI plugin). Hugepage limits are left out on a host
+// without the hugetlb controller.
 func WithResources(res *runtimeapi.LinuxContainerResources) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *runtimespec.Spec) error {
 		if res == nil {
@@ -58,10 +58,10 @@ func WithResources(res *runtimeapi.LinuxContainerResources) oci.SpecOpts {
 		if swap != 0 && SwapControllerAvailable() {
 			r.Memory.Swap = &swap
 		}
-		if hp := res.GetHugepageLimits(); len(hp) > 0 {
-			if !hugetlbAvailable() {
-				return errors.New("huge pages limits are specified but this host has no hugetlb cgroup controller")
-			}
+		// Without the hugetlb controller the limits are left out, as containerd's CRI plugin does by default
+		// (tolerate_missing_hugetlb_controller): upstream's kubelet sends one per page size the node has,
+		// zero when the pod asks for none.
+		if hp := res.GetHugepageLimits(); len(hp) > 0 && hugetlbAvailable() {
 			for _, l := range hp {
 				r.HugepageLimits = append(r.HugepageLimits, runtimespec.LinuxHugepageLimit{Pagesize: l.GetPageSize(), Limit: l.GetLimit()})
 			}

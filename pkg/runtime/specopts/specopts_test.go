@@ -176,3 +176,21 @@ func TestPodNamespaces(t *testing.T) {
 		t.Fatal("a pod user namespace was accepted")
 	}
 }
+
+// Hugepage limits reach the spec where the hugetlb controller is, and are left out (no error) where it is
+// not: upstream's kubelet sends one per page size, zero when the pod asks for none.
+func TestHugepageLimits(t *testing.T) {
+	res := &runtimeapi.LinuxContainerResources{HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 0}}}
+	saved := hugetlbAvailable
+	t.Cleanup(func() { hugetlbAvailable = saved })
+	for _, have := range []bool{true, false} {
+		hugetlbAvailable = func() bool { return have }
+		s := &runtimespec.Spec{}
+		if err := WithResources(res)(context.Background(), nil, nil, s); err != nil {
+			t.Fatalf("hugetlb controller %v: %v", have, err)
+		}
+		if got := len(s.Linux.Resources.HugepageLimits); got != map[bool]int{true: 1, false: 0}[have] {
+			t.Fatalf("hugetlb controller %v: %d hugepage limits in the spec", have, got)
+		}
+	}
+}
