@@ -218,18 +218,18 @@ func mkdirLevels(top, dir string, made func(parent, child string) error) error {
 func (a fileApplier) destroy(c cgroupSpec) error {
 	var errs []error
 	for _, dir := range c.paths {
-		if err := removeCgroupDir(dir); err != nil {
+		if err := RemoveDir(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// removeCgroupDir removes a cgroup and its sub-cgroups, deepest first. A
+// RemoveDir removes a cgroup and its sub-cgroups, deepest first; one already gone is not an error. A
 // cgroupfs directory is removed with its interface files; a plain
 // directory (ENOTEMPTY, which cgroupfs never returns) has its files
 // removed first.
-func removeCgroupDir(dir string) error {
+func RemoveDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -239,7 +239,7 @@ func removeCgroupDir(dir string) error {
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			if err := removeCgroupDir(filepath.Join(dir, e.Name())); err != nil {
+			if err := RemoveDir(filepath.Join(dir, e.Name())); err != nil {
 				return err
 			}
 		}

@@ -91,13 +91,13 @@ func TestRemoveCgroupDir(t *testing.T) {
 	mustMkdir(t, dir+"/ctr1/sub")
 	mustWrite(t, dir+"/cgroup.procs", "")
 	mustWrite(t, dir+"/ctr1/cpu.shares", "2")
-	if err := removeCgroupDir(dir); err != nil {
+	if err := RemoveDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	if dirExists(dir) {
 		t.Error("directory left behind")
 	}
-	if err := removeCgroupDir(dir); err != nil {
+	if err := RemoveDir(dir); err != nil {
 		t.Errorf("removing a removed cgroup = %v, want nil", err)
 	}
 }

@@ -90,7 +90,7 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	for _, qos := range qosClasses {
 		rel := m.layout.rel(podName(m.podsName, qos, uid))
 		for _, h := range m.layout.otherHierarchies() {
-			if err := removeCgroupDir(filepath.Join(h, rel)); err != nil {
+			if err := RemoveDir(filepath.Join(h, rel)); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/errdefs"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/cluster/nodeinit"
 )
 
@@ -179,31 +180,9 @@ func removeCgroups(p *Plan) error {
 	}
 	for _, root := range roots {
 		for _, n := range p.Nodes {
-			errs = append(errs, removeCgroupTree(filepath.Join(root, filepath.Base(n.CgroupsPath))))
+			errs = append(errs, cgroups.RemoveDir(filepath.Join(root, filepath.Base(n.CgroupsPath))))
 		}
 		_ = os.Remove(root) // only when empty: another cluster may be up
 	}
 	return errors.Join(errs...)
-}
-
-// removeCgroupTree removes a cgroup directory and its children, deepest first.
-func removeCgroupTree(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			if err := removeCgroupTree(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove cgroup %s: %w", dir, err)
-	}
-	return nil
 }

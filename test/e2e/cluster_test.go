@@ -69,26 +69,13 @@ func (c *e2eCluster) nodeClient(node string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
-func (c *e2eCluster) readyStatus(node string) (v1.ConditionStatus, []v1.Taint) {
-	n, err := c.admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-	if err != nil {
-		return "", nil
-	}
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == v1.NodeReady {
-			return cond.Status, n.Spec.Taints
-		}
-	}
-	return "", n.Spec.Taints
-}
-
 // waitNode waits until node's Ready condition is want; Unknown must come with the unreachable taints, True
 // without them. It returns how long that took.
 func (c *e2eCluster) waitNode(node string, want v1.ConditionStatus, timeout time.Duration) time.Duration {
 	c.t.Helper()
 	start := time.Now()
 	eventually(c.t, timeout, fmt.Sprintf("node %s Ready=%s", node, want), func() error {
-		s, taints := c.readyStatus(node)
+		s, taints := nodeReadyAndTaints(c.admin, node)
 		unreachable := slices.ContainsFunc(taints, func(t v1.Taint) bool {
 			return t.Key == v1.TaintNodeUnreachable && t.Effect == v1.TaintEffectNoExecute
 		}) && slices.ContainsFunc(taints, func(t v1.Taint) bool {

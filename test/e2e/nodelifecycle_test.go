@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // A node whose kubelet dies is marked Unknown once its Lease runs out and tainted unreachable; its pod runs
@@ -30,25 +31,13 @@ func TestNodeLifecycleKubeletDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := startNodeJoining(t, api, nodeKC, "--config", cfg)
-	ctx := context.Background()
 	p := busyboxPod("lifecycle", "sleep", "3600")
 	p.Spec.NodeName = n.name
 	n.createPod(p)
 	n.waitPod(p.Name, 90*time.Second, "pod ready", ready)
 	before := n.podStates(t, []string{p.Name})
 
-	readyCondition := func() (v1.ConditionStatus, []v1.Taint) {
-		node, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
-		if err != nil {
-			return "", nil
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == v1.NodeReady {
-				return c.Status, node.Spec.Taints
-			}
-		}
-		return "", node.Spec.Taints
-	}
+	readyCondition := func() (v1.ConditionStatus, []v1.Taint) { return nodeReadyAndTaints(n.client, n.name) }
 	unreachable := func(taints []v1.Taint, effect v1.TaintEffect) bool {
 		return slices.ContainsFunc(taints, func(t v1.Taint) bool { return t.Key == v1.TaintNodeUnreachable && t.Effect == effect })
 	}
@@ -100,4 +89,18 @@ func TestNodeLifecycleKubeletDies(t *testing.T) {
 		t.Fatalf("pod before the kubelet died: %s\nafter it came back: %s", before[p.Name], after[p.Name])
 	}
 	n.waitPod(waiting.Name, 90*time.Second, "the waiting pod placed and running", ready)
+}
+
+// nodeReadyAndTaints reads a Node's Ready condition status and its taints ("" and none when it cannot).
+func nodeReadyAndTaints(client kubernetes.Interface, name string) (v1.ConditionStatus, []v1.Taint) {
+	node, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return "", nil
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status, node.Spec.Taints
+		}
+	}
+	return "", node.Spec.Taints
 }
