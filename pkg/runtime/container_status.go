@@ -84,6 +84,13 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	if err != nil {
 		return nil, fmt.Errorf("container %q: task: %w", containerID, err)
 	}
+	if recordMayBeBehind(rec.Labels, t) {
+		// The exit may have been recorded and the task deleted between the two reads (a container that exits
+		// at once): the record, read again, has it. Without this a quick exit was reported as a lost one (255).
+		if rec, err = r.recordOf(ctx, rec.ID); err != nil {
+			return nil, fmt.Errorf("container %q: %w", containerID, err)
+		}
+	}
 	meta, err := r.records.metas.container(rec)
 	if err != nil {
 		return nil, err
@@ -194,4 +201,11 @@ func (r *Runtime) sandboxContainers(ctx context.Context, sandboxID string) ([]co
 		return nil, fmt.Errorf("list containers of sandbox %s: %w", sandboxID, err)
 	}
 	return recs, nil
+}
+
+// recordMayBeBehind says whether a container record read before its task may miss the exit that ended the
+// task: the record shows it started and not finished, and the task is gone. The exit is recorded before a
+// task is deleted, so a record read after the task's absence was seen is current.
+func recordMayBeBehind(labels map[string]string, t *task.Process) bool {
+	return t == nil && exitUnrecorded(labels)
 }

@@ -381,3 +381,24 @@ func TestShimAddress(t *testing.T) {
 		t.Error("a task without an address file gave one")
 	}
 }
+
+func TestRecordMayBeBehind(t *testing.T) {
+	started := map[string]string{labelStartedAt: "1"}
+	finished := map[string]string{labelStartedAt: "1", labelFinishedAt: "2"}
+	running := &task.Process{Status: task.Status_RUNNING}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		t      *task.Process
+		want   bool
+	}{
+		{"started, task gone: read again", started, nil, true},
+		{"started, task there", started, running, false},
+		{"exit recorded", finished, nil, false},
+		{"never started", map[string]string{}, nil, false},
+	} {
+		if got := recordMayBeBehind(tc.labels, tc.t); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
