@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/apiserver"
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 )
 
 func main() {

@@ -2,8 +2,6 @@ package apiserver
 
 import (
 	"fmt"
-	"github.com/nodeagent/kubelet/pkg/apiserver/nodeipam"
-	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/admission"
 	"github.com/nodeagent/kubelet/pkg/apiserver/auth"
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodeipam"
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 )
 
 // DefaultPort is the conventional apiserver port.

@@ -10,11 +10,12 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	osinterface "github.com/containerd/containerd/v2/pkg/os"
 	"github.com/containerd/errdefs"
-	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 )
 
 // allCapabilities is what "ALL" means in capability add/drop lists: the capabilities this host knows.

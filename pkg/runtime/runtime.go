@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/grpc"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	containersapi "github.com/containerd/containerd/api/services/containers/v1"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 

@@ -16,13 +16,13 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
-	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 )
 
 // sandboxOOMScoreAdj is what the pause container asks for (as upstream); clamped on hosts that refuse it.

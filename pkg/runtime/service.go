@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"github.com/nodeagent/kubelet/pkg/cni"
 	"path/filepath"
 	"sync"
 
@@ -12,12 +11,14 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
-	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 )
 
 var (

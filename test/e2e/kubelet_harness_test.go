@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
 var (
