@@ -93,11 +93,9 @@ func (c *controller) markPodsNotReady(ctx context.Context, node string) error {
 	now := metav1.NewTime(c.s.cfg.Clock.Now().Truncate(time.Second))
 	var errs []error
 	for _, p := range c.podsOn(node) {
-		ready := false
-		for _, cond := range p.Status.Conditions {
-			ready = ready || cond.Type == corev1.PodReady && cond.Status != corev1.ConditionFalse
-		}
-		if !ready {
+		if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status != corev1.ConditionFalse
+		}) {
 			continue
 		}
 		rest.SetPodCondition(&p.Status, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse,

@@ -3,12 +3,13 @@ package apiserver
 import (
 	"context"
 	"errors"
-	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 )
 
 // conditionTaints are the NoSchedule taints upstream's node lifecycle controller keeps on a node while a
@@ -52,9 +53,8 @@ func (c *controller) syncTaints(ctx context.Context, nodes map[string]*corev1.No
 	for name, n := range nodes {
 		taints, changed := pressureTaints(n)
 		if c.s.cfg.NodeMonitorGracePeriod >= 0 {
-			probe := &corev1.Node{Spec: corev1.NodeSpec{Taints: taints}, Status: n.Status}
 			var more bool
-			taints, more = nodelifecycle.ReadinessTaints(probe, now)
+			taints, more = nodelifecycle.ReadinessTaints(taints, n.Status.Conditions, now)
 			changed = changed || more
 		}
 		if !changed {

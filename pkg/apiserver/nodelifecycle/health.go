@@ -104,12 +104,12 @@ func MarkUnknown(conds []corev1.NodeCondition, now time.Time) ([]corev1.NodeCond
 	return out, changed
 }
 
-// ReadinessTaints returns the node's taints with the not-ready and unreachable taints made to match its
-// Ready condition (none when Ready, or when it has no Ready condition yet), and whether that changed them.
-// A NoExecute taint added carries now as its timeAdded, from which tolerationSeconds count.
-func ReadinessTaints(n *corev1.Node, now time.Time) ([]corev1.Taint, bool) {
+// ReadinessTaints returns taints with the not-ready and unreachable taints made to match the Ready
+// condition among conds (none when Ready, or when there is no Ready condition yet), and whether that
+// changed them. A NoExecute taint added carries now as its timeAdded, from which tolerationSeconds count.
+func ReadinessTaints(taints []corev1.Taint, conds []corev1.NodeCondition, now time.Time) ([]corev1.Taint, bool) {
 	want := ""
-	if c := condition(n.Status.Conditions, corev1.NodeReady); c != nil {
+	if c := condition(conds, corev1.NodeReady); c != nil {
 		switch c.Status {
 		case corev1.ConditionFalse:
 			want = corev1.TaintNodeNotReady
@@ -117,10 +117,10 @@ func ReadinessTaints(n *corev1.Node, now time.Time) ([]corev1.Taint, bool) {
 			want = corev1.TaintNodeUnreachable
 		}
 	}
-	out := make([]corev1.Taint, 0, len(n.Spec.Taints)+2)
+	out := make([]corev1.Taint, 0, len(taints)+2)
 	have := map[corev1.TaintEffect]bool{}
 	changed := false
-	for _, t := range n.Spec.Taints {
+	for _, t := range taints {
 		readiness := t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
 		lifecycleEffect := t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		if readiness && lifecycleEffect && (t.Key != want || have[t.Effect]) {

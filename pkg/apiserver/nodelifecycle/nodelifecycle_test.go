@@ -109,7 +109,7 @@ func TestReadinessTaints(t *testing.T) {
 		{"no Ready condition yet", node("", other), []string{"dedicated:NoSchedule"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, changed := ReadinessTaints(tc.n, now)
+			out, changed := ReadinessTaints(tc.n.Spec.Taints, tc.n.Status.Conditions, now)
 			var got []string
 			for _, tt := range out {
 				got = append(got, tt.Key+":"+string(tt.Effect))
