@@ -61,6 +61,7 @@ authorization: {mode: Webhook}
 enableServer: true
 shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 10s
+nodeLeaseDurationSeconds: 8
 `, map[string]string{"10-pool.conf": header + "maxPods: 60\n", "20-later.conf": header + "maxPods: 70\nsyncFrequency: 20s\n"},
 		"--sync-frequency", "45s")
 	if err != nil {
@@ -79,9 +80,12 @@ shutdownGracePeriodCriticalPods: 10s
 		t.Errorf("log rotation %s %d", o.containerLogMaxSize, o.containerLogMaxFiles)
 	case o.shutdownGracePeriod != 30*time.Second || o.shutdownGracePeriodCriticalPods != 10*time.Second:
 		t.Errorf("shutdown %v %v", o.shutdownGracePeriod, o.shutdownGracePeriodCriticalPods)
+	case o.nodeLeaseDuration != 8*time.Second:
+		t.Errorf("node lease duration %v", o.nodeLeaseDuration)
 	}
-	if c := o.kubeletConfiguration(); c.MaxPods != 70 || c.CgroupDriver != "systemd" || c.ShutdownGracePeriod.Duration != 30*time.Second {
-		t.Errorf("/configz shows %d %s %v", c.MaxPods, c.CgroupDriver, c.ShutdownGracePeriod)
+	if c := o.kubeletConfiguration(); c.MaxPods != 70 || c.CgroupDriver != "systemd" || c.ShutdownGracePeriod.Duration != 30*time.Second ||
+		c.NodeLeaseDurationSeconds != 8 {
+		t.Errorf("/configz shows %d %s %v %d", c.MaxPods, c.CgroupDriver, c.ShutdownGracePeriod, c.NodeLeaseDurationSeconds)
 	}
 }
 
@@ -106,6 +110,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"wrong version", "apiVersion: v1\nkind: KubeletConfiguration\n", `apiVersion: "v1"`},
 		{"not yaml", header + "maxPods: [\n", "kubelet config"},
 		{"critical longer", header + "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n", "must not be longer"},
+		{"negative lease", header + "nodeLeaseDurationSeconds: -1\n", "nodeLeaseDurationSeconds must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.file, nil)

@@ -71,11 +71,12 @@ type options struct {
 	containerLogMaxFiles        int
 	containerLogMonitorInterval time.Duration
 
+	// nodeLeaseDuration is the node Lease's duration (configuration file's nodeLeaseDurationSeconds, as
+	// upstream; 40 s if 0), renewed every quarter of it.
+	nodeLeaseDuration time.Duration
+
 	// Graceful node shutdown (configuration file only, as upstream): zero disables it.
-	shutdownGracePeriod time.Duration
-	// nodeLeaseDuration is the node Lease's duration (config file's nodeLeaseDurationSeconds; 40 s if 0),
-	// renewed every quarter of it.
-	nodeLeaseDuration               time.Duration
+	shutdownGracePeriod             time.Duration
 	shutdownGracePeriodCriticalPods time.Duration
 	shutdownByPriority              []kubeletconfig.ShutdownGracePeriodByPodPriority
 
