@@ -61,12 +61,13 @@ func preflight(root string, euid int, containerdAddress string) error {
 	return nil
 }
 
-func connect(address string) (*containerd.Client, context.Context, error) {
-	client, err := containerd.New(address, containerd.WithTimeout(10*time.Second))
+// connect returns a client of the host's containerd whose calls are in the node containers' namespace.
+func connect(address string) (*containerd.Client, error) {
+	client, err := containerd.New(address, containerd.WithTimeout(10*time.Second), containerd.WithDefaultNamespace(Namespace))
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to containerd at %s: %w", address, err)
+		return nil, fmt.Errorf("connect to containerd at %s: %w", address, err)
 	}
-	return client, namespaces.WithNamespace(context.Background(), Namespace), nil
+	return client, nil
 }
 
 // Up starts the cluster of the plan and waits until all its nodes are Ready. A cluster already up with
@@ -75,14 +76,12 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 	if err := Preflight(o.ContainerdAddress); err != nil {
 		return err
 	}
-	client, cctx, err := connect(o.ContainerdAddress)
+	client, err := connect(o.ContainerdAddress)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	cctx, cancel := context.WithCancel(cctx)
-	defer cancel()
-	go func() { <-ctx.Done(); cancel() }()
+	cctx := namespaces.WithNamespace(ctx, Namespace)
 	existing, err := clusterContainers(cctx, client, p.Name)
 	if err != nil {
 		return err
@@ -122,7 +121,7 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 		}
 	}
 	fmt.Fprintf(o.Out, "%d node containers started (%v)\n", len(p.Nodes), time.Since(start).Round(time.Millisecond))
-	if err := waitReady(cctx, p, o); err != nil {
+	if err := waitReady(cctx, client, p, o); err != nil {
 		return err
 	}
 	// A Ready node has its pod CIDR (its network is ready only with one): route between them.
@@ -132,6 +131,22 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 	fmt.Fprintf(o.Out, "cluster %s: %d nodes Ready in %v\nkubectl --kubeconfig %s get nodes\n", p.Name, len(p.Nodes),
 		time.Since(start).Round(100*time.Millisecond), AdminKubeconfig(p))
 	return nil
+}
+
+// stoppedNode names a node of the plan whose container's task has stopped, or is "".
+func stoppedNode(ctx context.Context, client *containerd.Client, p *Plan) string {
+	for _, n := range p.Nodes {
+		c, err := client.LoadContainer(ctx, n.Name)
+		if err != nil {
+			continue
+		}
+		if t, err := c.Task(ctx, nil); err == nil {
+			if st, err := t.Status(ctx); err == nil && st.Status == containerd.Stopped {
+				return n.Name
+			}
+		}
+	}
+	return ""
 }
 
 func allRunning(ctx context.Context, cs []containerd.Container) bool {
@@ -165,7 +180,9 @@ func AdminClient(p *Plan) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-func waitReady(ctx context.Context, p *Plan, o Options) error {
+// waitReady waits until every node is Ready, and stops at once when a node container has stopped (one of
+// its daemons ended: its log says which and why).
+func waitReady(ctx context.Context, client *containerd.Client, p *Plan, o Options) error {
 	timeout := o.ReadyTimeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
@@ -179,6 +196,10 @@ func waitReady(ctx context.Context, p *Plan, o Options) error {
 		last = readyNodes(ctx, p)
 		if last == nil {
 			return nil
+		}
+		if stopped := stoppedNode(ctx, client, p); stopped != "" {
+			n, _ := p.Node(stopped)
+			return fmt.Errorf("cluster %s: node %s stopped before it was Ready; its log: %s", p.Name, stopped, nodeLog(p, n))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -222,11 +243,12 @@ func readyNodes(ctx context.Context, p *Plan) error {
 func Down(ctx context.Context, p *Plan, containerdAddress string) error {
 	var errs []error
 	if _, err := os.Stat(containerdAddress); err == nil {
-		client, cctx, err := connect(containerdAddress)
+		client, err := connect(containerdAddress)
 		if err != nil {
 			return err
 		}
 		defer client.Close()
+		cctx := namespaces.WithNamespace(ctx, Namespace)
 		cs, err := clusterContainers(cctx, client, p.Name)
 		if err != nil {
 			return err

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"net"
 	"os"
 	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
 )
@@ -72,7 +72,7 @@ func attachNode(p *Plan, n NodePlan, br netlink.Link) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fd, err := openNetns(path)
+	fd, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -148,8 +148,6 @@ func removeBridge(p *Plan) error {
 	}
 	return nil
 }
-
-func openNetns(path string) (*os.File, error) { return os.Open(path) }
 
 // SyncRoutes gives every node a route to each other node's pod CIDRs through that node's address, from
 // the Nodes the API server holds (spec.podCIDRs, the InternalIP), as kind's kindnet does; it returns how

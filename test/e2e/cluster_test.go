@@ -260,6 +260,19 @@ func TestCluster(t *testing.T) {
 	}
 	c.must("down")
 	c.assertNothingLeft()
+
+	// A node whose daemon fails (here the API server, refusing a cluster CIDR smaller than a node's /24)
+	// stops, and up says which node and where its log is, without waiting out its timeout.
+	start = time.Now()
+	out, err := c.run("--cluster-cidr", "10.244.0.0/28", "up", "3")
+	if err == nil || !strings.Contains(out, "stopped before it was Ready") || !strings.Contains(out, c.plan.Nodes[0].Name+".log") {
+		t.Errorf("up with a control plane that cannot start: %v\n%s", err, out)
+	}
+	if time.Since(start) > time.Minute {
+		t.Errorf("up took %v to report a stopped node", time.Since(start))
+	}
+	c.must("down")
+	c.assertNothingLeft()
 }
 
 // containerState is a pod's container IDs and restart counts.
