@@ -37,7 +37,7 @@ func (a *Agent) watchNode(ctx context.Context) {
 	set := func(obj interface{}) {
 		if n, ok := obj.(*v1.Node); ok && n.Name == a.cfg.Name {
 			old := a.watched.node.Swap(n)
-			if readyUnknown(n) {
+			if c := conditionOf(&n.Status, v1.NodeReady); c != nil && c.Status == v1.ConditionUnknown {
 				// The node lifecycle controller marked the node Unknown (the kubelet never posts that): the
 				// kubelet was frozen or cut off without its calls failing. Read the Node afresh and post.
 				a.stale.Store(true)
@@ -68,14 +68,4 @@ func (a *Agent) Node() *v1.Node {
 		return n
 	}
 	return a.initial
-}
-
-// readyUnknown says whether the Node's Ready condition is Unknown.
-func readyUnknown(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionUnknown
-		}
-	}
-	return false
 }
