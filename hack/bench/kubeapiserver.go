@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/nodeagent/kubelet/internal/freeport"
 )
 
 // defaultKubeAPIServer is where hack/kube-binaries.sh puts kube-apiserver.
@@ -206,12 +208,11 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, ok func() 
 func freePorts(n int) ([]int, error) {
 	var out []int
 	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := freeport.Pick()
 		if err != nil {
 			return nil, err
 		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+		out = append(out, port)
 	}
 	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodeagent/kubelet/internal/freeport"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
@@ -50,15 +51,8 @@ func buildKubelet(ctx context.Context, dir string) (string, error) {
 	return filepath.Join(dir, "kubelet"), nil
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago, outside the ephemeral range.
+func freePort() (int, error) { return freeport.Pick() }
 
 // startKubelet starts bin as a node of its own whose state lives in dir. With kubeconfig empty it runs the
 // API server (its child) and writes dir/admin.kubeconfig.

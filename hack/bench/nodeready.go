@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/internal/freeport"
 	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 )
@@ -540,12 +540,11 @@ func nrSize(path string) int64 {
 
 // nrFreePort is a port nothing listens on now, for the kubelet's endpoint.
 func nrFreePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick()
 	if err != nil {
 		return 10250
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func nrPercentile(ds []time.Duration, p int) time.Duration {
