@@ -76,7 +76,7 @@ soak: setup
 # End-to-end tests; root. Sets the host up, builds kubectl and kube-apiserver (cached), and starts a real
 # control plane (etcd + kube-apiserver on loopback) for the tests that run the kubelet against it.
 test-e2e: setup
-	hack/kube-binaries.sh kube-apiserver kubelet
+	hack/kube-binaries.sh kube-apiserver kubelet kube-controller-manager kube-scheduler
 	hack/control-plane.sh start >/dev/null
 	set -o pipefail; $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/... 2>&1 | tee $(E2E_LOG); \
 		rc=$$?; hack/control-plane.sh stop >/dev/null; hack/test-summary.sh $(E2E_LOG); exit $$rc

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A real control plane on loopback for compatibility tests: Debian's etcd and an upstream kube-apiserver
-# (built by hack/kube-binaries.sh), with certificates made here by openssl. No scheduler and no controller
-# manager: tests create pods with spec.nodeName.
+# A real control plane for compatibility tests: Debian's etcd and an upstream kube-apiserver (built by
+# hack/kube-binaries.sh), with certificates made here by openssl. By default on loopback, with no scheduler and
+# no controller manager: tests create pods with spec.nodeName. With CONTROL_PLANE_CONTROLLERS=1 it also runs
+# kube-controller-manager (node lifecycle, node IPAM, service accounts, ...) and kube-scheduler, as a kind
+# control plane does; bin/nodecluster --control-plane kube-apiserver runs it so for a cluster of our nodes.
 #
 #   hack/control-plane.sh start                 # idempotent; prints the environment on stdout
 #   hack/control-plane.sh stop                  # stops etcd and kube-apiserver by their PIDs; keeps the data
@@ -14,6 +16,14 @@
 # client certificate, and writes an audit log of every request made by a node (group system:nodes).
 # Everything lives in CONTROL_PLANE_DIR (/var/lib/nodeagent/control-plane); ports are free ones picked at the
 # first start and kept while they stay free.
+#
+# Settings (environment):
+#   CONTROL_PLANE_ADDRESS                   kube-apiserver's address (127.0.0.1); etcd stays on loopback
+#   CONTROL_PLANE_KUBELET_ADDRESS_TYPES     how kube-apiserver reaches kubelets (Hostname)
+#   CONTROL_PLANE_CONTROLLERS               1: also kube-controller-manager and kube-scheduler (0)
+#   CONTROL_PLANE_CLUSTER_CIDR              the pods' network the controller manager cuts (10.244.0.0/16)
+#   CONTROL_PLANE_NODE_CIDR_MASK_SIZE       each node's share of it (24)
+#   CONTROL_PLANE_NODE_MONITOR_GRACE_PERIOD how long a silent node stays Ready (40s: the Lease duration)
 set -euo pipefail
 
 CP_DIR=${CONTROL_PLANE_DIR:-/var/lib/nodeagent/control-plane}
@@ -21,12 +31,20 @@ CP_NODE=${CONTROL_PLANE_NODE:-e2e-node}
 KUBE_BIN_DIR=${KUBE_BIN_DIR:-/var/lib/nodeagent/bin}
 SERVICE_CIDR=${CONTROL_PLANE_SERVICE_CIDR:-10.96.0.0/16}
 SERVICE_IP=10.96.0.1 # the first address of SERVICE_CIDR: the kubernetes Service
+ADDR=${CONTROL_PLANE_ADDRESS:-127.0.0.1}
+KUBELET_ADDRESS_TYPES=${CONTROL_PLANE_KUBELET_ADDRESS_TYPES:-Hostname}
+CONTROLLERS=${CONTROL_PLANE_CONTROLLERS:-0}
+CLUSTER_CIDR=${CONTROL_PLANE_CLUSTER_CIDR:-10.244.0.0/16}
+NODE_CIDR_MASK_SIZE=${CONTROL_PLANE_NODE_CIDR_MASK_SIZE:-24}
+NODE_MONITOR_GRACE_PERIOD=${CONTROL_PLANE_NODE_MONITOR_GRACE_PERIOD:-40s}
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 PKI=$CP_DIR/pki
 RUN=$CP_DIR/run
 LOGS=$CP_DIR/log
 APISERVER=$KUBE_BIN_DIR/kube-apiserver
+CONTROLLER_MANAGER=$KUBE_BIN_DIR/kube-controller-manager
+SCHEDULER=$KUBE_BIN_DIR/kube-scheduler
 KUBECTL=$KUBE_BIN_DIR/kubectl
 
 # Progress goes to stderr; stdout carries only what a command prints for its caller.
@@ -138,14 +156,25 @@ make_certs() {
 			-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
 			-out "$PKI/ca.crt" 2>/dev/null || die "making the CA failed"
 		# Everything signed by an earlier CA is stale.
-		rm -f "$PKI"/apiserver.* "$PKI"/admin.* "$PKI"/apiserver-kubelet-client.* "$PKI"/node-*.* "$CP_DIR"/*.kubeconfig
+		rm -f "$PKI"/apiserver.* "$PKI"/admin.* "$PKI"/apiserver-kubelet-client.* "$PKI"/node-*.* "$CP_DIR"/*.kubeconfig \
+			"$PKI"/controller-manager.* "$PKI"/scheduler.*
+	fi
+	# The serving certificate names the address it is served on: made again when that changed.
+	local sans="IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+	[ "$ADDR" = 127.0.0.1 ] || sans="IP:$ADDR,$sans"
+	if [ "$(cat "$PKI/apiserver.sans" 2>/dev/null)" != "$sans" ]; then
+		rm -f "$PKI"/apiserver.crt "$PKI"/apiserver.key
+		printf '%s\n' "$sans" >"$PKI/apiserver.sans"
 	fi
 	sign apiserver "/CN=kube-apiserver" "basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+subjectAltName=$sans"
 	sign admin "/O=system:masters/CN=kubernetes-admin" "$client_ext"
 	sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client_ext"
+	# The users the bootstrap RBAC policy grants the controller manager's and the scheduler's rights.
+	sign controller-manager "/CN=system:kube-controller-manager" "$client_ext"
+	sign scheduler "/CN=system:kube-scheduler" "$client_ext"
 	if [ ! -s "$PKI/sa.key" ] || [ ! -s "$PKI/sa.pub" ]; then
 		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
 		chmod 600 "$PKI/sa.key"
@@ -163,7 +192,7 @@ kind: Config
 clusters:
 - name: nodeagent
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: https://$ADDR:$APISERVER_PORT
     certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
 users:
 - name: $user
@@ -203,10 +232,15 @@ ensure_etcd_installed() {
 }
 
 ensure_binaries() {
-	if [ ! -x "$APISERVER" ] || [ ! -x "$KUBECTL" ]; then
-		say "building kube-apiserver and kubectl (the first build takes several minutes)"
-		KUBE_BIN_DIR=$KUBE_BIN_DIR "$HACK_DIR/kube-binaries.sh" kube-apiserver >/dev/null ||
-			die "building kube-apiserver failed"
+	local want=(kube-apiserver) b missing=
+	[ "$CONTROLLERS" = 1 ] && want+=(kube-controller-manager kube-scheduler)
+	for b in kubectl "${want[@]}"; do
+		[ -x "$KUBE_BIN_DIR/$b" ] || missing=1
+	done
+	if [ -n "$missing" ]; then
+		say "building ${want[*]} and kubectl (the first build takes several minutes)"
+		KUBE_BIN_DIR=$KUBE_BIN_DIR "$HACK_DIR/kube-binaries.sh" "${want[@]}" >/dev/null ||
+			die "building ${want[*]} failed"
 	fi
 }
 
@@ -216,7 +250,7 @@ etcd_healthy() {
 
 apiserver_ready() {
 	curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
-		"https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+		"https://$ADDR:$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
 
 # wait_for NAME SECONDS CHECK waits until CHECK succeeds, failing with NAME's log tail if it exits first.
@@ -272,15 +306,15 @@ start_apiserver() {
 		wait_for kube-apiserver 90 apiserver_ready
 		return 0
 	fi
-	say "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+	say "starting kube-apiserver on https://$ADDR:$APISERVER_PORT"
 	write_audit_policy
 	setsid nice -n 5 "$APISERVER" \
-		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+		--bind-address="$ADDR" --advertise-address="$ADDR" --secure-port="$APISERVER_PORT" \
 		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
 		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
 		--client-ca-file="$PKI/ca.crt" \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-		--kubelet-preferred-address-types=Hostname \
+		--kubelet-preferred-address-types="$KUBELET_ADDRESS_TYPES" \
 		--kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
 		--kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
 		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
@@ -293,6 +327,40 @@ start_apiserver() {
 		</dev/null >>"$LOGS/kube-apiserver.log" 2>&1 9>&- &
 	echo $! >"$RUN/kube-apiserver.pid"
 	wait_for kube-apiserver 90 apiserver_ready
+}
+
+# start_controllers starts kube-controller-manager and kube-scheduler, each with its own identity, without
+# leader election and without serving (no ports to pick). The controller manager assigns pod CIDRs and runs
+# the node lifecycle (Unknown after the grace period, the unreachable and not-ready taints, eviction).
+start_controllers() {
+	if ! our_pid kube-controller-manager >/dev/null; then
+		say "starting kube-controller-manager (cluster CIDR $CLUSTER_CIDR, node monitor grace period $NODE_MONITOR_GRACE_PERIOD)"
+		write_kubeconfig "$CP_DIR/controller-manager.kubeconfig" system:kube-controller-manager \
+			"$PKI/controller-manager.crt" "$PKI/controller-manager.key"
+		setsid nice -n 5 "$CONTROLLER_MANAGER" --kubeconfig="$CP_DIR/controller-manager.kubeconfig" \
+			--secure-port=0 --leader-elect=false --use-service-account-credentials=true \
+			--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+			--cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+			--allocate-node-cidrs=true --cluster-cidr="$CLUSTER_CIDR" --node-cidr-mask-size="$NODE_CIDR_MASK_SIZE" \
+			--service-cluster-ip-range="$SERVICE_CIDR" --node-monitor-grace-period="$NODE_MONITOR_GRACE_PERIOD" \
+			</dev/null >>"$LOGS/kube-controller-manager.log" 2>&1 9>&- &
+		echo $! >"$RUN/kube-controller-manager.pid"
+	fi
+	if ! our_pid kube-scheduler >/dev/null; then
+		say "starting kube-scheduler"
+		write_kubeconfig "$CP_DIR/scheduler.kubeconfig" system:kube-scheduler "$PKI/scheduler.crt" "$PKI/scheduler.key"
+		setsid nice -n 5 "$SCHEDULER" --kubeconfig="$CP_DIR/scheduler.kubeconfig" --secure-port=0 --leader-elect=false \
+			</dev/null >>"$LOGS/kube-scheduler.log" 2>&1 9>&- &
+		echo $! >"$RUN/kube-scheduler.pid"
+	fi
+	sleep 1 # a flag either refuses at once
+	local name
+	for name in kube-controller-manager kube-scheduler; do
+		if ! our_pid "$name" >/dev/null; then
+			tail -n 30 "$LOGS/$name.log" >&2 || true
+			die "$name exited; its log is $LOGS/$name.log"
+		fi
+	done
 }
 
 # bootstrap makes what a controller manager would for the default namespace: its default ServiceAccount and
@@ -319,7 +387,7 @@ EOF
 print_env() {
 	cat <<EOF
 export CONTROL_PLANE_DIR=$CP_DIR
-export CONTROL_PLANE_URL=https://127.0.0.1:$APISERVER_PORT
+export CONTROL_PLANE_URL=https://$ADDR:$APISERVER_PORT
 export CONTROL_PLANE_KUBECONFIG=$CP_DIR/admin.kubeconfig
 export CONTROL_PLANE_CA=$PKI/ca.crt
 export CONTROL_PLANE_NODE=$CP_NODE
@@ -342,6 +410,7 @@ cmd_start() {
 	start_etcd
 	start_apiserver
 	bootstrap
+	if [ "$CONTROLLERS" = 1 ]; then start_controllers; fi
 	say "ready: kubectl --kubeconfig $CP_DIR/admin.kubeconfig get nodes"
 	print_env
 }
@@ -351,6 +420,8 @@ cmd_stop() {
 	[ -d "$RUN" ] || return 0
 	exec 9>"$RUN/lock"
 	flock 9
+	stop_one kube-scheduler
+	stop_one kube-controller-manager
 	stop_one kube-apiserver
 	stop_one etcd
 }

@@ -41,7 +41,11 @@ func run(args []string) error {
 	ctrDir := fs.String("containerd-bin-dir", defaultContainerdDir(), "where containerd, its shim, ctr and runc are (make setup)")
 	cniDir := fs.String("cni-bin-dir", "/usr/lib/cni", "where the CNI plugins are")
 	imagesDir := fs.String("images-dir", "/var/lib/nodeagent/images", "where pause.tar and busybox.tar are (make setup)")
-	grace := fs.Duration("node-monitor-grace-period", 0, "the API server's node monitor grace period (its default, 40s, if 0)")
+	grace := fs.Duration("node-monitor-grace-period", 0, "how long a node that stopped renewing its Lease stays Ready (40s if 0)")
+	controlPlane := fs.String("control-plane", cluster.ControlPlaneLightweight, "the control plane: "+cluster.ControlPlaneLightweight+
+		" (the project's API server on the first node) or "+cluster.ControlPlaneKubeAPIServer+
+		" (etcd, kube-apiserver, kube-controller-manager and kube-scheduler on the host, by --control-plane-script)")
+	cpScript := fs.String("control-plane-script", "", "hack/control-plane.sh (default: beside the binaries' directory, in ../hack)")
 	timeout := fs.Duration("wait", 2*time.Minute, "how long up waits for the nodes to be Ready")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,8 +70,14 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
+		if err := p.UseControlPlane(*controlPlane); err != nil {
+			return err
+		}
+		if *cpScript == "" {
+			*cpScript = filepath.Join(filepath.Dir(*binDir), "hack", "control-plane.sh")
+		}
 		return cluster.Up(ctx, p, cluster.Options{ContainerdAddress: *address, NodeMonitorGracePeriod: *grace,
-			ReadyTimeout: *timeout, Out: os.Stdout,
+			ControlPlaneScript: *cpScript, ReadyTimeout: *timeout, Out: os.Stdout,
 			Sources: cluster.ImageSources{BinDir: *binDir, ContainerdDir: *ctrDir, CNIBinDir: *cniDir, ImagesDir: *imagesDir}})
 	case "down":
 		p, err := cluster.NewPlan(*name, discoverNodes(*name), *subnet, *clusterCIDR)

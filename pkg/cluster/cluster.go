@@ -22,8 +22,10 @@ import (
 type Options struct {
 	ContainerdAddress string // the host containerd's socket
 	Sources           ImageSources
-	// NodeMonitorGracePeriod is passed to the control plane's API server (its default if 0).
+	// NodeMonitorGracePeriod is passed to the control plane's API server or controller manager (40 s if 0).
 	NodeMonitorGracePeriod time.Duration
+	// ControlPlaneScript is hack/control-plane.sh, which runs a plan's host control plane.
+	ControlPlaneScript string
 	// ReadyTimeout bounds the wait for every node to be Ready.
 	ReadyTimeout time.Duration
 	Out          io.Writer // progress
@@ -110,6 +112,13 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 	br, err := ensureBridge(p)
 	if err != nil {
 		return err
+	}
+	if p.HostControlPlane { // served on the bridge's address
+		if err := startHostControlPlane(ctx, p, o.ControlPlaneScript, o.NodeMonitorGracePeriod, o.Out); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "control plane (kube-apiserver, kube-controller-manager, kube-scheduler) up on %s (%v)\n",
+			p.Gateway, time.Since(start).Round(time.Millisecond))
 	}
 	for _, n := range p.Nodes {
 		path, err := attachNode(p, n, br)
@@ -238,7 +247,8 @@ func readyNodes(ctx context.Context, p *Plan) error {
 }
 
 // Down removes everything cluster p made: its node containers (every process in them), their snapshots,
-// network namespaces, veths, the bridge, the cgroups and the state directory. It is safe to repeat and
+// network namespaces, veths, a host control plane's processes, the bridge, the cgroups and the state
+// directory. It is safe to repeat and
 // after a failed up.
 func Down(ctx context.Context, p *Plan, containerdAddress string) error {
 	var errs []error
@@ -260,7 +270,7 @@ func Down(ctx context.Context, p *Plan, containerdAddress string) error {
 	for _, n := range p.Nodes {
 		errs = append(errs, detachNode(n))
 	}
-	errs = append(errs, removeBridge(p), removeCgroups(p))
+	errs = append(errs, stopHostControlPlane(p), removeBridge(p), removeCgroups(p))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

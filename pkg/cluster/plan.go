@@ -36,6 +36,8 @@ type Plan struct {
 	Bridge      string // the bridge's link name
 	StateDir    string
 	Nodes       []NodePlan
+	// HostControlPlane: the control plane is upstream's, on the host (UseControlPlane), not on node 1.
+	HostControlPlane bool
 }
 
 // NodePlan is one node: its name, address, network namespace, host-side veth and cgroup.

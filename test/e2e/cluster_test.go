@@ -35,13 +35,21 @@ type e2eCluster struct {
 	admin kubernetes.Interface
 }
 
-func newE2ECluster(t *testing.T, name, subnet string) *e2eCluster {
+func newE2ECluster(t *testing.T, name, subnet, controlPlane string) *e2eCluster {
 	bin := filepath.Join(filepath.Dir(kubeletBinary(t)), "nodecluster")
 	plan, err := cluster.NewPlan(name, 3, subnet, cluster.DefaultClusterCIDR)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &e2eCluster{t: t, bin: bin, plan: plan, args: []string{"--name", name, "--subnet", subnet}}
+	if err := plan.UseControlPlane(controlPlane); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs(controlPlaneScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &e2eCluster{t: t, bin: bin, plan: plan, args: []string{"--name", name, "--subnet", subnet,
+		"--control-plane", controlPlane, "--control-plane-script", script}}
 }
 
 // run runs nodecluster with args and returns its output and error.
@@ -105,12 +113,40 @@ func (c *e2eCluster) pod(name, node string, cmd ...string) *v1.Pod {
 	return p
 }
 
-// A three-node cluster of our nodes in containers on this host: pods spread over all nodes, a pod reaches
-// a pod on another node over TCP, each node reads only its own pods' secrets, a frozen node and a cut-off
-// node turn Unknown and unreachable-tainted within the Lease period and come back Ready with their pods
-// unrestarted, and down leaves nothing; up twice, down twice and down after a failed up are safe.
+// A three-node cluster of our nodes in containers on this host, with the lightweight API server on the
+// first node: the checks of checkCluster, and up stops at once when a node's daemon fails.
 func TestCluster(t *testing.T) {
-	c := newE2ECluster(t, "e2e", "172.30.9.0/24")
+	c := newE2ECluster(t, "e2e", "172.30.9.0/24", cluster.ControlPlaneLightweight)
+	c.checkCluster()
+
+	// A node whose daemon fails (here the API server, refusing a cluster CIDR smaller than a node's /24)
+	// stops, and up says which node and where its log is, without waiting out its timeout.
+	start := time.Now()
+	out, err := c.run("--cluster-cidr", "10.244.0.0/28", "up", "3")
+	if err == nil || !strings.Contains(out, "stopped before it was Ready") || !strings.Contains(out, c.plan.Nodes[0].Name+".log") {
+		t.Errorf("up with a control plane that cannot start: %v\n%s", err, out)
+	}
+	if time.Since(start) > time.Minute {
+		t.Errorf("up took %v to report a stopped node", time.Since(start))
+	}
+	c.must("down")
+	c.assertNothingLeft()
+}
+
+// The same three nodes with upstream's control plane on the host (etcd, kube-apiserver with the Node
+// authorizer, kube-controller-manager's node lifecycle and node IPAM, kube-scheduler's placement): the same
+// checks.
+func TestClusterKubeAPIServer(t *testing.T) {
+	c := newE2ECluster(t, "e2ek", "172.30.10.0/24", cluster.ControlPlaneKubeAPIServer)
+	c.checkCluster()
+}
+
+// checkCluster brings the cluster up and checks it: pods spread over all nodes, a pod reaches a pod on
+// another node over TCP, each node reads only its own pods' secrets, a frozen node and a cut-off node turn
+// Unknown and unreachable-tainted within the Lease period and come back Ready with their pods unrestarted,
+// and down leaves nothing; up twice, down twice and down after a failed up are safe.
+func (c *e2eCluster) checkCluster() {
+	t := c.t
 	c.run("down") // a cluster a killed earlier run left
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -260,19 +296,6 @@ func TestCluster(t *testing.T) {
 	}
 	c.must("down")
 	c.assertNothingLeft()
-
-	// A node whose daemon fails (here the API server, refusing a cluster CIDR smaller than a node's /24)
-	// stops, and up says which node and where its log is, without waiting out its timeout.
-	start = time.Now()
-	out, err := c.run("--cluster-cidr", "10.244.0.0/28", "up", "3")
-	if err == nil || !strings.Contains(out, "stopped before it was Ready") || !strings.Contains(out, c.plan.Nodes[0].Name+".log") {
-		t.Errorf("up with a control plane that cannot start: %v\n%s", err, out)
-	}
-	if time.Since(start) > time.Minute {
-		t.Errorf("up took %v to report a stopped node", time.Since(start))
-	}
-	c.must("down")
-	c.assertNothingLeft()
 }
 
 // containerState is a pod's container IDs and restart counts.
@@ -326,9 +349,13 @@ func (c *e2eCluster) assertNothingLeft() {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
 		if err == nil && bytes.Contains(b, []byte(cluster.Namespace+"/"+c.plan.Name+"-node")) {
-			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
 			t.Errorf("process left in the cluster's cgroups: %s: %s", filepath.Dir(p), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+		// A host control plane's processes name its directory.
+		if bytes.Contains(cmdline, []byte(c.plan.StateDir+"/")) && !bytes.Contains(cmdline, []byte("nodecluster")) {
+			t.Errorf("process of the cluster's control plane left: %s: %s", filepath.Dir(p), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 	}
 }
