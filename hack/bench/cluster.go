@@ -22,7 +22,8 @@ import (
 
 // benchCluster measures `nodecluster up 3` to three Ready nodes, cold (the node image built) and warm (the
 // image cached), beside the part of it that is starting the node containers; then the memory of an idle
-// node by component (kubelet, containerd, shims, the API server on the control plane).
+// node by component (kubelet, containerd, shims, the API server on the control plane); then up 3 with
+// upstream's control plane on the host, and that control plane's memory.
 func benchCluster(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	bin := fs.String("bin-dir", "bin", "where make build put nodecluster, kubelet and apiserver")
@@ -56,10 +57,10 @@ func benchCluster(ctx context.Context, args []string) error {
 			return err
 		}
 		total := time.Since(start)
-		image, containers := stageTimes(out)
+		st := stageTimes(out)
 		figure("cluster_up3_"+round+"_to_ready", total.Seconds(), "s")
-		figure("cluster_up3_"+round+"_image", image.Seconds(), "s")
-		figure("cluster_up3_"+round+"_floor_containers_started", (containers - image).Seconds(), "s")
+		figure("cluster_up3_"+round+"_image", st.image.Seconds(), "s")
+		figure("cluster_up3_"+round+"_floor_containers_started", (st.containers - st.image).Seconds(), "s")
 		if round == "cold" {
 			if _, err := run("down"); err != nil {
 				return err
@@ -85,13 +86,44 @@ func benchCluster(ctx context.Context, args []string) error {
 		}
 		figure(fmt.Sprintf("cluster_idle_%s_rss_total", strings.ReplaceAll(n.Name, "-", "_")), total, "MiB")
 	}
+
+	// Upstream's control plane on the host, the node image cached: up 3 to Ready beside the part of it that
+	// is starting the control plane, and the control plane's memory once idle.
+	if _, err := run("down"); err != nil {
+		return err
+	}
+	start := time.Now()
+	out, err := run("--control-plane", cluster.ControlPlaneKubeAPIServer, "up", "3")
+	if err != nil {
+		return err
+	}
+	total := time.Since(start)
+	st := stageTimes(out)
+	figure("cluster_up3_kubeapiserver_to_ready", total.Seconds(), "s")
+	figure("cluster_up3_kubeapiserver_floor_control_plane_started", (st.controlPlane - st.image).Seconds(), "s")
+	time.Sleep(*idle)
+	sum := 0.0
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		pid, err := os.ReadFile(filepath.Join(cluster.ControlPlaneDir(p), "run", name+".pid"))
+		if err != nil {
+			return err
+		}
+		v := statusKiB(strings.TrimSpace(string(pid)), "VmRSS:") / 1024
+		figure("cluster_kubeapiserver_idle_rss_"+strings.ReplaceAll(name, "-", "_"), v, "MiB")
+		sum += v
+	}
+	figure("cluster_kubeapiserver_idle_rss_control_plane_total", sum, "MiB")
 	return nil
 }
 
+// stages are the times up prints for its steps, each since it began.
+type stages struct{ image, controlPlane, containers time.Duration }
+
 var stageRE = regexp.MustCompile(`\(([0-9.]+m?s)\)`)
 
-// stageTimes reads "node image ... ready (T)" and "3 node containers started (T)" from up's output.
-func stageTimes(out string) (image, containers time.Duration) {
+// stageTimes reads "node image ... ready (T)", "control plane ... up on ... (T)" and "3 node containers
+// started (T)" from up's output.
+func stageTimes(out string) (st stages) {
 	for _, line := range strings.Split(out, "\n") {
 		m := stageRE.FindStringSubmatch(line)
 		if m == nil {
@@ -100,12 +132,14 @@ func stageTimes(out string) (image, containers time.Duration) {
 		d, _ := time.ParseDuration(m[1])
 		switch {
 		case strings.HasPrefix(line, "node image"):
-			image = d
+			st.image = d
+		case strings.HasPrefix(line, "control plane ("):
+			st.controlPlane = d
 		case strings.Contains(line, "node containers started"):
-			containers = d
+			st.containers = d
 		}
 	}
-	return image, containers
+	return st
 }
 
 // nodeRSS sums the resident memory of a node's processes by component, from the processes of its cgroup

@@ -3,7 +3,7 @@
 //
 //	go run ./hack/bench runtime [--rounds N] # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
 //	go run ./hack/bench apiserver [--kubeconfig F] # 1,000 pods created, watched, listed, patched, deleted
-//	go run ./hack/bench cluster [--bin-dir bin] # nodecluster up 3 to Ready, cold and warm; an idle node's memory
+//	go run ./hack/bench cluster [--bin-dir bin] # nodecluster up 3 to Ready, cold and warm, and with kube-apiserver; idle memory
 //
 // The runtime benchmark needs root and a host prepared by hack/setup.sh.
 package main
