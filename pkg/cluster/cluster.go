@@ -96,6 +96,13 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 		return fmt.Errorf("cluster %s is partly there (%d of %d nodes); run down first", p.Name, len(existing), len(p.Nodes))
 	}
 	start := time.Now()
+	// Another cluster's up at the same time would build the same image, or prune this one before its
+	// containers use it: one up at a time from here until the node containers exist.
+	unlock, err := lockNodeImages(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	image, err := EnsureNodeImage(cctx, client, o.Sources)
 	if err != nil {
 		return err
@@ -129,6 +136,7 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 			return err
 		}
 	}
+	unlock()
 	fmt.Fprintf(o.Out, "%d node containers started (%v)\n", len(p.Nodes), time.Since(start).Round(time.Millisecond))
 	if err := waitReady(cctx, client, p, o); err != nil {
 		return err

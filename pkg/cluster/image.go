@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,9 +14,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
 
 	"github.com/nodeagent/kubelet/internal/ociimage"
 	"github.com/nodeagent/kubelet/pkg/cluster/nodeinit"
@@ -265,4 +269,40 @@ func pruneNodeImages(ctx context.Context, client *containerd.Client, keep string
 		}
 	}
 	return nil
+}
+
+// lockNodeImages takes the host's node image lock, waiting while another up holds it, and returns its
+// release (safe to call twice).
+func lockNodeImages(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return nil, err
+	}
+	return lockFile(ctx, filepath.Join(StateRoot, "image.lock"))
+}
+
+// lockFile takes an flock on path (made if missing), waiting while another process or descriptor holds it
+// until ctx ends.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { f.Close() }) }, nil
 }
