@@ -24,6 +24,8 @@ import (
 type nodeHealth struct {
 	beats      nodelifecycle.Heartbeats
 	taintsSeen map[string]time.Time
+	// allDisrupted: no node was Ready at the last pass (master disruption mode).
+	allDisrupted bool
 }
 
 // syncNodeHealth marks the nodes whose kubelet went silent Unknown and their pods not Ready, as upstream's

@@ -20,12 +20,22 @@ func TestNodeLifecycle(t *testing.T) {
 	ts := startServer(t, "", func(c *Config) { c.Clock = clk })
 	ctx := ctxT(t)
 	nodes := ts.client.CoreV1().Nodes()
-	if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	leases := ts.client.CoordinationV1().Leases(NodeLeaseNS)
+	// n1 goes silent; n2 keeps renewing its Lease until the end (a cluster with no Ready node evicts
+	// nothing: see the end).
+	for _, name := range []string{"n1", "n2"} {
+		if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40),
+				RenewTime: &metav1.MicroTime{Time: clk.Now()}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	heartbeat := func() {
+	heartbeatOf := func(name string) {
 		t.Helper()
-		n, err := nodes.Get(ctx, "n1", metav1.GetOptions{})
+		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,12 +45,20 @@ func TestNodeLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	heartbeat()
-	leases := ts.client.CoordinationV1().Leases(NodeLeaseNS)
-	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("n1"), LeaseDurationSeconds: ptr.To[int32](40),
-			RenewTime: &metav1.MicroTime{Time: clk.Now()}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	heartbeat := func() { heartbeatOf("n1") }
+	heartbeatOf("n1")
+	heartbeatOf("n2")
+	n2Alive := true
+	renewN2 := func() {
+		t.Helper()
+		l, err := leases.Get(ctx, "n2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.RenewTime = &metav1.MicroTime{Time: clk.Now()}
+		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pods := ts.client.CoreV1().Pods("default")
 	bound := func(name string, tol ...corev1.Toleration) {
@@ -76,8 +94,17 @@ func TestNodeLifecycle(t *testing.T) {
 		n, _ := nodes.Get(ctx, "n1", metav1.GetOptions{})
 		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable && t.Effect == effect })
 	}
+	// step moves the clock by d, n2 renewing its Lease every 10 s meanwhile while it is alive.
 	step := func(d time.Duration) {
-		clk.Step(d)
+		for d > 0 {
+			s := min(d, 10*time.Second)
+			if n2Alive {
+				renewN2()
+				time.Sleep(50 * time.Millisecond) // the server sees the renewal before the clock moves
+			}
+			clk.Step(s)
+			d -= s
+		}
 		time.Sleep(300 * time.Millisecond) // let the pass the tick wakes run
 	}
 	step(time.Second)
@@ -125,6 +152,37 @@ func TestNodeLifecycle(t *testing.T) {
 	if deleting("forever") {
 		t.Fatal("a pod tolerating the taint forever was evicted")
 	}
+
+	// n2 goes silent too: no node is Ready, which is likelier the server's own fault than both nodes', and
+	// upstream evicts nothing then ("master disruption mode"): the NoExecute taints go, the NoSchedule ones
+	// stay, and a pod tolerating unreachable for 30 s bound now stays far longer.
+	n2Alive = false
+	bound("short-toleration-2", corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+		Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)})
+	step(time.Minute)
+	eventually(t, "no NoExecute taint left, NoSchedule kept", func() bool {
+		return !tainted(corev1.TaintEffectNoExecute) && tainted(corev1.TaintEffectNoSchedule)
+	})
+	step(10 * time.Minute)
+	if deleting("short-toleration-2") {
+		t.Fatal("a pod was evicted while no node was Ready")
+	}
+	if n, _ := nodes.Get(ctx, "n2", metav1.GetOptions{}); slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoExecute
+	}) {
+		t.Fatalf("n2 got a NoExecute taint while no node was Ready: %v", n.Spec.Taints)
+	}
+	// n2 comes back: n1, still Unknown, is tainted NoExecute again, and the 30 s toleration counts from then.
+	heartbeatOf("n2")
+	n2Alive = true
+	step(time.Second)
+	eventually(t, "n1 tainted NoExecute again", func() bool { return tainted(corev1.TaintEffectNoExecute) })
+	step(10 * time.Second)
+	if deleting("short-toleration-2") {
+		t.Fatal("a pod tolerating 30 s evicted 10 s after the taint")
+	}
+	step(25 * time.Second)
+	eventually(t, "the pod tolerating 30 s evicted 30 s after the taint came back", func() bool { return deleting("short-toleration-2") })
 }
 
 // Nodes get pod CIDRs from the cluster CIDR; a deleted node's block goes to the next node.

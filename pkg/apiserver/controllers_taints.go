@@ -3,11 +3,13 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/nodelifecycle"
 )
@@ -49,12 +51,16 @@ func pressureTaints(n *corev1.Node) ([]corev1.Taint, bool) {
 // conditions, as upstream's node lifecycle controller does (the latter unless the node lifecycle is off).
 func (c *controller) syncTaints(ctx context.Context, nodes map[string]*corev1.Node) error {
 	now := c.s.cfg.Clock.Now().Truncate(time.Second)
+	noExecute, all := nodelifecycle.Disruption(slices.Collect(maps.Values(nodes)))
+	if c.s.cfg.NodeMonitorGracePeriod >= 0 {
+		c.noteDisruption(ctx, all)
+	}
 	var errs []error
 	for name, n := range nodes {
 		taints, changed := pressureTaints(n)
 		if c.s.cfg.NodeMonitorGracePeriod >= 0 {
 			var more bool
-			taints, more = nodelifecycle.ReadinessTaints(taints, n.Status.Conditions, now)
+			taints, more = nodelifecycle.ReadinessTaints(taints, n.Status.Conditions, now, noExecute[name])
 			changed = changed || more
 		}
 		if !changed {
@@ -70,4 +76,17 @@ func (c *controller) syncTaints(ctx context.Context, nodes map[string]*corev1.No
 		nodes[name] = updated
 	}
 	return errors.Join(errs...)
+}
+
+// noteDisruption logs entering and leaving master disruption mode (no node Ready: nothing is evicted), and
+// on leaving it gives every node a whole grace period again, as upstream does.
+func (c *controller) noteDisruption(ctx context.Context, all bool) {
+	switch {
+	case all && !c.health.allDisrupted:
+		klog.FromContext(ctx).Info("No node is Ready: entering master disruption mode; no pod is evicted until one is")
+	case !all && c.health.allDisrupted:
+		klog.FromContext(ctx).Info("A node is Ready again: leaving master disruption mode")
+		c.health.beats.Refresh(c.s.cfg.Clock.Now())
+	}
+	c.health.allDisrupted = all
 }

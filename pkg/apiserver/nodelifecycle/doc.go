@@ -7,6 +7,8 @@
 //   - a node whose Ready condition is Unknown carries the node.kubernetes.io/unreachable taints, one whose
 //     Ready is False the node.kubernetes.io/not-ready taints (NoSchedule and NoExecute both), a Ready node
 //     neither;
+//   - when no node of any zone is Ready (master disruption), the NoExecute ones are removed and none added
+//     until one is, and in a partially disrupted small zone none is added (disruption.go);
 //   - a pod on a node with NoExecute taints is evicted (deleted, gracefully) at once if it tolerates none
 //     of them, or when its shortest matching tolerationSeconds has passed since the taint was added; a
 //     toleration without seconds keeps it forever.

@@ -48,6 +48,15 @@ func (h *Heartbeats) Observe(n *corev1.Node, lease *coordinationv1.Lease, now ti
 	return now
 }
 
+// Refresh counts every node as heard from at now: each gets a whole grace period again, as upstream gives
+// them when leaving master disruption mode.
+func (h *Heartbeats) Refresh(now time.Time) {
+	for name, b := range h.seen {
+		b.at = now
+		h.seen[name] = b
+	}
+}
+
 // Forget drops the nodes not in present.
 func (h *Heartbeats) Forget(present func(name string) bool) {
 	for name := range h.seen {
@@ -106,8 +115,9 @@ func MarkUnknown(conds []corev1.NodeCondition, now time.Time) ([]corev1.NodeCond
 
 // ReadinessTaints returns taints with the not-ready and unreachable taints made to match the Ready
 // condition among conds (none when Ready, or when there is no Ready condition yet), and whether that
-// changed them. A NoExecute taint added carries now as its timeAdded, from which tolerationSeconds count.
-func ReadinessTaints(taints []corev1.Taint, conds []corev1.NodeCondition, now time.Time) ([]corev1.Taint, bool) {
+// changed them. A NoExecute taint added carries now as its timeAdded, from which tolerationSeconds count;
+// noExecute says whether one may be added, or must go (see Disruption).
+func ReadinessTaints(taints []corev1.Taint, conds []corev1.NodeCondition, now time.Time, noExecute NoExecute) ([]corev1.Taint, bool) {
 	want := ""
 	if c := condition(conds, corev1.NodeReady); c != nil {
 		switch c.Status {
@@ -120,10 +130,15 @@ func ReadinessTaints(taints []corev1.Taint, conds []corev1.NodeCondition, now ti
 	out := make([]corev1.Taint, 0, len(taints)+2)
 	have := map[corev1.TaintEffect]bool{}
 	changed := false
+	hadNoExecute := false
 	for _, t := range taints {
 		readiness := t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
 		lifecycleEffect := t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-		if readiness && lifecycleEffect && (t.Key != want || have[t.Effect]) {
+		if readiness && t.Effect == corev1.TaintEffectNoExecute {
+			hadNoExecute = true
+		}
+		if readiness && lifecycleEffect && (t.Key != want || have[t.Effect] ||
+			t.Effect == corev1.TaintEffectNoExecute && noExecute == NoExecuteRemove) {
 			changed = true
 			continue
 		}
@@ -135,6 +150,10 @@ func ReadinessTaints(taints []corev1.Taint, conds []corev1.NodeCondition, now ti
 	if want != "" {
 		for _, e := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
 			if have[e] {
+				continue
+			}
+			// Held: a not-ready taint there turns unreachable (as upstream swaps them), none is added.
+			if e == corev1.TaintEffectNoExecute && (noExecute == NoExecuteRemove || noExecute == NoExecuteHold && !hadNoExecute) {
 				continue
 			}
 			t := corev1.Taint{Key: want, Effect: e}

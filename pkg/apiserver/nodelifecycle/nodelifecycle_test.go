@@ -50,6 +50,12 @@ func TestHeartbeatsTimedByTheServer(t *testing.T) {
 	if got := h.Observe(n2, lease(t0.Add(-50*time.Minute)), at2); !got.Equal(at2) {
 		t.Fatalf("status heartbeat %v, want %v", got, at2)
 	}
+	// Leaving master disruption: every node counts as heard from then.
+	refreshed := at2.Add(10 * time.Minute)
+	h.Refresh(refreshed)
+	if got := h.Observe(n2, lease(t0.Add(-50*time.Minute)), refreshed.Add(time.Second)); !got.Equal(refreshed) {
+		t.Fatalf("after a refresh %v, want %v", got, refreshed)
+	}
 	h.Forget(func(string) bool { return false })
 	if got := h.Observe(n2, nil, at2.Add(time.Hour)); !got.Equal(at2.Add(time.Hour)) {
 		t.Fatal("a forgotten node is not seen afresh")
@@ -95,21 +101,35 @@ func TestReadinessTaints(t *testing.T) {
 	other := corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
 	unreachNE := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0}}
 	unreachNS := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	notReadyNE := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0}}
+	const (
+		unNS, unNE = corev1.TaintNodeUnreachable + ":NoSchedule", corev1.TaintNodeUnreachable + ":NoExecute"
+		nrNS, nrNE = corev1.TaintNodeNotReady + ":NoSchedule", corev1.TaintNodeNotReady + ":NoExecute"
+	)
 	for _, tc := range []struct {
 		name    string
 		n       *corev1.Node
+		mode    NoExecute
 		want    []string
 		changed bool
 	}{
-		{"ready keeps others", node(corev1.ConditionTrue, other), []string{"dedicated:NoSchedule"}, false},
-		{"ready drops unreachable", node(corev1.ConditionTrue, other, unreachNS, unreachNE), []string{"dedicated:NoSchedule"}, true},
-		{"unknown adds unreachable", node(corev1.ConditionUnknown, other), []string{"dedicated:NoSchedule", corev1.TaintNodeUnreachable + ":NoSchedule", corev1.TaintNodeUnreachable + ":NoExecute"}, true},
-		{"unknown already tainted", node(corev1.ConditionUnknown, unreachNE, unreachNS), []string{corev1.TaintNodeUnreachable + ":NoExecute", corev1.TaintNodeUnreachable + ":NoSchedule"}, false},
-		{"false swaps unreachable for not-ready", node(corev1.ConditionFalse, unreachNE), []string{corev1.TaintNodeNotReady + ":NoSchedule", corev1.TaintNodeNotReady + ":NoExecute"}, true},
-		{"no Ready condition yet", node("", other), []string{"dedicated:NoSchedule"}, false},
+		{"ready keeps others", node(corev1.ConditionTrue, other), NoExecuteAdd, []string{"dedicated:NoSchedule"}, false},
+		{"ready drops unreachable", node(corev1.ConditionTrue, other, unreachNS, unreachNE), NoExecuteAdd, []string{"dedicated:NoSchedule"}, true},
+		{"unknown adds unreachable", node(corev1.ConditionUnknown, other), NoExecuteAdd, []string{"dedicated:NoSchedule", unNS, unNE}, true},
+		{"unknown already tainted", node(corev1.ConditionUnknown, unreachNE, unreachNS), NoExecuteAdd, []string{unNE, unNS}, false},
+		{"false swaps unreachable for not-ready", node(corev1.ConditionFalse, unreachNE), NoExecuteAdd, []string{nrNS, nrNE}, true},
+		{"no Ready condition yet", node("", other), NoExecuteAdd, []string{"dedicated:NoSchedule"}, false},
+		// A partially disrupted small zone: no NoExecute taint added, one there kept or swapped.
+		{"held: unknown adds NoSchedule only", node(corev1.ConditionUnknown), NoExecuteHold, []string{unNS}, true},
+		{"held: tainted stays tainted", node(corev1.ConditionUnknown, unreachNE, unreachNS), NoExecuteHold, []string{unNE, unNS}, false},
+		{"held: not-ready swapped for unreachable", node(corev1.ConditionUnknown, notReadyNE), NoExecuteHold, []string{unNS, unNE}, true},
+		{"held: ready drops them", node(corev1.ConditionTrue, unreachNE, unreachNS), NoExecuteHold, nil, true},
+		// Every zone fully disrupted: the NoExecute taints go, the NoSchedule ones stay.
+		{"removed: unknown keeps NoSchedule only", node(corev1.ConditionUnknown, unreachNE, unreachNS), NoExecuteRemove, []string{unNS}, true},
+		{"removed: none added", node(corev1.ConditionFalse), NoExecuteRemove, []string{nrNS}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, changed := ReadinessTaints(tc.n.Spec.Taints, tc.n.Status.Conditions, now)
+			out, changed := ReadinessTaints(tc.n.Spec.Taints, tc.n.Status.Conditions, now, tc.mode)
 			var got []string
 			for _, tt := range out {
 				got = append(got, tt.Key+":"+string(tt.Effect))
