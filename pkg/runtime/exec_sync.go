@@ -42,8 +42,15 @@ func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string
 	defer pipes.Close()
 	cfg := pipes.Config()
 	api := r.execAPIFor(ctx, rec.ID)
-	defer api.close()
-	if err := api.exec(ctx, rec.ID, execID, cfg.Stdout, cfg.Stderr, spec); err != nil {
+	defer func() { api.close() }()
+	err = api.exec(ctx, rec.ID, execID, cfg.Stdout, cfg.Stderr, spec)
+	if _, direct := api.(viaShim); direct && errdefs.IsNotImplemented(err) {
+		// A shim that does not serve the task service its bundle names: through containerd instead.
+		api.close()
+		api = viaContainerd{ts: r.client.TaskService()}
+		err = api.exec(ctx, rec.ID, execID, cfg.Stdout, cfg.Stderr, spec)
+	}
+	if err != nil {
 		pipes.Cancel()
 		if errdefs.IsNotFound(err) || errdefs.IsFailedPrecondition(err) {
 			return 0, fmt.Errorf("exec in %q: container is not running: %w", containerID, err)

@@ -364,22 +364,30 @@ func TestShimAddress(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for content, want := range map[string]string{
-		"unix:///run/containerd/s/abc\n": "/run/containerd/s/abc",
-		"/run/x.sock":                    "/run/x.sock",
-		"ttrpc+vsock://3:1024":           "",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, "address"), []byte(content), 0o644); err != nil {
+	check := func(file, content, want, wantService string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, err := shimAddress(state, "ns", "c1")
-		if got != want || (err != nil) != (want == "") {
-			t.Errorf("address %q: %q, %v; want %q", content, got, err, want)
+		got, service, err := shimAddress(state, "ns", "c1")
+		if got != want || (err != nil) != (want == "") || want != "" && service != wantService {
+			t.Errorf("%s %q: %q %q, %v; want %q %q", file, content, got, service, err, want, wantService)
 		}
 	}
-	if _, err := shimAddress(state, "ns", "gone"); err == nil {
+	// containerd 1.x: an address file.
+	check("address", "unix:///run/containerd/s/abc\n", "/run/containerd/s/abc", taskServiceV2)
+	check("address", "/run/x.sock", "/run/x.sock", taskServiceV2)
+	check("address", "ttrpc+vsock://3:1024", "", "")
+	if _, _, err := shimAddress(state, "ns", "gone"); err == nil {
 		t.Error("a task without an address file gave one")
 	}
+	// containerd 2.x: bootstrap.json, preferred to an address file.
+	check("bootstrap.json", `{"version":3,"address":"unix:///run/containerd/s/def","protocol":"ttrpc"}`, "/run/containerd/s/def", taskServiceV3)
+	check("bootstrap.json", `{"version":2,"address":"unix:///run/containerd/s/old"}`, "/run/containerd/s/old", taskServiceV2)
+	check("bootstrap.json", `{"version":3,"address":"unix:///run/containerd/s/g","protocol":"grpc"}`, "", "")
+	check("bootstrap.json", `{"version":4,"address":"unix:///run/containerd/s/new","protocol":"ttrpc"}`, "", "")
+	check("bootstrap.json", `{"version":3,"address":"vsock://3:1024","protocol":"ttrpc"}`, "", "")
+	check("bootstrap.json", `not json`, "", "")
 }
 
 func TestRecordMayBeBehind(t *testing.T) {
