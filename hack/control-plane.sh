@@ -6,7 +6,7 @@
 # control plane does; bin/nodecluster --control-plane kube-apiserver runs it so for a cluster of our nodes.
 #
 #   hack/control-plane.sh start                 # idempotent; prints the environment on stdout
-#   hack/control-plane.sh stop                  # stops etcd and kube-apiserver by their PIDs; keeps the data
+#   hack/control-plane.sh stop                  # stops its processes by their PIDs; keeps the data
 #   hack/control-plane.sh env                   # KEY=value lines (export ...) for a running control plane
 #   hack/control-plane.sh node-kubeconfig NAME  # path of a kubeconfig for system:node:NAME, made when missing
 #   hack/control-plane.sh reset                 # stop, then remove the data and certificates
