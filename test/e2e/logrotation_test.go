@@ -53,6 +53,7 @@ sleep 4; done; echo done; exec sleep 3600`, burstLines))
 			t.Fatal(err)
 		}
 		dir := filepath.Join("/var/log/pods", "default_chatty_"+string(p.UID), "main")
+		// Done, and the current file under the limit: no rotation can run while the files are read below.
 		eventually(t, 90*time.Second, "all bursts written and the last rotation done", func() error {
 			b, err := os.ReadFile(filepath.Join(dir, "0.log"))
 			if err != nil {
@@ -60,6 +61,9 @@ sleep 4; done; echo done; exec sleep 3600`, burstLines))
 			}
 			if !bytes.Contains(b, []byte(" done\n")) {
 				return fmt.Errorf("not done yet")
+			}
+			if len(b) > 1<<20 {
+				return fmt.Errorf("0.log holds %d bytes, over the 1 MiB limit: to be rotated", len(b))
 			}
 			return nil
 		})
