@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -41,6 +42,7 @@ func benchRuntime(ctx context.Context, args []string) error {
 	if *rounds < 1 {
 		return errors.New("--rounds must be at least 1")
 	}
+	defer removePodLogDirs()
 	builtin, err := runtime.New(ctx, runtime.Config{
 		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/bench/state",
 		FIFODir: "/run/nodeagent/bench-fifo", PauseImage: "localhost/pause:3.10",
@@ -191,6 +193,17 @@ func runParallel(ctx context.Context, rt cri.RuntimeService) ([]podTiming, time.
 		}
 	}
 	return timings, wall, nil
+}
+
+// benchLogDirs are the pods' log directories the bench asks the runtimes for (a kubelet's to remove: the
+// runtime leaves them).
+const benchLogDirs = "/var/log/pods/bench_bench-*"
+
+func removePodLogDirs() {
+	dirs, _ := filepath.Glob(benchLogDirs)
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
 }
 
 func startPod(ctx context.Context, rt cri.RuntimeService, i int) (podTiming, string, error) {

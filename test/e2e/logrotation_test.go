@@ -53,19 +53,27 @@ sleep 4; done; echo done; exec sleep 3600`, burstLines))
 			t.Fatal(err)
 		}
 		dir := filepath.Join("/var/log/pods", "default_chatty_"+string(p.UID), "main")
-		// Done, and the current file under the limit: no rotation can run while the files are read below.
+		// Done (the last line in the current file, or in the file rotated last), and the current file under
+		// the limit: no rotation can run while the files are read below.
 		eventually(t, 90*time.Second, "all bursts written and the last rotation done", func() error {
 			b, err := os.ReadFile(filepath.Join(dir, "0.log"))
 			if err != nil {
 				return err
 			}
-			if !bytes.Contains(b, []byte(" done\n")) {
-				return fmt.Errorf("not done yet")
-			}
 			if len(b) > 1<<20 {
 				return fmt.Errorf("0.log holds %d bytes, over the 1 MiB limit: to be rotated", len(b))
 			}
-			return nil
+			if bytes.Contains(b, []byte(" done\n")) {
+				return nil
+			}
+			rotated, _ := filepath.Glob(filepath.Join(dir, "0.log.*[0-9]"))
+			sort.Strings(rotated)
+			if len(rotated) > 0 {
+				if last, err := os.ReadFile(rotated[len(rotated)-1]); err == nil && bytes.Contains(last, []byte(" done\n")) {
+					return nil
+				}
+			}
+			return fmt.Errorf("not done yet")
 		})
 		time.Sleep(2 * time.Second) // kubectl logs -f reads the last lines
 		cancel()
