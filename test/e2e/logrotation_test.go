@@ -102,12 +102,13 @@ sleep 4; done; echo done; exec sleep 3600`, burstLines))
 		}
 
 		// Every line on disk, oldest file first: bursts in order, no line twice, only the oldest ones gone
-		// with the files past the limit.
-		var lines []string
+		// with the files past the limit. A line the runtime split at a reopen (a partial record ending one
+		// file, the rest beginning the next) is one line, as kubectl logs reads it.
+		var records []logRecord
 		for _, name := range append(names[1:], names[0]) {
-			lines = append(lines, readLogLines(t, filepath.Join(dir, name))...)
+			records = append(records, readLogRecords(t, filepath.Join(dir, name))...)
 		}
-		checkSequence(t, "on disk", lines, false)
+		checkSequence(t, "on disk", joinPartials(records), false)
 		// kubectl logs -f: every line, from the first.
 		checkSequence(t, "kubectl logs -f", strings.Split(strings.TrimSuffix(followed.String(), "\n"), "\n"), true)
 
@@ -131,8 +132,37 @@ sleep 4; done; echo done; exec sleep 3600`, burstLines))
 	}, "--container-log-max-size", "1Mi", "--container-log-max-files", "3", "--container-log-monitor-interval", "3s")
 }
 
-// readLogLines reads the message of each CRI log record of a log file, gzipped or not.
+// logRecord is a CRI log record's message and whether it is partial (tag P: the line goes on in the next).
+type logRecord struct {
+	msg     string
+	partial bool
+}
+
+// joinPartials makes lines of records, each partial one joined to those that follow up to a full one.
+func joinPartials(records []logRecord) []string {
+	var out []string
+	var pending strings.Builder
+	for _, r := range records {
+		pending.WriteString(r.msg)
+		if !r.partial {
+			out = append(out, pending.String())
+			pending.Reset()
+		}
+	}
+	if pending.Len() > 0 {
+		out = append(out, pending.String())
+	}
+	return out
+}
+
+// readLogLines reads the lines of a CRI log file, gzipped or not.
 func readLogLines(t *testing.T, path string) []string {
+	t.Helper()
+	return joinPartials(readLogRecords(t, path))
+}
+
+// readLogRecords reads the records of a CRI log file, gzipped or not.
+func readLogRecords(t *testing.T, path string) []logRecord {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -147,14 +177,14 @@ func readLogLines(t *testing.T, path string) []string {
 		}
 		r = zr
 	}
-	var out []string
+	var out []logRecord
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64<<10), 1<<20)
 	for s.Scan() {
 		// "<time> <stream> <tag> <message>"
 		parts := strings.SplitN(s.Text(), " ", 4)
 		if len(parts) == 4 {
-			out = append(out, parts[3])
+			out = append(out, logRecord{msg: parts[3], partial: parts[2] == "P"})
 		}
 	}
 	if err := s.Err(); err != nil {
