@@ -410,3 +410,11 @@ func TestRecordMayBeBehind(t *testing.T) {
 		}
 	}
 }
+
+func TestShimSocket(t *testing.T) {
+	// A shim containerd 2.4.2 started for pod cb9e… in namespace nodeagent listened there.
+	got := shimSocket("/run/nodeagent/containerd/containerd.sock", "nodeagent", "cb9e61636aa9c9d081b6a03f0ddd8f8f892b2b3d7ee47899d939095c0a77ae36")
+	if want := "/run/containerd/s/cdcf5ed013a37a1957b0f9f8e85cfe7739473bbdc2508aaeee526df92517d568"; got != want {
+		t.Fatalf("shimSocket = %s, want %s", got, want)
+	}
+}

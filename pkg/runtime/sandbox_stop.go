@@ -110,6 +110,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 	if err := removeAll(r.sandboxDirOf(rec.ID, meta)); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 	}
+	r.reapShim(ctx, rec.ID)
 	return nil
 }
 
