@@ -221,8 +221,14 @@ func (k *Kubelet) resizeRunning(ctx context.Context, pod *v1.Pod, state *pleg.Po
 
 // finishResize records the outcome of a sync for the pod's resize: an error keeps it in progress with
 // reason Error (a ResizeError event when the error is new); once every running container has its
-// allocation, the resize is complete (a ResizeCompleted event).
-func (k *Kubelet) finishResize(ctx context.Context, pod *v1.Pod, state *pleg.PodState, resizeErr error) (changed bool) {
+// allocation, the resize is complete (a ResizeCompleted event). A sync that killed containers (a resize
+// that restarts one) judges nothing from the state it began with, which still shows them running: the
+// next sync, on the restarted container's events, completes the resize; otherwise the status would show
+// the old container with the new resources and no resize in progress.
+func (k *Kubelet) finishResize(ctx context.Context, pod *v1.Pod, state *pleg.PodState, resizeErr error, stale bool) (changed bool) {
+	if stale && resizeErr == nil {
+		return false
+	}
 	done := true
 	for _, rc := range runningResizable(pod, state) {
 		if act, ok := k.alloc.Actuated(pod.UID, rc.spec.Name); ok && !allocation.CPUMemoryEqual(act, rc.spec.Resources) {

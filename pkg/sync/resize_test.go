@@ -217,6 +217,22 @@ func TestResizeRestartContainer(t *testing.T) {
 	if act, _ := h.k.alloc.Actuated(pod.UID, "app"); act.Limits.Memory().Value() != 256<<20 {
 		t.Errorf("actuated %v", act)
 	}
+	// The sync that restarted it began with the old container running: its status must not show that one
+	// with the new resources and the resize done. The next sync, with the new container, completes it.
+	st, _ := h.k.status.PodStatus(pod.UID)
+	if cs := st.ContainerStatuses[0]; condition(st, v1.PodResizeInProgress) == nil && strings.HasSuffix(cs.ContainerID, old) {
+		t.Fatalf("status shows the old container %s with the resize done", cs.ContainerID)
+	}
+	if _, err := h.sync(resized(pod, "100m", "200m", "256Mi")); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = h.k.status.PodStatus(pod.UID)
+	if c := condition(st, v1.PodResizeInProgress); c != nil || strings.HasSuffix(st.ContainerStatuses[0].ContainerID, old) {
+		t.Fatalf("after the next sync: in progress %+v, container %s", c, st.ContainerStatuses[0].ContainerID)
+	}
+	if res := st.ContainerStatuses[0].Resources; res == nil || res.Limits.Memory().Value() != 256<<20 {
+		t.Errorf("resources %v", res)
+	}
 }
 
 // The checkpoint keeps allocations and actuated resources across a restart; a corrupt one is an error

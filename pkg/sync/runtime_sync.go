@@ -26,6 +26,7 @@ import (
 // runtimeResult is what syncRuntime did.
 type runtimeResult struct {
 	changed        bool          // the runtime was changed
+	killed         bool          // a container the state showed running was killed: the state is stale
 	reasonsChanged bool          // a container's waiting reason was set or cleared
 	requeue        time.Duration // sync again after this long (a back-off ends)
 	err            error
@@ -77,6 +78,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		if cs == nil {
 			continue
 		}
+		r.killed = true
 		grace := gracePeriodOf(pod, nil, state)
 		if ki.grace != nil && pod.DeletionGracePeriodSeconds == nil {
 			grace = *ki.grace

@@ -114,7 +114,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 			res.resizeErr = fmt.Errorf("resize pod cgroup: %w", err)
 		}
 	}
-	if k.finishResize(ctx, pod, state, res.resizeErr) {
+	if k.finishResize(ctx, pod, state, res.resizeErr, res.killed) {
 		res.reasonsChanged = true
 	}
 	k.syncProbes(pod, state, st.PodIP)
