@@ -51,14 +51,17 @@ func pressureTaints(n *corev1.Node) ([]corev1.Taint, bool) {
 // conditions, as upstream's node lifecycle controller does (the latter unless the node lifecycle is off).
 func (c *controller) syncTaints(ctx context.Context, nodes map[string]*corev1.Node) error {
 	now := c.s.cfg.Clock.Now().Truncate(time.Second)
-	noExecute, all := nodelifecycle.Disruption(slices.Collect(maps.Values(nodes)))
-	if c.s.cfg.NodeMonitorGracePeriod >= 0 {
+	lifecycle := c.s.cfg.NodeMonitorGracePeriod >= 0
+	var noExecute map[string]nodelifecycle.NoExecute
+	if lifecycle {
+		var all bool
+		noExecute, all = nodelifecycle.Disruption(slices.Collect(maps.Values(nodes)))
 		c.noteDisruption(ctx, all)
 	}
 	var errs []error
 	for name, n := range nodes {
 		taints, changed := pressureTaints(n)
-		if c.s.cfg.NodeMonitorGracePeriod >= 0 {
+		if lifecycle {
 			var more bool
 			taints, more = nodelifecycle.ReadinessTaints(taints, n.Status.Conditions, now, noExecute[name])
 			changed = changed || more
