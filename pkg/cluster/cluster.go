@@ -96,18 +96,6 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 		return fmt.Errorf("cluster %s is partly there (%d of %d nodes); run down first", p.Name, len(existing), len(p.Nodes))
 	}
 	start := time.Now()
-	// Another cluster's up at the same time would build the same image, or prune this one before its
-	// containers use it: one up at a time from here until the node containers exist.
-	unlock, err := lockNodeImages(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	image, err := EnsureNodeImage(cctx, client, o.Sources)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "node image %s ready (%v)\n", image, time.Since(start).Round(time.Millisecond))
 	if err := os.RemoveAll(filepath.Join(p.StateDir, "shared")); err != nil {
 		return err
 	}
@@ -127,6 +115,18 @@ func Up(ctx context.Context, p *Plan, o Options) error {
 		fmt.Fprintf(o.Out, "control plane (kube-apiserver, kube-controller-manager, kube-scheduler) up on %s (%v)\n",
 			p.Gateway, time.Since(start).Round(time.Millisecond))
 	}
+	// Another cluster's up at the same time would build the same image, or prune this one before its
+	// containers use it: one up at a time from here until the node containers exist.
+	unlock, err := lockNodeImages(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	image, err := EnsureNodeImage(cctx, client, o.Sources)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "node image %s ready (%v)\n", image, time.Since(start).Round(time.Millisecond))
 	for _, n := range p.Nodes {
 		path, err := attachNode(p, n, br)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nodeagent/kubelet/internal/atomicfile"
 )
 
 // The control planes a cluster can have.
@@ -118,11 +120,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return atomicfile.Write(dst, b, 0o600)
 }
 
 // stopHostControlPlane stops the processes of cluster p's host control plane, each by the PID it recorded

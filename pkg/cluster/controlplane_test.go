@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,5 +142,65 @@ func TestStopHostControlPlane(t *testing.T) {
 	}
 	if err := stopHostControlPlane(p); err != nil { // again: nothing to do
 		t.Fatal(err)
+	}
+}
+
+// startHostControlPlane with a stand-in for hack/control-plane.sh: the admin's and each node's kubeconfig
+// land where the user and the nodes read them, root's only; a missing script names the flag; a failing
+// one's error carries what it said.
+func TestStartHostControlPlane(t *testing.T) {
+	p, _ := NewPlan("kind", 2, DefaultSubnet, DefaultClusterCIDR)
+	if err := p.UseControlPlane(ControlPlaneKubeAPIServer); err != nil {
+		t.Fatal(err)
+	}
+	p.StateDir = t.TempDir()
+	for _, n := range p.Nodes {
+		if err := os.MkdirAll(filepath.Join(p.StateDir, "shared", n.Name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(t.TempDir(), "control-plane.sh")
+	write := func(body string) {
+		if err := os.WriteFile(script, []byte("#!/bin/sh\nset -e\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	ctx := context.Background()
+
+	if err := startHostControlPlane(ctx, p, filepath.Join(t.TempDir(), "missing.sh"), 0, &out); err == nil ||
+		!strings.Contains(err.Error(), "--control-plane-script") {
+		t.Errorf("a missing script: %v", err)
+	}
+	write("echo 'control-plane: etcd did not start' >&2; exit 1\n")
+	if err := startHostControlPlane(ctx, p, script, 0, &out); err == nil || !strings.Contains(err.Error(), "etcd did not start") {
+		t.Errorf("a failing script: %v", err)
+	}
+	if err := startHostControlPlane(ctx, p, script, -1, &out); err == nil {
+		t.Error("a negative grace period was taken")
+	}
+
+	// The stand-in writes what the real script writes, in CONTROL_PLANE_DIR, and checks its settings.
+	write(`[ "$CONTROL_PLANE_ADDRESS" = 172.30.0.1 ] && [ "$CONTROL_PLANE_CONTROLLERS" = 1 ] || exit 3
+mkdir -p "$CONTROL_PLANE_DIR"
+case "$1" in
+start) echo admin > "$CONTROL_PLANE_DIR/admin.kubeconfig" ;;
+node-kubeconfig) echo "node $2" > "$CONTROL_PLANE_DIR/node-$2.kubeconfig"; echo "$CONTROL_PLANE_DIR/node-$2.kubeconfig" ;;
+esac
+`)
+	if err := startHostControlPlane(ctx, p, script, 0, &out); err != nil {
+		t.Fatal(err)
+	}
+	check := func(path, want string) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		fi, serr := os.Stat(path)
+		if err != nil || serr != nil || strings.TrimSpace(string(b)) != want || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %q %v %v, want %q mode 0600", path, b, err, fi, want)
+		}
+	}
+	check(AdminKubeconfig(p), "admin")
+	for _, n := range p.Nodes {
+		check(NodeKubeconfig(p, n.Name), "node "+n.Name)
 	}
 }
