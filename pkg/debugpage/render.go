@@ -43,6 +43,11 @@ var scriptHash = func() string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
 }()
 
+// ContentSecurityPolicy is the page's Content-Security-Policy: nothing from elsewhere, no script but the
+// page's refresh, no form, no framing. The kubelet's other HTML (the /logs/ listing) carries it too.
+var ContentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; script-src '" + scriptHash +
+	"'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ms":    short,
 	"ago":   func(now, t time.Time) string { return ago(now, t) },
@@ -120,8 +125,7 @@ func Handler(build func() *Page) http.Handler {
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-store")
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src '"+scriptHash+
-			"'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
 		if err := page.Execute(w, p); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodeagent/kubelet/pkg/debugpage"
 )
 
 // maxLinks bounds the symbolic links one /logs/ path may pass through.
@@ -136,7 +138,9 @@ func notFound(err error) error {
 	return err
 }
 
-// listDir writes a directory's entries as links, as Go's file server lists them.
+// listDir writes a directory's entries as links, as Go's file server lists them. Each link is relative,
+// "./" and the escaped name, so that no file name (javascript:alert(1), //host/x) makes a link of another
+// scheme or host; the page carries the debug page's Content-Security-Policy.
 func listDir(w http.ResponseWriter, f *os.File) {
 	names, err := f.Readdirnames(-1)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -144,16 +148,28 @@ func listDir(w http.ResponseWriter, f *os.File) {
 		return
 	}
 	sort.Strings(names)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", debugpage.ContentSecurityPolicy)
 	var b strings.Builder
 	b.WriteString("<!doctype html>\n<meta name=\"viewport\" content=\"width=device-width\">\n<pre>\n")
 	for _, n := range names {
-		href := url.PathEscape(n)
+		dir := false
 		if fi, err := os.Lstat(filepath.Join(f.Name(), n)); err == nil && fi.IsDir() {
-			href, n = href+"/", n+"/"
+			dir = true
 		}
-		fmt.Fprintf(&b, "<a href=\"%s\">%s</a>\n", href, html.EscapeString(n))
+		b.WriteString(listEntry(n, dir))
 	}
 	b.WriteString("</pre>\n")
 	_, _ = io.WriteString(w, b.String())
+}
+
+// listEntry is one line of a directory listing: a link to name, a directory's with a trailing slash.
+func listEntry(name string, dir bool) string {
+	href := "./" + url.PathEscape(name)
+	if dir {
+		href, name = href+"/", name+"/"
+	}
+	return fmt.Sprintf("<a href=\"%s\">%s</a>\n", html.EscapeString(href), html.EscapeString(name))
 }

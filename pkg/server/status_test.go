@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodeagent/kubelet/pkg/debugpage"
 )
 
 func TestStatusEndpoints(t *testing.T) {
@@ -93,6 +95,7 @@ func TestNodeLogs(t *testing.T) {
 	}
 	mustWrite(filepath.Join(root, "pods", "ns_web_u1", "app", "0.log"), "hello\n")
 	mustWrite(filepath.Join(root, "syslog"), "booted\n")
+	mustWrite(filepath.Join(root, "javascript:alert(document.domain)"), "a name a pod could choose\n")
 	mustWrite(filepath.Join(outside, "secret"), "s3cret\n")
 	for link, target := range map[string]string{
 		"containers/web_ns_app-c1.log": filepath.Join(root, "pods", "ns_web_u1", "app", "0.log"), // absolute, inside
@@ -119,7 +122,8 @@ func TestNodeLogs(t *testing.T) {
 		{"syslog", 200, "booted\n"},
 		{"containers/web_ns_app-c1.log", 200, "hello\n"},
 		{"relative.log", 200, "hello\n"},
-		{"", 200, `<a href="containers/">containers/</a>`},
+		{"", 200, `<a href="./containers/">containers/</a>`},
+		{"", 200, `<a href="./javascript:alert%28document.domain%29">javascript:alert(document.domain)</a>`},
 		{"escape-abs", 403, ""},
 		{"escape-rel", 403, ""},
 		{"escape-dir/secret", 403, ""},
@@ -134,5 +138,35 @@ func TestNodeLogs(t *testing.T) {
 	}
 	if code, _ := get(t, f.client(f.ca, "jane"), base+"syslog"); code != http.StatusForbidden {
 		t.Errorf("/logs/ for an ordinary user: %d", code)
+	}
+	resp, err := f.admin().Get(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); csp != debugpage.ContentSecurityPolicy {
+		t.Errorf("/logs/ listing Content-Security-Policy %q, want the debug page's %q", csp, debugpage.ContentSecurityPolicy)
+	}
+}
+
+// A listing's links stay relative to the directory whatever the file is named: no name forms a link of
+// another scheme or host, nor breaks out of the attribute or the element.
+func TestListEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dir  bool
+		want string
+	}{
+		{"0.log", false, `<a href="./0.log">0.log</a>` + "\n"},
+		{"pods", true, `<a href="./pods/">pods/</a>` + "\n"},
+		{"javascript:alert(1)", false, `<a href="./javascript:alert%281%29">javascript:alert(1)</a>` + "\n"},
+		{"data:text/html,x", false, `<a href="./data:text%2Fhtml%2Cx">data:text/html,x</a>` + "\n"},
+		{"//evil.example", true, `<a href="./%2F%2Fevil.example/">//evil.example/</a>` + "\n"},
+		{`a"><script>x</script>`, false, `<a href="./a%22%3E%3Cscript%3Ex%3C%2Fscript%3E">a&#34;&gt;&lt;script&gt;x&lt;/script&gt;</a>` + "\n"},
+		{"a&b c#d?e", false, `<a href="./a&amp;b%20c%23d%3Fe">a&amp;b c#d?e</a>` + "\n"},
+	} {
+		if got := listEntry(tc.name, tc.dir); got != tc.want {
+			t.Errorf("listEntry(%q, %v) = %q, want %q", tc.name, tc.dir, got, tc.want)
+		}
 	}
 }
