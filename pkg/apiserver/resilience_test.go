@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/request"
 )
@@ -379,41 +379,101 @@ func TestStorageFailureHealth(t *testing.T) {
 	}
 }
 
-// One stored object that cannot be decoded does not keep the server from starting, nor break lists.
+// One stored object that cannot be decoded does not keep the server from starting, nor is it left out of a
+// list: as kube-apiserver's, reads that would hold it fail naming its key (a list without it would make a
+// kubelet stop the pod as an orphan), other keys and resources serve, and an admin deletes it with
+// ignoreStoreReadErrorWithClusterBreakingPotential.
 func TestCorruptStoredObject(t *testing.T) {
 	dir := t.TempDir()
 	ts := startServer(t, dir)
 	ctx := ctxT(t)
-	for _, n := range []string{"a", "b", "c"} {
-		if _, err := ts.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+	if _, err := ts.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ ns, name string }{{"default", "bad"}, {"default", "good"}, {"other", "elsewhere"}} {
+		if _, err := ts.client.CoreV1().Pods(p.ns).Create(ctx, testPod(p.name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := ts.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	const key = "pods/default/bad"
 	db, err := bolt.Open(filepath.Join(dir, "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("objects")).Put([]byte("configmaps/default/b"), []byte(`{"kind":"ConfigMap",`))
+		b := tx.Bucket([]byte("objects"))
+		v := append([]byte(nil), b.Get([]byte(key))...)
+		v[0] ^= 0x20 // one byte changed
+		return b.Put([]byte(key), v)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	_ = db.Close()
 	ts = startServer(t, dir)
-	list, err := ts.client.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	pods := ts.client.CoreV1().Pods("default")
+
+	// Lists and watches of the resource fail, naming the key.
+	_, err = pods.List(ctx, metav1.ListOptions{})
+	if st := apierrors.APIStatus(nil); !errors.As(err, &st) || st.Status().Code != 500 ||
+		st.Status().Reason != metav1.StatusReasonStoreReadError || !strings.Contains(err.Error(), key) {
+		t.Fatalf("list of the namespace: %v, want a 500 StorageReadError naming %s", err, key)
 	}
-	var names []string
-	for _, cm := range list.Items {
-		if cm.Name != RootCAConfigMap {
-			names = append(names, cm.Name)
-		}
+	if _, err := ts.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n1"}); err == nil || !strings.Contains(err.Error(), key) {
+		t.Errorf("list of every namespace with a field selector: %v", err)
 	}
-	if strings.Join(names, ",") != "a,c" {
-		t.Fatalf("configmaps after restart: %v", names)
+	if w, err := pods.Watch(ctx, metav1.ListOptions{}); err == nil {
+		w.Stop()
+		t.Error("watch of the namespace succeeded")
+	} else if !strings.Contains(err.Error(), key) {
+		t.Errorf("watch error %v does not name %s", err, key)
+	}
+	// GET of it fails as upstream's for a corrupt object: 500 InternalError naming the key.
+	_, err = pods.Get(ctx, "bad", metav1.GetOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), key) {
+		t.Errorf("get of the corrupt pod: %v", err)
+	}
+	// Everything else serves.
+	if _, err := pods.Get(ctx, "good", metav1.GetOptions{}); err != nil {
+		t.Errorf("get of the good pod beside it: %v", err)
+	}
+	if l, err := ts.client.CoreV1().Pods("other").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 1 {
+		t.Errorf("pods of another namespace: %v", err)
+	}
+	if _, err := ts.client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("another resource: %v", err)
+	}
+	// An ordinary write or delete of it fails, naming it.
+	if err := pods.Delete(ctx, "bad", metav1.DeleteOptions{}); !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), key) {
+		t.Errorf("ordinary delete of the corrupt pod: %v", err)
+	}
+	if _, err := pods.Create(ctx, testPod("bad"), metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), key) {
+		t.Errorf("create over the corrupt pod: %v", err)
+	}
+	unsafe := metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true)}
+	// Only admins may delete it so; only a corrupt object is deleted so.
+	if err := nodeClient(t, ts, "n1").CoreV1().Pods("default").Delete(ctx, "bad", unsafe); !apierrors.IsForbidden(err) {
+		t.Errorf("unsafe delete by a node: %v, want Forbidden", err)
+	}
+	if err := pods.Delete(ctx, "good", unsafe); !apierrors.IsInvalid(err) {
+		t.Errorf("unsafe delete of a good pod: %v, want Invalid", err)
+	}
+	if err := pods.Delete(ctx, "bad", metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true),
+		GracePeriodSeconds: ptr.To[int64](0)}); !apierrors.IsInvalid(err) {
+		t.Errorf("unsafe delete with a grace period: %v, want Invalid as upstream", err)
+	}
+	if err := pods.Delete(ctx, "bad", unsafe); err != nil {
+		t.Fatalf("unsafe delete by an admin: %v", err)
+	}
+	if _, err := pods.Get(ctx, "bad", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after the unsafe delete: %v", err)
+	}
+	if l, err := pods.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 1 || l.Items[0].Name != "good" {
+		t.Errorf("list after the unsafe delete: %v", err)
+	}
+	if err := pods.Delete(ctx, "bad", unsafe); !apierrors.IsNotFound(err) {
+		t.Errorf("second unsafe delete: %v, want NotFound", err)
 	}
 }

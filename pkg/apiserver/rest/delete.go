@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,6 +16,9 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
 )
@@ -70,12 +74,75 @@ func (q *req) delete() {
 		q.fail(err)
 		return
 	}
+	if ptr.Deref(opts.IgnoreStoreReadErrorWithClusterBreakingPotential, false) {
+		q.deleteCorrupt()
+		return
+	}
 	o, typed, err := q.deleteOne(q.key(), q.info.Name, opts)
 	if err != nil {
 		q.fail(err)
 		return
 	}
 	q.writeObject(http.StatusOK, o, typed)
+}
+
+// adminGroup may delete corrupt objects: upstream asks the authorizer for the verb
+// unsafe-delete-ignore-read-errors, which only its cluster-admin role grants; here, as auth.GroupMasters.
+const adminGroup = "system:masters"
+
+// deleteCorrupt removes a stored object that does not decode, as upstream's DELETE with
+// ignoreStoreReadErrorWithClusterBreakingPotential: for admins only, without admission, finalizers or
+// graceful deletion (nothing of the object can be read), and only for a corrupt object.
+func (q *req) deleteCorrupt() {
+	gr := q.res.GroupResource()
+	if q.user == nil || !q.user.InGroup(adminGroup) {
+		name := ""
+		if q.user != nil {
+			name = q.user.Name
+		}
+		q.fail(apierrors.NewForbidden(gr, q.info.Name, fmt.Errorf(
+			"user %q cannot unsafe-delete-ignore-read-errors: only members of %s may delete with ignoreStoreReadErrorWithClusterBreakingPotential",
+			name, adminGroup)))
+		return
+	}
+	key := q.key()
+	notCorrupt := apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: gr.Resource}, q.info.Name, field.ErrorList{
+		field.Invalid(field.NewPath("ignoreStoreReadErrorWithClusterBreakingPotential"), true,
+			"is exclusively used to delete corrupt object(s), try again by removing this option")})
+	o, ok := q.h.store.Get(key)
+	switch {
+	case !ok:
+		q.fail(apierrors.NewNotFound(gr, q.info.Name))
+		return
+	case o.Corrupt == nil:
+		q.fail(notCorrupt)
+		return
+	}
+	if !q.dryRun {
+		tomb := q.res.NewStored()
+		acc, err := meta.Accessor(tomb)
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		acc.SetNamespace(q.ns())
+		acc.SetName(q.info.Name)
+		klog.FromContext(q.r.Context()).Info("Deleting a corrupt stored object", "key", key, "user", q.user.Name)
+		gone, err := q.h.store.DeleteCorrupt(key, tomb)
+		switch {
+		case errors.Is(err, storage.ErrNotCorrupt):
+			q.fail(notCorrupt)
+			return
+		case err != nil:
+			q.fail(err)
+			return
+		case gone == nil:
+			q.fail(apierrors.NewNotFound(gr, q.info.Name))
+			return
+		}
+	}
+	q.writeStatus(http.StatusOK, &metav1.Status{Status: metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{Name: q.info.Name, Group: gr.Group, Kind: gr.Resource}})
 }
 
 // deleteOne deletes one object, gracefully for a pod bound to a node, and

@@ -34,6 +34,10 @@ func (q *req) get() {
 		q.fail(apierrors.NewNotFound(q.res.GroupResource(), q.info.Name))
 		return
 	}
+	if o.Corrupt != nil {
+		q.fail(o.Corrupt)
+		return
+	}
 	q.writeObject(http.StatusOK, o, nil)
 }
 
@@ -145,6 +149,9 @@ func (q *req) listObjects() (*listPage, error) {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", s))
 		}
 	}
+	if err := q.readable(storage.Under(q.res.Prefix(q.ns()))); err != nil {
+		return nil, err
+	}
 	objs, rv := q.h.store.List(q.res.Prefix(q.ns()))
 	start := ""
 	if c := params.Get("continue"); c != "" {
@@ -252,4 +259,13 @@ func (q *req) writeRawList(page *listPage) {
 	q.w.Header().Set("Content-Type", mediaJSON)
 	q.w.WriteHeader(http.StatusOK)
 	_, _ = q.w.Write(buf.Bytes())
+}
+
+// readable fails, naming the keys, when span holds stored objects that do not decode: a list or watch
+// without them would tell its reader they are gone (storage/corrupt.go).
+func (q *req) readable(span storage.Span) error {
+	if bad := q.h.store.CorruptIn(span); len(bad) > 0 {
+		return &storage.ReadError{Resource: q.res.GroupResource(), Corrupt: bad}
+	}
+	return nil
 }

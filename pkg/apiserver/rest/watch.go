@@ -65,6 +65,10 @@ func (q *req) watch() {
 		q.fail(err)
 		return
 	}
+	if err := q.readable(span); err != nil {
+		q.fail(err)
+		return
+	}
 	var initial []*storage.Object
 	var w *storage.Watch
 	tooLarge := q.checkReadVersion(rv)

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,4 +27,9 @@ type Object struct {
 	Raw    []byte
 	Labels labels.Set
 	Fields fields.Set
+	// Stored is when this process stored this state (Options.Now); zero for an object read from the file
+	// when the store was opened.
+	Stored time.Time
+	// Corrupt is set, and RV, Labels and Fields are not, for a stored object that does not decode.
+	Corrupt *CorruptError
 }

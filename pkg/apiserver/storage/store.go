@@ -56,6 +56,8 @@ type Options struct {
 	// FailCommit, when set, is called before each commit; an error it returns
 	// fails the commit as a failed disk write would (fault tests).
 	FailCommit func() error
+	// Now is the clock of Object.Stored; time.Now if nil.
+	Now func() time.Time
 }
 
 // Store is the object store. It is safe for concurrent use.
@@ -69,6 +71,8 @@ type Store struct {
 	rv        uint64                        // last assigned resourceVersion
 	doneRV    uint64                        // last committed resourceVersion
 	queue     []*pendingWrite
+	corrupt   int // committed objects that do not decode (Object.Corrupt)
+	opened    time.Time
 	health    error  // the last commit's failure; nil once a commit succeeds
 	failures  uint64 // failed commits so far
 	closed    bool
@@ -97,11 +101,15 @@ func Open(path string, codec Codec, opts Options) (*Store, error) {
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = DefaultProbeInterval
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, FreelistType: bolt.FreelistMapType})
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	db, err := openBolt(path, &bolt.Options{Timeout: 5 * time.Second, FreelistType: bolt.FreelistMapType})
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, err
 	}
 	s := &Store{
+		opened:    opts.Now(),
 		db:        db,
 		codec:     codec,
 		latest:    map[string]*Object{},
@@ -111,7 +119,7 @@ func Open(path string, codec Codec, opts Options) (*Store, error) {
 		stopped:   make(chan struct{}),
 		opts:      opts,
 	}
-	if err := s.load(); err != nil {
+	if err := s.safeLoad(path); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -146,9 +154,14 @@ func (s *Store) load() error {
 				_, err = objectRV(obj)
 			}
 			if err != nil {
-				// One damaged object must not keep the server down nor break the lists of its kind: it is
-				// left on disk, out of every read, until a write of its key replaces it.
-				s.opts.Logger.Error(err, "Skipping a stored object that cannot be decoded", "key", key, "bytes", len(raw))
+				// One damaged object must not keep the server down, nor be left out of the lists of its
+				// kind: those fail, naming it, until an admin deletes it (corrupt.go).
+				s.opts.Logger.Error(err, "A stored object cannot be decoded: reads of it and lists and watches of its resource fail until it is deleted",
+					"key", key, "bytes", len(raw), "remove", RemoveHint)
+				o := &Object{Key: key, Raw: raw, Corrupt: &CorruptError{Key: key, Err: err}}
+				s.latest[key] = o
+				s.putCommitted(o)
+				s.corrupt++
 				return nil
 			}
 			rv, _ := objectRV(obj)
@@ -231,10 +244,17 @@ func (s *Store) CurrentRV() uint64 {
 	return s.doneRV
 }
 
-// Decode returns a new typed copy of o.
+// Decode returns a new typed copy of o, or o.Corrupt.
 func (s *Store) Decode(o *Object) (runtime.Object, error) {
+	if o.Corrupt != nil {
+		return nil, o.Corrupt
+	}
 	return s.codec.Decode(o.Key, o.Raw)
 }
+
+// Opened returns when the store was opened: the time of Object.Stored the objects read from the file then
+// would have, had it been kept.
+func (s *Store) Opened() time.Time { return s.opened }
 
 // UpdateFunc computes the next state of a key from its current state. cur is
 // nil when the key is absent; it is the caller's own copy and may be modified
@@ -251,12 +271,9 @@ func (s *Store) Update(ctx context.Context, key string, fn UpdateFunc) (*Object,
 		s.mu.RLock()
 		cur, failures := s.latest[key], s.failures
 		s.mu.RUnlock()
-		var curObj runtime.Object
-		if cur != nil {
-			var err error
-			if curObj, err = s.codec.Decode(key, cur.Raw); err != nil {
-				return nil, nil, fmt.Errorf("decode %s: %w", key, err)
-			}
+		curObj, err := s.decodeCurrent(cur)
+		if err != nil {
+			return nil, nil, err
 		}
 		next, err := fn(curObj)
 		if err != nil {
@@ -308,7 +325,7 @@ func (s *Store) Update(ctx context.Context, key string, fn UpdateFunc) (*Object,
 			return nil, nil, fmt.Errorf("encode %s: %w", key, err)
 		}
 		s.rv = rv
-		o := &Object{Key: key, RV: rv, Raw: raw, Labels: lbls, Fields: flds}
+		o := &Object{Key: key, RV: rv, Raw: raw, Labels: lbls, Fields: flds, Stored: s.opts.Now()}
 		ev.Object = o
 		if next == nil {
 			delete(s.latest, key)
@@ -326,6 +343,21 @@ func (s *Store) Update(ctx context.Context, key string, fn UpdateFunc) (*Object,
 		}
 		return o, typed, nil
 	}
+}
+
+// decodeCurrent decodes the writers' view of a key: nil for an absent key, a CorruptError for a corrupt one.
+func (s *Store) decodeCurrent(cur *Object) (runtime.Object, error) {
+	if cur == nil {
+		return nil, nil
+	}
+	if cur.Corrupt != nil {
+		return nil, cur.Corrupt
+	}
+	obj, err := s.codec.Decode(cur.Key, cur.Raw)
+	if err != nil {
+		return nil, &CorruptError{Key: cur.Key, Err: err}
+	}
+	return obj, nil
 }
 
 // awaitCommitted waits until the write that stored o is committed, and
@@ -452,6 +484,9 @@ func (s *Store) commit(batch []*pendingWrite) {
 		for _, p := range batch {
 			o := p.ev.Object
 			if p.ev.Type == watch.Deleted {
+				if old := s.committed[ResourceOf(o.Key)][o.Key]; old != nil && old.Corrupt != nil {
+					s.corrupt--
+				}
 				delete(s.committed[ResourceOf(o.Key)], o.Key)
 			} else {
 				s.putCommitted(o)
@@ -492,12 +527,9 @@ func (s *Store) DryRun(key string, fn UpdateFunc) (*Object, runtime.Object, erro
 	s.mu.RLock()
 	cur := s.latest[key]
 	s.mu.RUnlock()
-	var curObj runtime.Object
-	if cur != nil {
-		var err error
-		if curObj, err = s.codec.Decode(key, cur.Raw); err != nil {
-			return nil, nil, fmt.Errorf("decode %s: %w", key, err)
-		}
+	curObj, err := s.decodeCurrent(cur)
+	if err != nil {
+		return nil, nil, err
 	}
 	next, err := fn(curObj)
 	if err != nil || (cur == nil && next == nil) {
