@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
 )
 
 // DefaultEventTTL is how long an event lives after its last write, as
@@ -33,12 +35,9 @@ type eventTimes struct {
 	} `json:"series"`
 }
 
-// lastWrite returns when the event was last recorded: its creation (set by the
-// server), or a later occurrence its writer stamped on it (lastTimestamp,
-// eventTime, series.lastObservedTime), which every update of a recurring event
-// carries. Upstream keys the TTL to the etcd write itself; an update that
-// stamps no newer time does not extend the event's life here.
-func (e *eventTimes) lastWrite() time.Time {
+// writerTime returns the latest time the event's writer stamped on it (lastTimestamp, eventTime,
+// series.lastObservedTime), or its creation (set by the server) when that is later.
+func (e *eventTimes) writerTime() time.Time {
 	t := e.Metadata.CreationTimestamp.Time
 	for _, c := range []time.Time{e.FirstTimestamp.Time, e.LastTimestamp.Time, e.EventTime.Time} {
 		if c.After(t) {
@@ -49,6 +48,20 @@ func (e *eventTimes) lastWrite() time.Time {
 		t = e.Series.LastObservedTime.Time
 	}
 	return t
+}
+
+// lastWrite returns when the event was last written, by the server's own clock, as upstream keys the TTL
+// to the etcd write itself: the time this server stored it (any write, recurring or not, starts its life
+// over), never a time its writer supplies (an event dated 2999 expires like any other). An event read from
+// the file at start has no such time: its writer's, but no later than the start, stands in for it.
+func lastWrite(o *storage.Object, ev *eventTimes, opened time.Time) time.Time {
+	if !o.Stored.IsZero() {
+		return o.Stored
+	}
+	if t := ev.writerTime(); t.Before(opened) {
+		return t
+	}
+	return opened
 }
 
 // eventExpired reports whether an event last written at last has outlived ttl.
@@ -73,7 +86,7 @@ func (c *controller) expireEvents(ctx context.Context) error {
 	objs, _ := c.s.store.List("events/")
 	for _, o := range objs {
 		var ev eventTimes
-		if err := json.Unmarshal(o.Raw, &ev); err != nil || !eventExpired(ev.lastWrite(), now, ttl) {
+		if err := json.Unmarshal(o.Raw, &ev); err != nil || !eventExpired(lastWrite(o, &ev, c.s.store.Opened()), now, ttl) {
 			continue
 		}
 		uid, rv := ev.Metadata.UID, ev.Metadata.ResourceVersion

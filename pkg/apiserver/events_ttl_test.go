@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
 )
 
 func TestEventLastWrite(t *testing.T) {
@@ -36,9 +38,24 @@ func TestEventLastWrite(t *testing.T) {
 			return
 		}(), t0.Add(time.Hour)},
 	} {
-		if got := tc.ev.lastWrite(); !got.Equal(tc.want) {
+		if got := tc.ev.writerTime(); !got.Equal(tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	// The server's own time of write counts, whatever the writer stamped; an event read at start counts
+	// from its writer's time, but no later than the start.
+	far := eventTimes{}
+	far.Metadata.CreationTimestamp, far.LastTimestamp = at(0), metav1.NewTime(time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC))
+	if got := lastWrite(&storage.Object{Stored: t0.Add(time.Minute)}, &far, t0); !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("stored by this server: %v", got)
+	}
+	if got := lastWrite(&storage.Object{}, &far, t0.Add(time.Hour)); !got.Equal(t0.Add(time.Hour)) {
+		t.Errorf("read at start, dated far ahead: %v, want the start", got)
+	}
+	old := eventTimes{}
+	old.Metadata.CreationTimestamp = at(0)
+	if got := lastWrite(&storage.Object{}, &old, t0.Add(time.Hour)); !got.Equal(t0) {
+		t.Errorf("read at start, written before: %v, want its own time", got)
 	}
 	if !eventExpired(t0, t0.Add(time.Hour), time.Hour) || eventExpired(t0, t0.Add(time.Hour-time.Second), time.Hour) {
 		t.Error("eventExpired: an event expires exactly one TTL after its last write")
@@ -58,17 +75,31 @@ func TestEventsExpire(t *testing.T) {
 		Reason: "Started"}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Seen again 50 minutes later: its life starts over.
-	recurring := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "recurring"}, InvolvedObject: involved, Reason: "BackOff",
-		Count: 5, LastTimestamp: metav1.NewTime(clk.Now().Add(50 * time.Minute))}
-	if _, err := events.Create(ctx, recurring, metav1.CreateOptions{}); err != nil {
+	// Dated far ahead by its writer: the server's time of write counts.
+	future := metav1.NewTime(time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC))
+	if _, err := events.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "dated-2999"}, InvolvedObject: involved,
+		Reason: "Started", FirstTimestamp: future, LastTimestamp: future, EventTime: metav1.NewMicroTime(future.Time)},
+		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(DefaultEventTTL + time.Minute)
-	eventually(t, "expired event removed", func() bool {
-		_, err := events.Get(ctx, "old", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	recurring, err := events.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "recurring"}, InvolvedObject: involved,
+		Reason: "BackOff", Count: 1}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Seen again 50 minutes later: its life starts over, whatever time it carries.
+	clk.Step(50 * time.Minute)
+	recurring.Count = 5
+	if _, err := events.Update(ctx, recurring, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(DefaultEventTTL - 50*time.Minute + time.Minute)
+	for _, name := range []string{"old", "dated-2999"} {
+		eventually(t, name+" removed one TTL after its write", func() bool {
+			_, err := events.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+	}
 	if _, err := events.Get(ctx, "recurring", metav1.GetOptions{}); err != nil {
 		t.Fatalf("event written within the TTL: %v", err)
 	}

@@ -117,7 +117,7 @@ func New(cfg Config) (s *Server, retErr error) {
 	}
 	reg := registry.New()
 	store, err := storage.Open(filepath.Join(cfg.DataDir, "state.db"), reg.Codec(),
-		storage.Options{Window: cfg.EventWindow, FailCommit: cfg.commitHook})
+		storage.Options{Window: cfg.EventWindow, FailCommit: cfg.commitHook, Now: cfg.Clock.Now})
 	if err != nil {
 		return nil, err
 	}
