@@ -24,6 +24,7 @@ build:
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/noderuntime ./cmd/noderuntime
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/nodecluster ./cmd/nodecluster
 	$(GO) build -tags $(BUILD_TAGS) -o $(BIN)/nodeinit ./cmd/nodeinit
+	$(GO) build -o $(BIN)/containerlogd ./cmd/containerlogd
 
 # Idempotent host set-up: packages, our own containerd, CNI config, the pause and busybox images.
 setup:

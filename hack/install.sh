@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the node agent as systemd services, or removes it (--uninstall):
-#   /usr/local/bin/kubelet, apiserver and noderuntime (from bin/, built by `make build` or copied there);
+#   /usr/local/bin/kubelet, apiserver, noderuntime and containerlogd (from bin/, built by `make build` or copied there);
 #   /etc/systemd/system/kubelet.service, noderuntime.service and nodeagent-containerd.service;
 #   /etc/nodeagent/kubelet.yaml (the KubeletConfiguration; kept when it exists) and kubelet.env (flags);
 #   the node's packages, containerd and CNI configuration, and the pause and busybox images (hack/setup.sh,
@@ -30,11 +30,11 @@ install_node() {
 	local driver=cgroupfs unit
 	local main=kubelet.service other=noderuntime.service
 	[ "$RUNTIME_ONLY" = 1 ] && main=noderuntime.service other=kubelet.service
-	for b in kubelet apiserver noderuntime; do
+	for b in kubelet apiserver noderuntime containerlogd; do
 		[ -x "$REPO_DIR/bin/$b" ] || die "$REPO_DIR/bin/$b is missing: run make build (or copy the binaries into bin/)"
 	done
-	install -m 0755 "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" "$BIN/"
-	say "install: $BIN/kubelet, $BIN/apiserver, $BIN/noderuntime"
+	install -m 0755 "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" "$REPO_DIR/bin/containerlogd" "$BIN/"
+	say "install: $BIN/kubelet, $BIN/apiserver, $BIN/noderuntime, $BIN/containerlogd"
 	for unit in kubelet.service noderuntime.service nodeagent-containerd.service; do
 		sed "s|@CONTAINERD_BIN_DIR@|$NODEAGENT_CTRD_BIN_DIR|g" "$HACK_DIR/systemd/$unit" >"$UNIT_DIR/$unit"
 		chmod 0644 "$UNIT_DIR/$unit"
@@ -83,7 +83,7 @@ uninstall_node() {
 		done
 	fi
 	rm -f "$UNIT_DIR/kubelet.service" "$UNIT_DIR/noderuntime.service" "$UNIT_DIR/nodeagent-containerd.service" \
-		"$BIN/kubelet" "$BIN/apiserver" "$BIN/noderuntime" "$CONF_DIR/kubelet.yaml" "$CONF_DIR/kubelet.env" \
+		"$BIN/kubelet" "$BIN/apiserver" "$BIN/noderuntime" "$BIN/containerlogd" "$CONF_DIR/kubelet.yaml" "$CONF_DIR/kubelet.env" \
 		"$CONF_DIR/noderuntime.env" /etc/systemd/logind.conf.d/99-kubelet.conf
 	systemd_runs && systemctl daemon-reload
 	say "uninstall: units, binaries and configuration removed"

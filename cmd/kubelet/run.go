@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	goruntime "runtime"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -48,39 +47,33 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	defer apiChild.stop(ctx)
+	// A standalone node's API server that ends on its own is started again, with a back-off; pods keep
+	// running meanwhile, and the node's Ready condition says so (apiserverHealth). The child is stopped
+	// after the node's loops, whose shutdown may still write through it.
+	var apiserverHealth func() error
+	if apiChild != nil {
+		sup := superviseAPIServer(o, nodeName, restCfg, apiChild)
+		supCtx, supCancel := context.WithCancel(ctx)
+		supervised := make(chan struct{})
+		go func() { sup.Run(supCtx); close(supervised) }()
+		defer func() {
+			supCancel()
+			<-supervised
+			sup.Stop(ctx)
+		}()
+		apiserverHealth = sup.Check
+	}
 	clients, err := newClients(restCfg, o)
 	if err != nil {
 		return err
 	}
-	// A standalone node's API server ending on its own ends the kubelet too, with the reason. One signal that
-	// reaches both processes (systemd stops a unit's whole cgroup) is a stop, not a failure: the kubelet then
-	// gets it within a moment.
-	parent := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-apiChild.done():
-			select {
-			case <-parent.Done():
-			case <-time.After(apiserverExitGrace):
-				cancel(apiChild.exitErr())
-			}
-		case <-ctx.Done():
-		}
-	}()
 
 	logger.Info("Kubelet started", "node", nodeName, "apiserver", restCfg.Host)
 	builtin, _ := rt.(*runtime.Runtime)
-	err = runNode(ctx, o, nodeDeps{
-		name: nodeName, clients: clients, clientCA: clientCA,
+	return runNode(ctx, o, nodeDeps{
+		name: nodeName, clients: clients, clientCA: clientCA, apiserverHealth: apiserverHealth,
 		runtime: rt, images: images, streaming: streaming, builtin: builtin, credentials: creds,
 	})
-	if cause := context.Cause(ctx); errors.Is(cause, errAPIServerExited) {
-		return cause
-	}
-	return err
 }
 
 // startRuntime connects to the remote CRI runtime, or starts the built-in one and serves it on the CRI socket.
@@ -97,6 +90,12 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 	}
 	f := o.builtin
 	f.RootDir = o.rootDir
+	size, err := o.logMaxSize()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	// The log daemon keeps the rotation limits while the kubelet is down; the log manager then only links.
+	f.LogMaxSize, f.LogMaxFiles = size, o.containerLogMaxFiles
 	served, err := host.Start(ctx, f)
 	if err != nil {
 		return nil, nil, nil, nil, err

@@ -28,6 +28,7 @@ func newLogManager(o *options, d nodeDeps, containers func() []containerlogs.Con
 		Containers: containers, Runtime: d.runtime, LogsDir: o.podLogsDir,
 		LinksDir: filepath.Join(filepath.Dir(filepath.Clean(o.podLogsDir)), "containers"),
 		MaxSize:  size, MaxFiles: o.containerLogMaxFiles, Interval: o.containerLogMonitorInterval,
+		RuntimeRotates: d.builtin != nil,
 	})
 }
 

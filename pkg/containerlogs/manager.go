@@ -52,6 +52,10 @@ type Config struct {
 	MaxFiles int
 	Interval time.Duration
 	Clock    clock.WithTicker
+	// RuntimeRotates says the runtime rotates its containers' logs itself, by the same limits and names (the
+	// built-in runtime's container log daemon, which goes on while the kubelet is down): passes then only
+	// keep the links.
+	RuntimeRotates bool
 }
 
 // Manager rotates logs and keeps the links. Its pass runs from one goroutine.
@@ -104,7 +108,9 @@ func (m *Manager) Pass(ctx context.Context) {
 		if !m.inLogsDir(c.LogPath) {
 			continue
 		}
-		if err := m.rotate(ctx, c); err != nil {
+		if m.cfg.RuntimeRotates {
+			// nothing to rotate here
+		} else if err := m.rotate(ctx, c); err != nil {
 			logger.Error(err, "Failed to rotate a container's log", "pod", klog.KRef(c.Namespace, c.Pod), "container", c.Name)
 		}
 		if err := m.Link(c); err != nil {
@@ -132,25 +138,39 @@ func (m *Manager) rotate(ctx context.Context, c Container) error {
 	if !fi.Mode().IsRegular() || fi.Size() < m.cfg.MaxSize {
 		return nil
 	}
-	rotated, err := filepath.Glob(globEscape(c.LogPath) + ".*")
+	if err := m.rotateLatest(ctx, c); err != nil {
+		return err
+	}
+	return Tidy(c.LogPath, m.cfg.MaxFiles)
+}
+
+// Tidy keeps a log's rotated files ("<log>.<timestamp>[.gz]") within maxFiles, the current log counted:
+// the oldest beyond it are removed, and every rotated file but the newest is gzipped. What an interrupted
+// tidy left (temporary files, a rotated file beside its compressed copy) is removed first. The kubelet's
+// rotation and the container log daemon's (pkg/logd) both end with it.
+func Tidy(log string, maxFiles int) error {
+	rotated, err := filepath.Glob(globEscape(log) + ".*")
 	if err != nil {
 		return err
 	}
-	rotated = m.removeUnused(rotated)
-	rotated = m.removeExcess(rotated)
-	for _, l := range rotated {
+	rotated = removeUnused(rotated)
+	rotated = removeExcess(rotated, maxFiles-1)
+	for i, l := range rotated {
+		if i == len(rotated)-1 {
+			break // the newest stays as it is: a reader may still follow it
+		}
 		if !strings.HasSuffix(l, compressSuffix) {
 			if err := compress(l); err != nil {
 				return fmt.Errorf("compress %s: %w", l, err)
 			}
 		}
 	}
-	return m.rotateLatest(ctx, c)
+	return nil
 }
 
 // removeUnused removes what an interrupted rotation left: temporary files, and rotated files whose
 // compressed copy exists. It returns the others.
-func (m *Manager) removeUnused(logs []string) []string {
+func removeUnused(logs []string) []string {
 	have := map[string]bool{}
 	for _, l := range logs {
 		have[l] = true
@@ -158,7 +178,7 @@ func (m *Manager) removeUnused(logs []string) []string {
 	var keep []string
 	for _, l := range logs {
 		if strings.HasSuffix(l, tmpSuffix) || !strings.HasSuffix(l, compressSuffix) && have[l+compressSuffix] {
-			_ = os.Remove(l)
+			_ = os.Remove(l) // what an interrupted tidy left; the next one tries again
 			continue
 		}
 		keep = append(keep, l)
@@ -166,12 +186,11 @@ func (m *Manager) removeUnused(logs []string) []string {
 	return keep
 }
 
-// removeExcess removes the oldest rotated files beyond MaxFiles-2: the current log and the one about to be
-// rotated make up the rest.
-func (m *Manager) removeExcess(logs []string) []string {
+// removeExcess removes the oldest rotated files beyond keep, and returns the others, oldest first.
+func removeExcess(logs []string, keep int) []string {
 	sort.Strings(logs) // timestamps sort by time
-	for len(logs) > m.cfg.MaxFiles-2 {
-		_ = os.Remove(logs[0])
+	for len(logs) > keep && len(logs) > 0 {
+		_ = os.Remove(logs[0]) // gone already is as good; a file that cannot be removed is tried again next time
 		logs = logs[1:]
 	}
 	return logs
@@ -180,7 +199,7 @@ func (m *Manager) removeExcess(logs []string) []string {
 // rotateLatest renames the current log aside and has the runtime reopen it; if the runtime cannot, the
 // rename is undone so that the container keeps writing where it was.
 func (m *Manager) rotateLatest(ctx context.Context, c Container) error {
-	rotated := c.LogPath + "." + m.cfg.Clock.Now().Format(timestampFormat)
+	rotated := RotatedName(c.LogPath, m.cfg.Clock.Now())
 	if _, err := os.Lstat(rotated); err == nil {
 		return nil // rotated less than a second ago
 	}
@@ -195,6 +214,11 @@ func (m *Manager) rotateLatest(ctx context.Context, c Container) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Rotated a container's log", "pod", klog.KRef(c.Namespace, c.Pod), "container", c.Name, "file", rotated)
 	return nil
+}
+
+// RotatedName is the name a log rotated at now takes, as upstream's: "<log>.<YYYYMMDD-hhmmss>".
+func RotatedName(log string, now time.Time) string {
+	return log + "." + now.Format(timestampFormat)
 }
 
 // compress gzips l into l.gz (through a temporary file, so that a crash leaves no half file under the final

@@ -1,7 +1,8 @@
-package runtime
+package logd
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/containerlogs"
 )
 
 // maxLogLine is the longest log line written as one CRI record; longer lines are split into partial ("P")
@@ -19,19 +22,29 @@ import (
 const maxLogLine = 16 * 1024
 
 // logFile appends CRI-format records ("<RFC3339Nano> <stream> <P|F> <content>\n") to a container's log. It
-// serialises the writers of stdout and stderr, and can be reopened after the kubelet rotates the file.
+// serialises the writers of stdout and stderr, rotates the file when it reaches its size limit (as the
+// kubelet's log manager does, so that a log keeps its limits while the kubelet is down), and can be reopened
+// after someone else rotated or removed it.
 type logFile struct {
 	mu    sync.Mutex
 	path  string
 	w     io.WriteCloser // the open log file; nil when the container has no log path
 	clock clock.PassiveClock
+	// size is what the open file holds, as far as this writer knows.
+	size int64
+	// maxSize rotates the file when it is reached; 0 never does. maxFiles is how many files the log keeps,
+	// the current one included.
+	maxSize  int64
+	maxFiles int
+	// tidying is set while a rotation's tidy (compressing and pruning the rotated files) runs.
+	tidying atomic.Bool
 	// lost counts the records that could not be written (a full disk): the first failure is logged at once,
 	// the count when the log closes.
 	lost int
 }
 
-func openLogFile(path string, c clock.PassiveClock) (*logFile, error) {
-	l := &logFile{path: path, clock: c}
+func openLogFile(path string, c clock.PassiveClock, maxSize int64, maxFiles int) (*logFile, error) {
+	l := &logFile{path: path, clock: c, maxSize: maxSize, maxFiles: maxFiles}
 	if path == "" {
 		return l, nil
 	}
@@ -41,8 +54,14 @@ func openLogFile(path string, c clock.PassiveClock) (*logFile, error) {
 	return l, nil
 }
 
-// reopen closes the current file and opens path again (creating it), for log rotation.
+// reopen closes the current file and opens path again (creating it and its directory), for log rotation.
 func (l *logFile) reopen() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reopenLocked()
+}
+
+func (l *logFile) reopenLocked() error {
 	if l.path == "" {
 		return nil
 	}
@@ -53,12 +72,39 @@ func (l *logFile) reopen() error {
 	if err != nil {
 		return fmt.Errorf("open log %s: %w", l.path, err)
 	}
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	if l.w != nil {
+		_ = l.w.Close() // a write-only file: nothing buffered to lose
+	}
+	l.w, l.size = f, size
+	return nil
+}
+
+// check reopens the log when its file is no longer at its path: removed with its directory, or renamed by
+// a rotation whose caller did not ask for a reopen (writes would otherwise go on into a file nobody sees);
+// and rotates a log over its limit that no write rotated.
+func (l *logFile) check() error {
 	l.mu.Lock()
-	old := l.w
-	l.w = f
-	l.mu.Unlock()
-	if old != nil {
-		_ = old.Close()
+	defer l.mu.Unlock()
+	f, ok := l.w.(*os.File)
+	if l.path == "" || !ok {
+		return nil
+	}
+	open, err := f.Stat()
+	if err != nil {
+		return l.reopenLocked()
+	}
+	cur, err := os.Stat(l.path)
+	if err != nil || !os.SameFile(open, cur) {
+		return l.reopenLocked()
+	}
+	// A log that reached its limit within a second of its last rotation waited for a free name; the
+	// container may have gone quiet since.
+	if l.maxSize > 0 && l.size >= l.maxSize {
+		l.rotateLocked()
 	}
 	return nil
 }
@@ -94,11 +140,44 @@ func (l *logFile) write(records []byte, n int) {
 	if l.w == nil || len(records) == 0 {
 		return
 	}
-	if _, err := l.w.Write(records); err != nil {
+	written, err := l.w.Write(records)
+	l.size += int64(written)
+	if err != nil {
 		l.lost += n
 		if l.lost == n {
 			klog.Background().Error(err, "Failed to write a container log line; later failures are counted", "path", l.path)
 		}
+	}
+	if l.maxSize > 0 && l.size >= l.maxSize {
+		l.rotateLocked()
+	}
+}
+
+// rotateLocked renames the full log aside and opens a new one, then tidies the rotated files in the
+// background (compressing a 10 MiB file takes a while; the container's output must not wait for it). A
+// log rotated less than a second ago keeps growing until the next second's name is free.
+func (l *logFile) rotateLocked() {
+	rotated := containerlogs.RotatedName(l.path, l.clock.Now())
+	if _, err := os.Lstat(rotated); err == nil {
+		return
+	}
+	if err := os.Rename(l.path, rotated); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			klog.Background().Error(err, "Failed to rotate a container log", "path", l.path)
+			return
+		}
+	}
+	if err := l.reopenLocked(); err != nil {
+		klog.Background().Error(err, "Failed to reopen a rotated container log; writing on into the rotated file", "path", l.path)
+		return
+	}
+	if l.maxFiles > 0 && l.tidying.CompareAndSwap(false, true) {
+		go func() {
+			defer l.tidying.Store(false)
+			if err := containerlogs.Tidy(l.path, l.maxFiles); err != nil {
+				klog.Background().Error(err, "Failed to tidy a container's rotated logs", "path", l.path)
+			}
+		}()
 	}
 }
 
@@ -156,94 +235,4 @@ func (w *streamWriter) Close() error {
 		w.buf = nil
 	}
 	return nil
-}
-
-// maxAttachQueue is how far an attach session may fall behind the container's output before it is dropped.
-const maxAttachQueue = 1 << 20
-
-// fanout copies a stream to the writers of attach sessions. Each session has a queue and a goroutine of its
-// own: a stalled session never holds up the container's output nor the other sessions. A session that falls
-// maxAttachQueue bytes behind, or whose write fails, is dropped (its Dropped channel closes and its attach
-// call ends), as upstream drops an attach client that cannot keep up. Safe for concurrent use.
-type fanout struct {
-	mu   sync.Mutex
-	next int
-	subs map[int]*attachSub
-}
-
-// attachSub is one attach session's queue.
-type attachSub struct {
-	ch      chan []byte
-	queued  atomic.Int64
-	dropped chan struct{}
-	once    sync.Once
-}
-
-func (s *attachSub) close() { s.once.Do(func() { close(s.ch); close(s.dropped) }) }
-
-// add joins w to the stream. dropped closes when the session is dropped or removed; remove ends it.
-func (f *fanout) add(w io.Writer) (dropped <-chan struct{}, remove func()) {
-	sub := &attachSub{ch: make(chan []byte, 256), dropped: make(chan struct{})}
-	f.mu.Lock()
-	if f.subs == nil {
-		f.subs = map[int]*attachSub{}
-	}
-	id := f.next
-	f.next++
-	f.subs[id] = sub
-	f.mu.Unlock()
-	flushed := make(chan struct{})
-	go func() {
-		defer close(flushed)
-		failed := false
-		for b := range sub.ch {
-			sub.queued.Add(-int64(len(b)))
-			if !failed {
-				if _, err := w.Write(b); err != nil {
-					failed = true
-					f.drop(id)
-				}
-			}
-		}
-	}()
-	// Removing a session lets what is queued for it reach w first (a container's last words, written just
-	// before it exited), for at most ioDrainTimeout.
-	return sub.dropped, func() {
-		f.drop(id)
-		select {
-		case <-flushed:
-		case <-time.After(ioDrainTimeout):
-		}
-	}
-}
-
-func (f *fanout) drop(id int) {
-	f.mu.Lock()
-	sub := f.subs[id]
-	delete(f.subs, id)
-	f.mu.Unlock()
-	if sub != nil {
-		sub.close()
-	}
-}
-
-// write queues p for every session, dropping those too far behind; it never waits for one.
-func (f *fanout) write(p []byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for id, sub := range f.subs {
-		if sub.queued.Load()+int64(len(p)) > maxAttachQueue {
-			delete(f.subs, id)
-			sub.close()
-			continue
-		}
-		sub.queued.Add(int64(len(p)))
-		select {
-		case sub.ch <- append([]byte(nil), p...):
-		default:
-			sub.queued.Add(-int64(len(p)))
-			delete(f.subs, id)
-			sub.close()
-		}
-	}
 }

@@ -5,179 +5,156 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/fifo"
+
+	"github.com/nodeagent/kubelet/pkg/logd"
 )
 
-// containerIO is the live stdio of a running container: its log, the streams attach sessions join, and its
-// stdin pipe when the container keeps stdin open.
+// A container's output goes through FIFOs to the container log daemon (pkg/logd), which writes its CRI log
+// and serves attach sessions: the output does not depend on this process being up. The runtime keeps only
+// the container's stdin, for attach sessions to write to.
+
+// containerIO is what the runtime holds of a running container's stdio: its stdin FIFO, when the container
+// keeps stdin open.
 type containerIO struct {
-	log            *logFile
-	stdout, stderr *streamWriter
-	stdinW         *io.PipeWriter // nil unless the container has stdin
-	stdinR         *io.PipeReader
-	cio            cio.IO
-	tty            bool
-	stdinOnce      bool
-	// stdinCopied is closed when the copy from stdinR into the task's stdin FIFO has ended.
-	stdinCopied chan struct{}
-	closeOnce   sync.Once
+	id        string
+	tty       bool
+	stdinOnce bool
+	stdin     io.WriteCloser // nil unless the container has stdin
+	closeOnce sync.Once
+	// spec is the container's output as the log daemon copies it.
+	spec logd.Spec
 }
 
-func newContainerIO(log *logFile, meta *containerMeta) *containerIO {
-	cio := &containerIO{log: log, tty: meta.TTY, stdinOnce: meta.StdinOnce}
-	cio.stdout = &streamWriter{log: log, stream: "stdout", fanout: &fanout{}}
-	cio.stderr = &streamWriter{log: log, stream: "stderr", fanout: &fanout{}}
-	if meta.Stdin {
-		cio.stdinR, cio.stdinW = io.Pipe()
-		cio.stdinCopied = make(chan struct{})
-	}
-	return cio
+func (r *Runtime) newContainerIO(id string, meta *containerMeta) *containerIO {
+	return &containerIO{id: id, tty: meta.TTY, stdinOnce: meta.StdinOnce,
+		spec: logd.Spec{ID: id, LogPath: meta.LogPath, MaxSize: r.cfg.LogMaxSize, MaxFiles: r.cfg.LogMaxFiles}}
 }
 
-// copyBufferSize is the buffer each stdio copy holds while it waits for output. containerd's own copier holds
-// 32 KiB per stream for the life of the container (7 MiB at 110 pods); a log line longer than this is still
-// recorded whole, over several reads.
-const copyBufferSize = 4 << 10
-
-// creator opens the FIFOs of a new task in fifoDir and copies them through this containerIO.
-func (c *containerIO) creator(fifoDir string) cio.Creator {
+// creator makes the FIFOs of a new task in fifoDir, has the log daemon open their read ends, and opens the
+// stdin FIFO's write end.
+func (r *Runtime) creator(c *containerIO, withStdin bool, fifoDir string) cio.Creator {
 	return func(id string) (cio.IO, error) {
 		fifos, err := cio.NewFIFOSetInDir(fifoDir, id, c.tty)
 		if err != nil {
 			return nil, err
 		}
-		return c.open(fifos)
+		if !withStdin {
+			fifos.Stdin = ""
+		}
+		if c.tty {
+			fifos.Stderr = ""
+		}
+		return r.openIO(context.Background(), c, fifos)
 	}
 }
 
-// attacher reopens the FIFOs of a running task (after a restart of this process) and copies them through
-// this containerIO.
-func (c *containerIO) attacher() cio.Attach {
+// attacher opens a running task's FIFOs again (after a restart of this process): the log daemon is asked to
+// open the output (it answers at once when it still copies it), and stdin is reopened here.
+func (r *Runtime) attacher(c *containerIO, withStdin bool) cio.Attach {
 	return func(fifos *cio.FIFOSet) (cio.IO, error) {
 		if fifos == nil {
 			return nil, errors.New("cannot attach: the task has no FIFOs")
 		}
-		return c.open(fifos)
+		if !withStdin {
+			fifos.Stdin = ""
+		}
+		return r.openIO(context.Background(), c, fifos)
 	}
 }
 
-// open opens fifos and starts the copies: stdout and stderr (one stream with a TTY) into the log and attach
-// sessions, stdin from the pipe attach sessions write to.
-func (c *containerIO) open(fifos *cio.FIFOSet) (cio.IO, error) {
-	if c.stdinR == nil {
-		fifos.Stdin = ""
-	}
-	if c.tty {
-		fifos.Stderr = ""
-	}
-	d, err := cio.NewDirectIO(context.Background(), fifos)
-	if err != nil {
+func (r *Runtime) openIO(ctx context.Context, c *containerIO, fifos *cio.FIFOSet) (cio.IO, error) {
+	c.spec.Stdout, c.spec.Stderr = fifos.Stdout, fifos.Stderr
+	if err := r.logs.Open(ctx, c.spec); err != nil {
 		return nil, err
 	}
-	cp := &copyIO{DirectIO: d}
-	if d.Stdin != nil {
-		go func() {
-			buf := make([]byte, copyBufferSize)
-			_, _ = io.CopyBuffer(d.Stdin, c.stdinR, buf)
-			_ = d.Stdin.Close()
-			close(c.stdinCopied)
-		}()
-	}
-	for _, s := range []struct {
-		r io.ReadCloser
-		w io.Writer
-	}{{d.Stdout, c.stdout}, {d.Stderr, c.stderr}} {
-		if s.r == nil {
-			continue
+	if fifos.Stdin != "" {
+		// Opened without waiting for the reader: the shim opens its end when the task is created.
+		w, err := fifo.OpenFifo(context.WithoutCancel(ctx), fifos.Stdin, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o700)
+		if err != nil {
+			r.closeLogs(ctx, c.id)
+			return nil, err
 		}
-		cp.wg.Add(1)
-		go func() {
-			defer cp.wg.Done()
-			buf := make([]byte, copyBufferSize)
-			_, _ = io.CopyBuffer(onlyWriter{s.w}, onlyReader{s.r}, buf)
-			_ = s.r.Close()
-		}()
+		c.stdin = w
 	}
-	c.cio = cp
-	return cp, nil
+	return &taskIO{cfg: fifos.Config, c: c, r: r}, nil
 }
 
-// closeStdin ends the container's stdin once what was written to it has reached the task's FIFO: the pipe is
-// closed, then the shim is told to close the process's stdin (the shim holds the FIFO open for writing
-// itself, so closing our end alone never reaches the process), as containerd's CRI plugin does for stdinOnce.
+// closeLogs tells the log daemon to stop copying a container's output; a failure is logged (the daemon
+// forgets a container whose output ended by itself, after a while).
+func (r *Runtime) closeLogs(ctx context.Context, id string) {
+	cctx, cancel := r.cleanupContext(ctx)
+	defer cancel()
+	if err := r.logs.Close(cctx, id); err != nil {
+		logger(ctx).Error(err, "Closing a container's log copy failed", "id", id)
+	}
+}
+
+// taskIO is the cio.IO a task is created or loaded with: its FIFOs' paths, the copies being the daemon's.
+type taskIO struct {
+	cfg cio.Config
+	c   *containerIO
+	r   *Runtime
+}
+
+func (t *taskIO) Config() cio.Config { return t.cfg }
+func (t *taskIO) Cancel()            {}
+func (t *taskIO) Wait()              {}
+
+// Close undoes the open when the task could not be created.
+func (t *taskIO) Close() error {
+	t.c.closeStdinFIFO()
+	t.r.closeLogs(context.Background(), t.c.id)
+	return nil
+}
+
+func (c *containerIO) closeStdinFIFO() {
+	if c.stdin != nil {
+		// A write end: nothing left to flush. The second Close releases the fifo package's O_PATH handle.
+		_ = c.stdin.Close()
+		_ = c.stdin.Close()
+	}
+}
+
+// closeStdin ends the container's stdin: the FIFO's write end is closed, then the shim is told to close the
+// process's stdin (the shim holds the FIFO open for writing itself, so closing our end alone never reaches
+// the process), as containerd's CRI plugin does for stdinOnce.
 func (c *containerIO) closeStdin(ctx context.Context, t interface {
 	CloseIO(context.Context, ...containerd.IOCloserOpts) error
 }) {
 	c.closeOnce.Do(func() {
-		_ = c.stdinW.Close()
-		select {
-		case <-c.stdinCopied:
-		case <-ctx.Done():
-		}
+		c.closeStdinFIFO()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_ = t.CloseIO(cctx, containerd.WithStdinCloser)
+		if err := t.CloseIO(cctx, containerd.WithStdinCloser); err != nil {
+			logger(ctx).V(2).Info("Closing a container's stdin failed", "id", c.id, "err", err)
+		}
 	})
 }
 
-// waitOutput waits, at most d, until the copies of the container's output have ended (its FIFOs closed when
-// the process exited).
-func (c *containerIO) waitOutput(d time.Duration) {
-	if c.cio == nil {
-		return
-	}
-	done := make(chan struct{})
-	go func() { c.cio.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
-}
-
-// copyIO is a task's stdio whose copies this process runs; Wait returns when stdout and stderr are drained.
-type copyIO struct {
-	*cio.DirectIO
-	wg sync.WaitGroup
-}
-
-func (c *copyIO) Wait() { c.wg.Wait() }
-
-// onlyReader and onlyWriter hide ReadFrom and WriteTo, so that io.CopyBuffer uses the small buffer it is given.
-type onlyReader struct{ io.Reader }
-type onlyWriter struct{ io.Writer }
-
 // ioDrainTimeout bounds the wait for a gone task's output to drain.
-const ioDrainTimeout = 2 * time.Second
+const ioDrainTimeout = logd.DrainTimeout
 
-// finishWithin finishes, waiting at most d: a task whose shim still holds the pipes open (a delete that
-// failed) must not hold the caller up; the copies then end whenever the pipes close.
-func (c *containerIO) finishWithin(d time.Duration) {
-	done := make(chan struct{})
-	go func() { c.finish(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
+// finishOutput waits (at most ioDrainTimeout) until the log daemon has written the last of a gone task's
+// output, then has it forget the container, and closes its stdin.
+func (r *Runtime) finishOutput(ctx context.Context, id string) {
+	// Called for a container that may not be in the registry (its re-attach failed after a restart): the
+	// daemon is told all the same.
+	if err := r.logs.Drain(ctx, id, ioDrainTimeout); err != nil {
+		logger(ctx).V(2).Info("A container's output did not end in time; its copy is stopped", "id", id, "err", err)
+	}
+	r.closeLogs(ctx, id)
+	if c := r.io.take(id); c != nil {
+		c.closeStdinFIFO()
 	}
 }
 
-// finish waits for the copies to drain, then flushes and closes the log.
-func (c *containerIO) finish() {
-	if c.cio != nil {
-		c.cio.Wait()
-		_ = c.cio.Close()
-	}
-	_ = c.stdout.Close()
-	_ = c.stderr.Close()
-	if c.stdinW != nil {
-		_ = c.stdinW.Close()
-	}
-	c.log.close()
-}
-
-// ioRegistry holds the containerIO of each running container this process copies output for.
+// ioRegistry holds the containerIO of each running container this process started or adopted.
 type ioRegistry struct {
 	mu sync.Mutex
 	m  map[string]*containerIO

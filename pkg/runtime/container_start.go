@@ -41,13 +41,8 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		r.recordStartError(cctx, id, err)
 		return err
 	}
-	log, err := openLogFile(meta.LogPath, r.clock)
-	if err != nil {
-		return fail("open log", err)
-	}
-	cio_ := newContainerIO(log, meta)
-	if err := r.createTask(ctx, rec, cio_.creator(r.fifoDir(id))); err != nil {
-		cio_.finish()
+	cio_ := r.newContainerIO(id, meta)
+	if err := r.createTask(ctx, rec, r.creator(cio_, meta.Stdin, r.fifoDir(id))); err != nil {
 		return fail("create task", err)
 	}
 	r.io.put(id, cio_)
@@ -62,10 +57,10 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		_ = recordStart()
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
-		_ = r.deleteTask(cctx, id)
-		if c := r.io.take(id); c != nil {
-			c.finishWithin(ioDrainTimeout)
+		if derr := r.deleteTask(cctx, id); derr != nil {
+			logger(ctx).Error(derr, "Undo failed: deleting the task of a container that did not start", "id", id)
 		}
+		r.finishOutput(cctx, id)
 		return fail("start task", errgrpc.ToNative(err))
 	}
 	r.procs.remember(id, int(started.GetPid()))

@@ -92,9 +92,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	if err := r.deleteTask(ctx, rec.ID); err != nil {
 		return fmt.Errorf("remove container %q: %w", containerID, err)
 	}
-	if c := r.io.take(rec.ID); c != nil {
-		c.finish()
-	}
+	r.finishOutput(ctx, rec.ID)
 	if err := r.deleteRecord(ctx, rec); err != nil {
 		return fmt.Errorf("remove container %q: %w", containerID, err)
 	}

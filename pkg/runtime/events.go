@@ -319,16 +319,10 @@ func (r *Runtime) recover(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		log, err := openLogFile(meta.LogPath, r.clock)
-		if err != nil {
-			logger(ctx).Error(err, "Reopening container log failed", "id", rec.ID)
-			continue
-		}
-		c := newContainerIO(log, meta)
-		_, err = cont.Task(ctx, c.attacher())
+		c := r.newContainerIO(rec.ID, meta)
+		_, err = cont.Task(ctx, r.attacher(c, meta.Stdin))
 		if err != nil && !errdefs.IsNotFound(err) {
 			logger(ctx).Error(err, "Re-attaching container output failed", "id", rec.ID)
-			c.finish()
 			continue
 		}
 		r.io.put(rec.ID, c)

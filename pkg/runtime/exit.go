@@ -72,9 +72,7 @@ func (r *Runtime) finishExit(ctx context.Context, id string) error {
 	if err := r.removeTask(ctx, id); err != nil {
 		return fmt.Errorf("delete task of %s: %w", id, err)
 	}
-	if c := r.io.take(id); c != nil {
-		c.finishWithin(ioDrainTimeout)
-	}
+	r.finishOutput(ctx, id)
 	return nil
 }
 

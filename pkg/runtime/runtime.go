@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/logd"
 )
 
 // Name and Version identify the runtime in CRI Version responses and node status.
@@ -57,8 +58,12 @@ type Config struct {
 	// mirrors, plain HTTP, private CAs, client certificates. Empty: every registry as its name says.
 	RegistryHostsDir string
 	// ImagePreloadDir holds OCI and docker archives imported at start and whenever new ones appear (air-gapped
-	// nodes). Empty: none.
+	// nodes). Empty: none. It must belong to root and be writable by nobody else, or nothing is imported.
 	ImagePreloadDir string
+	// PreloadMaxBytes bounds what one preloaded archive may write: its content and its unpacked layers.
+	// 0: the image filesystem's free space less 15% of its size (upstream's default hard eviction
+	// threshold imagefs.available), measured at each import.
+	PreloadMaxBytes int64
 	// ImageFsDir is the directory whose filesystem holds images (containerd's root), for ImageFsInfo.
 	ImageFsDir string
 	// ContainerdStateDir is containerd's state directory, where it keeps the address of each task's shim:
@@ -69,6 +74,15 @@ type Config struct {
 	// CNIConfTemplate, when set, is rendered with the pod CIDRs UpdateRuntimeConfig brings (containerd's
 	// conf_template: .PodCIDR, .PodCIDRRanges, .Routes) into CNIConfDir, where Network reads it.
 	CNIConfTemplate, CNIConfDir string
+	// Logs copies containers' output into their logs (the container log daemon's client, pkg/logd). Nil
+	// copies in this process (a logd.Daemon of its own, recording under StateDir/logd): output then stops
+	// while the process is down.
+	Logs logd.Service
+	// LogMaxSize rotates a container's log at this size and LogMaxFiles is how many files it keeps, the
+	// current one included; whoever writes the log rotates it, so that it keeps its limits while the kubelet
+	// is down. 0: never rotated by the runtime (the caller rotates, through ReopenContainerLog).
+	LogMaxSize  int64
+	LogMaxFiles int
 	// Clock is injected for tests; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -82,7 +96,10 @@ type Runtime struct {
 	images *imageCache
 	names  *nameCache
 	io     *ioRegistry
-	events *eventHub
+	logs   logd.Service
+	// ownLogs is the in-process log daemon when Config.Logs is nil; Close stops it, keeping its records.
+	ownLogs *logd.Daemon
+	events  *eventHub
 	// preload imports the archives of the image preload directory; nil without one.
 	preload *preloader
 
@@ -159,16 +176,31 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		io:      newIORegistry(),
 		events:  newEventHub(),
 	}
+	r.logs = cfg.Logs
+	if r.logs == nil {
+		d, err := logd.NewDaemon(filepath.Join(cfg.StateDir, "logd"), cfg.Clock)
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		if err := d.Load(ctx); err != nil {
+			client.Close()
+			return nil, err
+		}
+		r.logs, r.ownLogs = d, d
+	}
 	ctx = r.ns(ctx)
 	if cfg.ImagePreloadDir != "" {
 		r.preload = newPreloader(r, cfg.ImagePreloadDir, cfg.StateDir)
 		r.preload.sync(ctx) // the pause image may come from there
 	}
 	if err := r.ensurePauseImage(ctx); err != nil {
+		r.closeOwnLogs()
 		client.Close()
 		return nil, err
 	}
 	if err := r.recover(ctx); err != nil {
+		r.closeOwnLogs()
 		client.Close()
 		return nil, err
 	}
@@ -178,7 +210,31 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.preload != nil {
 		go r.preload.run(context.WithoutCancel(ctx), r.stop)
 	}
+	if r.ownLogs != nil {
+		go r.tidyOwnLogs(context.WithoutCancel(ctx), r.stop)
+	}
 	return r, nil
+}
+
+// tidyOwnLogs does for the in-process log daemon what its server does for a daemon of its own.
+func (r *Runtime) tidyOwnLogs(ctx context.Context, stop <-chan struct{}) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			r.ownLogs.Tidy(ctx, 10*time.Minute)
+		}
+	}
+}
+
+// closeOwnLogs stops the in-process log daemon's copies, keeping their records for the next runtime.
+func (r *Runtime) closeOwnLogs() {
+	if r.ownLogs != nil {
+		r.ownLogs.Shutdown()
+	}
 }
 
 // Close stops the event watch and closes the containerd connection. Containers keep running.
@@ -186,6 +242,7 @@ func (r *Runtime) Close() error {
 	close(r.stop)
 	r.events.close()
 	r.background.Wait()
+	r.closeOwnLogs()
 	r.procs.closeAll()
 	return r.client.Close()
 }

@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/logd"
 	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 )
 
@@ -160,11 +161,13 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, containerID string) er
 	if err != nil {
 		return fmt.Errorf("reopen log of %q: %w", containerID, err)
 	}
-	c := r.io.get(rec.ID)
-	if c == nil {
-		return fmt.Errorf("reopen log of %q: container is not running: %w", containerID, errdefs.ErrFailedPrecondition)
+	if err := r.logs.Reopen(ctx, rec.ID); err != nil {
+		if logd.IsNotFound(err) {
+			return fmt.Errorf("reopen log of %q: container is not running: %w", containerID, errdefs.ErrFailedPrecondition)
+		}
+		return fmt.Errorf("reopen log of %q: %w", containerID, err)
 	}
-	return c.log.reopen()
+	return nil
 }
 
 // CheckpointContainer is not supported.

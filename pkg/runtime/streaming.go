@@ -2,15 +2,18 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/logd"
 )
 
 // Streamer runs the interactive calls (exec, attach, port-forward) of a Runtime with Go streams. The kubelet's
@@ -54,17 +57,23 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	if c == nil {
 		return fmt.Errorf("attach to %q: container is not running: %w", containerID, errdefs.ErrFailedPrecondition)
 	}
-	// A session that cannot keep up with the container's output is dropped, and the attach ends.
-	var outDropped, errDropped <-chan struct{}
-	if out != nil {
-		d, remove := c.stdout.fanout.add(out)
-		defer remove()
-		outDropped = d
+	// The output comes from the log daemon, which copies it; a session that cannot keep up with it is
+	// dropped, and the attach ends.
+	if c.tty {
+		errw = nil
 	}
-	if errw != nil && !c.tty {
-		d, remove := c.stderr.fanout.add(errw)
-		defer remove()
-		errDropped = d
+	actx, stopOutput := context.WithCancel(ctx)
+	defer stopOutput()
+	outputDone := make(chan error, 1)
+	if out != nil || errw != nil {
+		var o, e io.Writer // nil stays nil: the daemon copies only the streams asked for
+		if out != nil {
+			o = out
+		}
+		if errw != nil {
+			e = errw
+		}
+		go func() { outputDone <- s.r.logs.Attach(actx, rec.ID, o, e) }()
 	}
 	if resize != nil {
 		if cont, err := s.r.client.LoadContainer(ctx, rec.ID); err == nil {
@@ -90,10 +99,10 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 		return err
 	}
 	stdinDone := make(chan struct{})
-	if in != nil && c.stdinW != nil {
+	if in != nil && c.stdin != nil {
 		go func() {
 			defer close(stdinDone)
-			_, _ = io.Copy(c.stdinW, in)
+			_, _ = io.Copy(c.stdin, in) // ends with the client's input, or when the container's stdin closes
 			if c.stdinOnce {
 				c.closeStdin(ctx, task)
 			}
@@ -103,14 +112,23 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	for {
 		select {
 		case <-waitCh:
-			c.waitOutput(ioDrainTimeout) // the output the container wrote before it exited reaches the session
+			// The output the container wrote before it exited reaches the session: the daemon ends the
+			// session once the output has ended.
+			select {
+			case <-outputDone:
+			case <-time.After(ioDrainTimeout):
+			}
 			return nil
 		case <-ctx.Done():
 			return nil // the client went away; the container goes on
-		case <-outDropped:
-			return dropped
-		case <-errDropped:
-			return dropped
+		case err := <-outputDone:
+			if errors.Is(err, logd.ErrDropped) {
+				return dropped
+			}
+			if err != nil {
+				return fmt.Errorf("attach to %q: %w", containerID, err)
+			}
+			outputDone = nil // the output ended: the container is exiting
 		case <-stdinDone:
 			// The client's stdin ended: with stdinOnce the container's stdin is closed now. Either way the
 			// session goes on until the container exits or the client is gone (its context ends, or writing

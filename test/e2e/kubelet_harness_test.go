@@ -31,7 +31,7 @@ var (
 	buildErr    error
 )
 
-// kubeletBinary builds cmd/kubelet, and cmd/apiserver, cmd/noderuntime, cmd/nodecluster and cmd/nodeinit beside it, once per test run.
+// kubeletBinary builds cmd/kubelet, and cmd/apiserver, cmd/noderuntime, cmd/nodecluster, cmd/nodeinit and cmd/containerlogd beside it, once per test run.
 func kubeletBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -41,7 +41,7 @@ func kubeletBinary(t *testing.T) string {
 			return
 		}
 		// A standalone kubelet runs the API server from the binary beside its own.
-		for _, c := range []string{"kubelet", "apiserver", "noderuntime", "nodecluster", "nodeinit"} {
+		for _, c := range []string{"kubelet", "apiserver", "noderuntime", "nodecluster", "nodeinit", "containerlogd"} {
 			cmd := exec.Command("go", "build", "-tags", "no_dynamic_plugins", "-o", filepath.Join(dir, c), "github.com/nodeagent/kubelet/cmd/"+c)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("build %s: %v\n%s", c, err, out)

@@ -1,12 +1,16 @@
 package host
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/logd"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 )
 
@@ -25,11 +29,22 @@ type Flags struct {
 	PauseImageArchive   string
 	RegistryHostsDir    string // containerd's certs.d format: <dir>/<host>/hosts.toml
 	ImagePreloadDir     string // archives imported at start and when they appear
+	// PreloadMaxBytes bounds what one preloaded archive may write (0: the image filesystem's free space
+	// less its eviction threshold).
+	PreloadMaxBytes int64
 	// RootDir holds the runtime's state (<root>/runtime) and the CNI cache (<root>/cni-cache): the kubelet's
 	// --root-dir, so that the kubelet and noderuntime find each other's pods.
 	RootDir string
 	// LockDir holds the lock that keeps a second process off the same containerd namespace.
 	LockDir string
+	// LogDaemon is the container log daemon's binary (cmd/containerlogd), started when none answers on its
+	// socket: "auto" is the containerlogd beside this process's binary; empty copies the output in this
+	// process (it then stops while the process is down). LogDaemonDir holds its socket and records.
+	LogDaemon, LogDaemonDir string
+	// LogMaxSize and LogMaxFiles are the containers' log rotation limits, kept by whoever writes the logs
+	// (0: the caller rotates). The kubelet's --container-log-max-size and --container-log-max-files.
+	LogMaxSize  int64
+	LogMaxFiles int
 }
 
 // Defaults are the project's own containerd and CNI set-up, as `make setup` makes them.
@@ -49,6 +64,8 @@ func Defaults() Flags {
 		ImagePreloadDir:     "/var/lib/nodeagent/images",
 		RootDir:             "/var/lib/kubelet",
 		LockDir:             "/run/nodeagent",
+		LogDaemon:           "auto",
+		LogDaemonDir:        logd.DefaultDir,
 	}
 }
 
@@ -67,7 +84,10 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet, prefix string) {
 	fs.StringVar(&f.PauseImage, "pod-infra-container-image", f.PauseImage, prefix+"the pause image (pinned: image removal leaves it).")
 	fs.StringVar(&f.PauseImageArchive, "pod-infra-container-image-archive", f.PauseImageArchive, prefix+"OCI archive imported when the pause image is missing.")
 	fs.StringVar(&f.RegistryHostsDir, "registry-hosts-dir", f.RegistryHostsDir, prefix+"registry host configuration in containerd's certs.d format (<dir>/<registry host>/hosts.toml): mirrors, plain HTTP, private CAs, client certificates. Empty: none.")
-	fs.StringVar(&f.ImagePreloadDir, "image-preload-dir", f.ImagePreloadDir, prefix+"OCI and docker image archives (.tar, .tar.gz, .tar.zst) dropped here are imported, with the names they carry, at start and when they appear. Empty: none.")
+	fs.StringVar(&f.LogDaemon, "container-log-daemon", f.LogDaemon, prefix+"the container log daemon (containerlogd), which writes containers' logs apart from this process so that their output never waits on it; started when none answers, and again if it goes away. auto: the containerlogd beside this binary; empty: this process copies the output (it then stops while the process is down).")
+	fs.StringVar(&f.LogDaemonDir, "container-log-daemon-dir", f.LogDaemonDir, prefix+"where the container log daemon keeps its socket (<dir>/<containerd namespace>.sock) and its records.")
+	fs.StringVar(&f.ImagePreloadDir, "image-preload-dir", f.ImagePreloadDir, prefix+"OCI and docker image archives (.tar, .tar.gz, .tar.zst) dropped here are imported, with the names they carry, at start and when they appear; the directory must belong to root and be writable by nobody else, and links in it are not followed. Empty: none.")
+	fs.Int64Var(&f.PreloadMaxBytes, "image-preload-max-bytes", f.PreloadMaxBytes, prefix+"bound on what one preloaded archive may write (its content and unpacked layers); an archive over it is refused. 0: the image filesystem's free space less 15% of its size (the default imagefs.available eviction threshold).")
 }
 
 // CNIBinDirs splits CNIBinDir.
@@ -94,8 +114,46 @@ func (f Flags) RuntimeConfig() runtime.Config {
 		PauseImageArchive:  f.PauseImageArchive,
 		RegistryHostsDir:   f.RegistryHostsDir,
 		ImagePreloadDir:    f.ImagePreloadDir,
+		PreloadMaxBytes:    f.PreloadMaxBytes,
 		CNIConfTemplate:    f.CNIConfTemplate,
 		CNIConfDir:         f.CNIConfDir,
+		LogMaxSize:         f.LogMaxSize,
+		LogMaxFiles:        f.LogMaxFiles,
 		Network:            cni.New(cni.Config{ConfDir: f.CNIConfDir, BinDirs: f.CNIBinDirs(), CacheDir: filepath.Join(f.RootDir, "cni-cache")}),
 	}
 }
+
+// logDaemonBinary resolves LogDaemon: "" when output is copied in this process.
+func (f Flags) logDaemonBinary() (string, error) {
+	if f.LogDaemon != "auto" {
+		return f.LogDaemon, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find this process's binary (set --container-log-daemon): %w", err)
+	}
+	return filepath.Join(filepath.Dir(exe), "containerlogd"), nil
+}
+
+// LogDaemonClient is the client of the container log daemon serving f's containerd namespace, starting
+// the daemon when none answers; nil when output is copied in this process.
+func (f Flags) LogDaemonClient() (*logd.Client, error) {
+	bin, err := f.logDaemonBinary()
+	if err != nil || bin == "" {
+		return nil, err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("the container log daemon %s (--container-log-daemon; `make build` builds bin/containerlogd, or set it empty to copy output in this process): %w", bin, err)
+	}
+	socket := logd.DefaultSocket(f.LogDaemonDir, f.ContainerdNamespace)
+	state := logd.DefaultStateDir(f.LogDaemonDir, f.ContainerdNamespace)
+	if err := os.MkdirAll(f.LogDaemonDir, 0o700); err != nil {
+		return nil, err
+	}
+	args := []string{"--socket", socket, "--state-dir", state, "--idle-exit", LogDaemonIdleExit.String()}
+	return &logd.Client{Socket: socket, Spawn: logd.SpawnCommand(bin, args, filepath.Join(f.LogDaemonDir, f.ContainerdNamespace+".log"))}, nil
+}
+
+// LogDaemonIdleExit is how long a started log daemon waits, with no container and no client, before it
+// exits: a node whose pods are all gone and whose kubelet is stopped keeps no daemon.
+const LogDaemonIdleExit = 30 * time.Second

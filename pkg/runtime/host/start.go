@@ -38,13 +38,31 @@ func Start(ctx context.Context, f Flags) (*Served, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rt, err := runtime.New(rctx, f.RuntimeConfig())
+	cfg := f.RuntimeConfig()
+	logs, err := f.LogDaemonClient()
 	if err != nil {
+		lock.Release()
+		return nil, err
+	}
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	if logs != nil {
+		if err := logs.Ping(rctx); err != nil {
+			stopWatch()
+			lock.Release()
+			return nil, fmt.Errorf("container log daemon: %w", err)
+		}
+		go logs.Watch(watchCtx)
+		cfg.Logs = logs
+	}
+	rt, err := runtime.New(rctx, cfg)
+	if err != nil {
+		stopWatch()
 		lock.Release()
 		return nil, fmt.Errorf("built-in runtime (is containerd running at %s? `sudo make setup` starts it): %w", f.ContainerdAddress, err)
 	}
 	stream := criserver.NewStreamServer(rt, f.StreamAddress)
 	if err := stream.Start(); err != nil {
+		stopWatch()
 		rt.Close()
 		lock.Release()
 		return nil, fmt.Errorf("CRI streaming server: %w", err)
@@ -58,6 +76,7 @@ func Start(ctx context.Context, f Flags) (*Served, error) {
 		ln, err := criserver.Listen(f.Socket)
 		if err != nil {
 			stopServe()
+			stopWatch()
 			_ = stream.Stop()
 			rt.Close()
 			lock.Release()
@@ -79,6 +98,7 @@ func Start(ctx context.Context, f Flags) (*Served, error) {
 		<-served
 		_ = stream.Stop()
 		_ = rt.Close()
+		stopWatch() // the daemon goes on copying: containers keep running
 		lock.Release()
 	}
 	return s, nil
