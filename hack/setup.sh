@@ -75,8 +75,8 @@ CONTAINERD_CONFIG_CHANGED=0
 lane_built() {
 	[ -x "$NODEAGENT_CTRD_BIN_DIR/containerd" ] && [ -x "$NODEAGENT_CTRD_BIN_DIR/runc" ] &&
 		[ -x "$NODEAGENT_CTRD_BIN_DIR/containerd-shim-runc-v2" ] && [ -x "$NODEAGENT_CTRD_BIN_DIR/ctr" ] &&
-		"$NODEAGENT_CTRD_BIN_DIR/containerd" --version 2>/dev/null | grep -q " $CONTAINERD_VERSION\b" &&
-		"$NODEAGENT_CTRD_BIN_DIR/runc" --version 2>/dev/null | grep -q "^runc version $RUNC_VERSION\b"
+		grep -q " $CONTAINERD_VERSION\b" <<<"$("$NODEAGENT_CTRD_BIN_DIR/containerd" --version 2>/dev/null)" &&
+		grep -q "^runc version $RUNC_VERSION\b" <<<"$("$NODEAGENT_CTRD_BIN_DIR/runc" --version 2>/dev/null)"
 }
 
 # install_containerd makes the lane's binaries: for 2.x, containerd's and runc's own commands built with
