@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/supervisor"
 )
 
 // The lightweight API server of a standalone node runs as a child process (cmd/apiserver), not inside the
@@ -27,11 +31,7 @@ const apiserverStartTimeout = time.Minute
 // apiserverStopTimeout is how long the child has to stop after SIGTERM before it is killed.
 const apiserverStopTimeout = 10 * time.Second
 
-// apiserverExitGrace is how long the kubelet waits, after its API server ended, for a stop signal of its own
-// before it reports the end as a failure.
-const apiserverExitGrace = time.Second
-
-// errAPIServerExited is the kubelet's error when its API server ends on its own.
+// errAPIServerExited is the error of the kubelet's API server ending on its own.
 var errAPIServerExited = errors.New("the lightweight API server exited")
 
 // childAPIServer is the running child process. A nil one stands for no child: done never closes and stop
@@ -53,6 +53,33 @@ func (c *childAPIServer) done() <-chan struct{} {
 // exitErr says how the child ended; call it after done is closed.
 func (c *childAPIServer) exitErr() error {
 	return fmt.Errorf("%w: %v", errAPIServerExited, c.err)
+}
+
+// Done, Err and Stop make the child a supervisor.Process.
+func (c *childAPIServer) Done() <-chan struct{}    { return c.done() }
+func (c *childAPIServer) Err() error               { return c.err }
+func (c *childAPIServer) Stop(ctx context.Context) { c.stop(ctx) }
+
+// superviseAPIServer returns the supervisor of the running child, which starts it again when it exits, on
+// the port the first one serves (--apiserver-port 0 picked it): the kubelet's clients keep their address,
+// and the CA in the data directory keeps their credentials valid. Pods keep running meanwhile, and the pod
+// sources keep their last view: client-go's informers keep their caches through failed lists and watches,
+// and a list that fails (the store fails closed on a damaged record) replaces nothing.
+func superviseAPIServer(o *options, nodeName string, cfg *rest.Config, first *childAPIServer) *supervisor.Supervisor {
+	again := *o
+	if u, err := url.Parse(cfg.Host); err == nil {
+		if port, err := strconv.Atoi(u.Port()); err == nil {
+			again.apiserverPort = port
+		}
+	}
+	start := func(ctx context.Context) (supervisor.Process, error) {
+		_, c, err := startChildAPIServer(ctx, &again, nodeName)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return supervisor.New("the lightweight API server", first, start, nil)
 }
 
 // apiserverBinary is --apiserver-binary, or the file named apiserver beside the kubelet's binary.

@@ -141,3 +141,50 @@ func TestNoChildAPIServer(t *testing.T) {
 	default:
 	}
 }
+
+// A killed child is started again by its supervisor, on the port the first one served (the fake's kubeconfig
+// names 7443; --apiserver-port 0 asked for any), and the node's health says so while it is down.
+func TestChildAPIServerRestartedOnItsPort(t *testing.T) {
+	o := fakeOptions(t, "serve")
+	o.apiserverPort = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg, child, err := startChildAPIServer(ctx, o, "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := superviseAPIServer(o, "node-a", cfg, child)
+	ran := make(chan struct{})
+	go func() { sup.Run(ctx); close(ran) }()
+	if err := os.Remove(os.Getenv("FAKE_ARGS")); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-child.done()
+	deadline := time.Now().Add(10 * time.Second)
+	sawDown := false
+	for sup.Restarts() == 0 {
+		if err := sup.Check(); err != nil && strings.Contains(err.Error(), "being restarted") {
+			sawDown = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed child was not started again")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !sawDown {
+		t.Error("health never said the API server was being restarted")
+	}
+	if err := sup.Check(); err != nil {
+		t.Errorf("health after the restart: %v", err)
+	}
+	args, err := os.ReadFile(os.Getenv("FAKE_ARGS"))
+	if err != nil || !strings.Contains(string(args), "--secure-port 7443") {
+		t.Errorf("restarted with %q (%v), want --secure-port 7443", args, err)
+	}
+	cancel()
+	<-ran
+	sup.Stop(context.Background())
+}

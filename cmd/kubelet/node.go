@@ -49,6 +49,9 @@ type nodeDeps struct {
 	builtin   *runtime.Runtime        // the built-in runtime; nil with a remote one
 	// credentials are the node's own image pull credentials (docker config file, credential provider plugins).
 	credentials *imagecreds.Node
+	// apiserverHealth says whether a standalone node's API server runs, or is being restarted; nil when the
+	// node joined an API server.
+	apiserverHealth func() error
 }
 
 // eventHoldMax bounds how long an event's write waits while pods are being started.
@@ -127,7 +130,8 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 					return m.Check()
 				}
 				return nil
-			}}},
+			}},
+			{Name: "apiserver", Func: d.apiserverHealth}},
 	})
 	if err != nil {
 		return err
