@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
-	"github.com/containerd/containerd/v2/pkg/archive/compression"
 	"github.com/containerd/errdefs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -41,14 +41,20 @@ type preloader struct {
 	dir   string
 	state string // the state file
 	now   func() time.Time
-	// importFile imports one archive and returns the names of its images; present says whether an image
-	// is there. The runtime's own, or a test's.
-	importFile func(ctx context.Context, path string) ([]string, error)
+	// owner is the user the directory must belong to: root.
+	owner uint32
+	// importFile imports one archive, opened without following links, and returns the names of its images;
+	// present says whether an image is there. The runtime's own, or a test's.
+	importFile func(ctx context.Context, path string, f *os.File) ([]string, error)
 	present    func(ctx context.Context, name string) bool
 
 	mu     sync.Mutex // one look at the directory at a time
 	stamps map[string]archiveStamp
 	loaded bool
+	// refused is why the directory was last refused ("" when it was not), so that a refusal is logged once
+	// rather than at every look; links are the symbolic links already reported.
+	refused string
+	links   map[string]bool
 }
 
 // archiveStamp identifies one version of an archive file, with what importing it gave.
@@ -64,7 +70,7 @@ func (s archiveStamp) same(o archiveStamp) bool { return s.Size == o.Size && s.M
 func newPreloader(rt *Runtime, dir, stateDir string) *preloader {
 	return &preloader{
 		dir: dir, state: filepath.Join(stateDir, "preloaded-images.json"), now: rt.clock.Now,
-		importFile: rt.importArchiveFile,
+		importFile: rt.importArchiveFile, links: map[string]bool{},
 		present: func(ctx context.Context, name string) bool {
 			_, err := rt.client.ImageService().Get(ctx, name)
 			return !errdefs.IsNotFound(err)
@@ -95,10 +101,23 @@ func (p *preloader) sync(ctx context.Context) int {
 		p.load(ctx)
 		p.loaded = true
 	}
-	entries, err := os.ReadDir(p.dir)
+	dir, err := p.openDir()
 	if errors.Is(err, os.ErrNotExist) {
 		return 0
 	}
+	if err != nil {
+		if msg := err.Error(); msg != p.refused {
+			p.refused = msg
+			logger(ctx).Error(err, "The image preload directory is refused: nothing is imported from it until it is fixed", "dir", p.dir)
+		}
+		return 0
+	}
+	defer dir.Close()
+	if p.refused != "" {
+		p.refused = ""
+		logger(ctx).Info("The image preload directory is accepted again", "dir", p.dir)
+	}
+	entries, err := dir.ReadDir(-1)
 	if err != nil {
 		logger(ctx).Error(err, "Reading the image preload directory failed", "dir", p.dir)
 		return 0
@@ -106,8 +125,20 @@ func (p *preloader) sync(ctx context.Context) int {
 	now := p.now()
 	imported, changed := 0, false
 	present := map[string]bool{}
+	links := map[string]bool{}
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !isArchive(e.Name()) {
+		if !isArchive(e.Name()) {
+			continue
+		}
+		path := filepath.Join(p.dir, e.Name())
+		if e.Type()&os.ModeSymlink != 0 {
+			links[e.Name()] = true
+			if !p.links[e.Name()] {
+				logger(ctx).Error(errSymlinkArchive, "A preloaded image archive is skipped", "archive", path)
+			}
+			continue
+		}
+		if !e.Type().IsRegular() {
 			continue
 		}
 		present[e.Name()] = true
@@ -119,8 +150,18 @@ func (p *preloader) sync(ctx context.Context) int {
 		if old, ok := p.stamps[e.Name()]; ok && old.same(stamp) {
 			continue // imported, or failed and reported, in this version
 		}
-		path := filepath.Join(p.dir, e.Name())
-		names, err := p.importFile(ctx, path)
+		f, err := openArchive(dir, e.Name())
+		if err != nil {
+			if errors.Is(err, errSymlinkArchive) { // replaced by a link since the directory was read
+				links[e.Name()] = true
+				if !p.links[e.Name()] {
+					logger(ctx).Error(err, "A preloaded image archive is skipped", "archive", path)
+				}
+			}
+			continue // else gone meanwhile, or not a file: the next look sees what it is
+		}
+		names, err := p.importFile(ctx, path, f)
+		f.Close()
 		if err != nil && runtimeAway(err) {
 			logger(ctx).Error(err, "Importing a preloaded image archive failed: containerd is not reachable; the next look tries again", "archive", path)
 			continue
@@ -139,6 +180,7 @@ func (p *preloader) sync(ctx context.Context) int {
 		p.stamps[e.Name()] = stamp
 		changed = true
 	}
+	p.links = links
 	for name := range p.stamps {
 		if !present[name] {
 			delete(p.stamps, name)
@@ -151,6 +193,43 @@ func (p *preloader) sync(ctx context.Context) int {
 	return imported
 }
 
+// openDir opens the directory when it is fit to import from: a directory that belongs to root (owner) and
+// that neither its group nor others may write, since whoever can drop an archive there chooses what the
+// node's images (and so its pods) run. Checked on the open directory, not on its name.
+func (p *preloader) openDir() (*os.File, error) {
+	dir, err := os.Open(p.dir)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := dir.Stat()
+	if err == nil {
+		err = checkPreloadDir(fi, p.owner)
+	}
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return dir, nil
+}
+
+// checkPreloadDir says why a directory is not fit to import images from, or nil.
+func checkPreloadDir(fi os.FileInfo, owner uint32) error {
+	if !fi.IsDir() {
+		return errors.New("not a directory")
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return errors.New("its owner cannot be read")
+	}
+	if st.Uid != owner {
+		return fmt.Errorf("owned by uid %d, not root: only root may choose the node's images", st.Uid)
+	}
+	if mode := fi.Mode().Perm(); mode&0o022 != 0 {
+		return fmt.Errorf("mode %04o lets its group or others write it: chmod go-w it", mode)
+	}
+	return nil
+}
+
 // runtimeAway says whether an import failed because containerd could not be reached or the look was
 // cancelled, not because of the archive: such a failure is not kept against the archive.
 func runtimeAway(err error) bool {
@@ -158,34 +237,6 @@ func runtimeAway(err error) bool {
 		return true
 	}
 	return errdefs.IsUnavailable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// importArchiveFile imports an archive file, plain or compressed.
-func (r *Runtime) importArchiveFile(ctx context.Context, path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	stream, err := compression.DecompressStream(f)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer stream.Close()
-	names, err := r.ImportImage(ctx, stream)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("%s holds no named image", path)
-	}
-	for _, n := range names {
-		if err := r.pin(ctx, n); err != nil {
-			return nil, fmt.Errorf("%s: pin %s: %w", path, n, err)
-		}
-		r.names.drop(n)
-	}
-	return names, nil
 }
 
 // pin labels an image as containerd's CRI plugin labels the images it must keep (k3s does the same with its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,12 +26,13 @@ type fakeImports struct {
 func (f *fakeImports) preloader(dir, state string, now func() time.Time) *preloader {
 	return &preloader{
 		dir: dir, state: filepath.Join(state, "preloaded-images.json"), now: now, stamps: map[string]archiveStamp{},
-		importFile: func(_ context.Context, path string) ([]string, error) {
+		owner: uint32(os.Geteuid()), links: map[string]bool{},
+		importFile: func(_ context.Context, path string, file *os.File) ([]string, error) {
 			f.calls[filepath.Base(path)]++
 			if f.down {
 				return nil, fmt.Errorf("import images: %w", status.Error(codes.Unavailable, "connection refused"))
 			}
-			data, err := os.ReadFile(path)
+			data, err := io.ReadAll(file)
 			if err != nil {
 				return nil, err
 			}

@@ -211,3 +211,100 @@ func TestKubeletAirGappedImage(t *testing.T) {
 		return fmt.Errorf("container statuses %+v", p.Status.ContainerStatuses)
 	})
 }
+
+// The preload directory's refusals, on containerd: an archive that would give the pause image other content,
+// a symbolic link to an archive outside the directory, an archive over the size bound, a directory others
+// may write. None changes an image.
+func TestImagePreloadDirRefusals(t *testing.T) {
+	stamp := time.Now().UnixNano()
+	missing := &runtimeapi.ImageSpec{Image: fmt.Sprintf("localhost/e2e-preload-missing:%d", stamp)}
+	// look makes the runtime look at its directory at once, as a pod asking for a missing image does.
+	look := func(t *testing.T, rt *runtime.Runtime) {
+		t.Helper()
+		if _, err := rt.ImageStatus(ctxT(t), missing, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	absent := func(t *testing.T, rt *runtime.Runtime, ref string) {
+		t.Helper()
+		if st, err := rt.ImageStatus(ctxT(t), &runtimeapi.ImageSpec{Image: ref}, false); err != nil || st.GetImage() != nil {
+			t.Errorf("%s after a refused archive: %v, %v", ref, st.GetImage(), err)
+		}
+	}
+
+	t.Run("pause image and links", func(t *testing.T) {
+		dir, outside := t.TempDir(), t.TempDir()
+		rt := builtinWith(t, func(c *runtime.Config) { c.ImagePreloadDir = dir })
+		before, err := rt.ImageStatus(ctxT(t), &runtimeapi.ImageSpec{Image: pauseImage}, false)
+		if err != nil || before.GetImage() == nil {
+			t.Fatalf("pause image: %v, %v", before, err)
+		}
+		if err := buildBusybox(t, "not pause").WriteArchiveFile(filepath.Join(work(t), "p.tar"), pauseImage); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(work(t), "p.tar"), filepath.Join(dir, "pause.tar")); err != nil {
+			t.Fatal(err)
+		}
+		settled(t, filepath.Join(dir, "pause.tar"))
+		linked := fmt.Sprintf("localhost/e2e-preload-linked:%d", stamp)
+		if err := buildBusybox(t, "linked").WriteArchiveFile(filepath.Join(outside, "linked.tar"), linked); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(outside, "linked.tar"), filepath.Join(dir, "linked.tar")); err != nil {
+			t.Fatal(err)
+		}
+		look(t, rt)
+		after, err := rt.ImageStatus(ctxT(t), &runtimeapi.ImageSpec{Image: pauseImage}, false)
+		if err != nil || after.GetImage().GetId() != before.GetImage().GetId() {
+			t.Errorf("pause image %s after an archive with other content under its name: %v, %v", before.GetImage().GetId(), after.GetImage(), err)
+		}
+		absent(t, rt, linked)
+	})
+
+	t.Run("size bound", func(t *testing.T) {
+		dir := t.TempDir()
+		rt := builtinWith(t, func(c *runtime.Config) { c.ImagePreloadDir, c.PreloadMaxBytes = dir, 64<<10 })
+		ref := fmt.Sprintf("localhost/e2e-preload-big:%d", stamp)
+		if err := buildBusybox(t, "big").WriteArchiveFile(filepath.Join(dir, "big.tar"), ref); err != nil {
+			t.Fatal(err)
+		}
+		settled(t, filepath.Join(dir, "big.tar"))
+		look(t, rt)
+		absent(t, rt, ref)
+	})
+
+	t.Run("world-writable directory", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		ref := fmt.Sprintf("localhost/e2e-preload-open:%d", stamp)
+		if err := buildBusybox(t, "open").WriteArchiveFile(filepath.Join(dir, "open.tar"), ref); err != nil {
+			t.Fatal(err)
+		}
+		rt := builtinWith(t, func(c *runtime.Config) { c.ImagePreloadDir = dir })
+		look(t, rt)
+		absent(t, rt, ref)
+	})
+}
+
+// work is a scratch directory of the test's, outside the preload directory.
+func work(t *testing.T) string {
+	t.Helper()
+	d := filepath.Join(os.TempDir(), "e2e-preload-work-"+strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// settled ages a file, so that the failure to import it is final (and logged) rather than taken for a copy
+// still under way.
+func settled(t *testing.T, path string) {
+	t.Helper()
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
