@@ -20,6 +20,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "snapshot" {
+		if err := runSnapshot(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "apiserver snapshot:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var cfg apiserver.Config
 	var kubeconfig string
 	flag.StringVar(&cfg.DataDir, "data-dir", "/var/lib/nodeagent/apiserver", "directory for the store and generated certificates")

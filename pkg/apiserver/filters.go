@@ -29,7 +29,7 @@ const (
 // portforward and proxy subresources are long-running; then any write verb
 // is mutating.
 func classify(info *request.Info) requestClass {
-	if info.Verb == "watch" {
+	if info.Verb == "watch" || (!info.IsResource && info.Path == SnapshotPath) {
 		return longRunning
 	}
 	if info.IsResource {

@@ -278,6 +278,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, info *request.
 	switch p := r.URL.Path; {
 	case isHealthPath(p):
 		serveHealth(w, r, s.healthChecks(), !request.UserFrom(r.Context()).InGroup(auth.GroupUnauthenticated))
+	case p == SnapshotPath:
+		s.serveSnapshot(w, r)
 	case s.discovery.Serves(p) && !info.IsResource:
 		s.discovery.ServeHTTP(w, r)
 	case s.openapi.Serves(p):
