@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +42,9 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	RootDir                 string
 	Hostnames               []string
-	// ClientCA is the PEM bundle of the CAs whose client certificates authenticate callers.
+	// ClientCA is the PEM bundle of the CAs whose client certificates authenticate callers; empty: client
+	// certificates are not asked for nor accepted (upstream's kubelet without --client-ca-file), and callers
+	// authenticate with bearer tokens only.
 	ClientCA []byte
 	// TokenReviews authenticates bearer tokens through the API server; nil refuses them.
 	TokenReviews TokenReviewer
@@ -93,8 +97,8 @@ func New(cfg Config) (*Server, error) {
 	switch {
 	case cfg.Addr == "":
 		return nil, errors.New("server: the HTTPS address is required")
-	case len(cfg.ClientCA) == 0:
-		return nil, errors.New("server: a client CA bundle is required to authenticate callers")
+	case len(cfg.ClientCA) == 0 && cfg.TokenReviews == nil:
+		return nil, errors.New("server: a client CA bundle or a token reviewer is required to authenticate callers")
 	case cfg.AccessReviews == nil:
 		return nil, errors.New("server: an access reviewer is required to authorize callers")
 	case cfg.NodeName == "":
@@ -117,9 +121,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StreamCreationTimeout <= 0 {
 		cfg.StreamCreationTimeout = 30 * time.Second
 	}
-	roots, err := caPool(cfg.ClientCA)
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+	var roots *x509.CertPool
+	if len(cfg.ClientCA) > 0 {
+		pool, err := caPool(cfg.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		roots = pool
 	}
 	hosts := append([]string(nil), cfg.Hostnames...)
 	if len(hosts) == 0 {
@@ -177,10 +185,15 @@ func (s *Server) Start(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	base := func(net.Listener) context.Context { return klog.NewContext(context.Background(), logger) }
 	// The limiter comes first: callers beyond the in-flight bounds are refused before they cost a review.
+	// Client certificates are asked for only when a client CA can verify them.
+	clientAuth := tls.RequestClientCert
+	if s.authn.roots == nil {
+		clientAuth = tls.NoClientCert
+	}
 	s.secure = &http.Server{Handler: s.limiter.wrap(http.HandlerFunc(s.serveSecure)),
 		ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
 		BaseContext: base, TLSConfig: &tls.Config{Certificates: []tls.Certificate{s.cert},
-			ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}}
+			ClientAuth: clientAuth, MinVersion: tls.VersionTLS12}}
 	s.serve(ctx, "HTTPS", func() error { return s.secure.ServeTLS(ln, "", "") })
 	if s.plainLn != nil {
 		plain := http.NewServeMux()
@@ -267,6 +280,12 @@ func (s *Server) serveSecure(w http.ResponseWriter, r *http.Request) {
 	}
 	logger := klog.FromContext(r.Context())
 	u, err := s.authn.authenticate(r)
+	if errors.Is(err, errTooManyReviews) {
+		logger.V(2).Info("Refused a request: token reviews at their bound", "path", r.URL.Path, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+		return
+	}
 	if err != nil {
 		logger.V(2).Info("Refused unauthenticated request", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err.Error())
 		http.Error(w, "Unauthorized", http.StatusUnauthorized)

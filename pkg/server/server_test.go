@@ -285,7 +285,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		want string
 	}{
 		{"no address", Config{ClientCA: []byte("x"), Pods: pods}, "HTTPS address is required"},
-		{"no CA", Config{Addr: ":0", Pods: pods}, "client CA bundle is required"},
+		{"neither CA nor token reviewer", Config{Addr: ":0", Pods: pods}, "client CA bundle or a token reviewer is required"},
 		{"no access reviewer", Config{Addr: ":0", ClientCA: []byte("x"), Pods: pods, NodeName: "n"}, "access reviewer is required"},
 		{"no node name", Config{Addr: ":0", ClientCA: []byte("x"), Pods: pods, AccessReviews: ar}, "node name is required"},
 		{"CA not PEM", Config{Addr: ":0", ClientCA: []byte("junk"), Pods: pods, AccessReviews: ar, NodeName: "n"}, "no PEM certificate"},
