@@ -120,6 +120,7 @@ bench: setup build
 	$(GO) run ./hack/bench kubelet --only status
 	$(GO) run ./hack/bench kubelet --only timelines
 	$(GO) run ./hack/bench kubelet --only eviction
+	$(GO) run ./hack/bench logs
 
 vet:
 	$(GO) vet ./...

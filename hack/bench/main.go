@@ -4,6 +4,7 @@
 //	go run ./hack/bench runtime [--rounds N] # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
 //	go run ./hack/bench apiserver [--kubeconfig F] # 1,000 pods created, watched, listed, patched, deleted
 //	go run ./hack/bench cluster [--bin-dir bin] # nodecluster up 3 to Ready, cold and warm, and with kube-apiserver; idle memory
+//	go run ./hack/bench logs [--duration 20s] [--pods 110] # log throughput through the log daemon vs containerd's CRI plugin; its memory per pod
 //
 // The runtime benchmark needs root and a host prepared by hack/setup.sh.
 package main
@@ -17,7 +18,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream | cluster [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream | cluster | logs [flags]")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -36,6 +37,8 @@ func main() {
 		err = benchUpstream(ctx, os.Args[2:])
 	case "cluster":
 		err = benchCluster(ctx, os.Args[2:])
+	case "logs":
+		err = benchLogs(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}
