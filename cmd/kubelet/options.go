@@ -139,7 +139,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.configFile, "config", o.configFile, "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, YAML or JSON); flags given on the command line override its fields.")
 	fs.StringVar(&o.configDir, "config-dir", o.configDir, "A directory of drop-in KubeletConfiguration files (*.conf), merged over --config in lexical order.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the API server to join. Empty: start the lightweight API server (--apiserver-binary) and run a standalone node.")
-	fs.StringVar(&o.clientCAFile, "client-ca-file", o.clientCAFile, "CA bundle authenticating callers of the kubelet's endpoint; defaults to the kubeconfig's cluster CA.")
+	fs.StringVar(&o.clientCAFile, "client-ca-file", o.clientCAFile, "CA bundle whose client certificates authenticate callers of the kubelet's endpoint (the API server's kubelet client certificate: kubectl logs, exec, port-forward). Joined to a cluster without it, no client certificate is accepted, as upstream; a standalone node trusts its own API server's CA.")
 	fs.StringVar(&o.adminKubeconfig, "admin-kubeconfig", o.adminKubeconfig, "Standalone node: where to write the admin kubeconfig for kubectl.")
 	fs.StringVar(&o.apiserverDir, "apiserver-data-dir", o.apiserverDir, "Standalone node: the lightweight API server's store and certificates.")
 	fs.IntVar(&o.apiserverPort, "apiserver-port", o.apiserverPort, "Standalone node: the lightweight API server's port on 127.0.0.1 (0 picks a free one).")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -108,7 +107,8 @@ func startRuntime(ctx context.Context, o *options) (cri.RuntimeService, cri.Imag
 }
 
 // startAPI returns the kubelet's API client configuration and the CA bundle that authenticates callers of
-// its endpoint: from --kubeconfig (and --client-ca-file, else the kubeconfig's cluster CA), or from the
+// its endpoint: from --kubeconfig (and --client-ca-file; without it no client certificate is accepted, as
+// upstream's kubelet), or from the
 // lightweight API server started as a child process for a standalone node, which writes the admin kubeconfig.
 // The child is nil for --kubeconfig.
 func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, []byte, *childAPIServer, error) {
@@ -117,9 +117,12 @@ func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, [
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
 		}
-		ca, err := clientCA(o, cfg)
+		ca, err := clientCA(o)
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		if ca == nil {
+			klog.FromContext(ctx).Info("No --client-ca-file: the kubelet's endpoint accepts no client certificate, only bearer tokens the API server reviews; kubectl logs, exec and port-forward through the API server need --client-ca-file naming the CA of its kubelet client certificate")
 		}
 		return cfg, ca, nil, nil
 	}
@@ -135,25 +138,18 @@ func startAPI(ctx context.Context, o *options, nodeName string) (*rest.Config, [
 	return cfg, ca, child, nil
 }
 
-// clientCA is --client-ca-file, else the CA the kubeconfig trusts for the API server.
-func clientCA(o *options, cfg *rest.Config) ([]byte, error) {
-	switch {
-	case o.clientCAFile != "":
-		b, err := os.ReadFile(o.clientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--client-ca-file: %w", err)
-		}
-		return b, nil
-	case len(cfg.CAData) > 0:
-		return cfg.CAData, nil
-	case cfg.CAFile != "":
-		b, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig CA file: %w", err)
-		}
-		return b, nil
+// clientCA is the bundle of --client-ca-file (authentication.x509.clientCAFile), nil without one: a node
+// joined to a cluster accepts client certificates only of the CA it is told to, as upstream's kubelet, not
+// of whatever CA signed the API server's serving certificate.
+func clientCA(o *options) ([]byte, error) {
+	if o.clientCAFile == "" {
+		return nil, nil
 	}
-	return nil, errors.New("--client-ca-file is required when the kubeconfig names no CA")
+	b, err := os.ReadFile(o.clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--client-ca-file: %w", err)
+	}
+	return b, nil
 }
 
 // localAddress is where a process on this host reaches a server listening on addr.

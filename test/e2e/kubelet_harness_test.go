@@ -205,6 +205,8 @@ func startNodeJoining(t *testing.T, api *apiserverProc, nodeKubeconfig string, e
 	n.args = append([]string{
 		"--hostname-override", n.name,
 		"--kubeconfig", nodeKubeconfig,
+		// The API server's proxy (kubectl logs, exec) authenticates with a certificate of its CA.
+		"--client-ca-file", filepath.Join(api.dataDir, "pki", "ca.crt"),
 		"--root-dir", filepath.Join(dir, "root"),
 		"--cri-socket", filepath.Join(dir, "cri.sock"),
 		"--port", strconv.Itoa(freePort(t)),

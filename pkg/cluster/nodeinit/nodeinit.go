@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"sigs.k8s.io/yaml"
 )
 
 // Config is what a node's PID 1 runs.
@@ -91,8 +92,14 @@ func Run(cfg Config) error {
 				if _, err := os.Stat(kubeconfig); err != nil {
 					continue
 				}
-				err := sup.start("kubelet", Bin+"/kubelet", "--kubeconfig", kubeconfig, "--hostname-override", cfg.Name,
-					"--node-ip", cfg.IP, "--cni-conf-template", CNITemplate, "--address", cfg.IP, "-v", "1")
+				// The kubelet accepts the API server's client certificate (kubectl logs and exec) only of the CA
+				// --client-ca-file names: the cluster's CA, which the node's kubeconfig carries.
+				caFile := filepath.Join(filepath.Dir(kubeconfig), "client-ca.crt")
+				if err := writeClusterCA(kubeconfig, caFile); err != nil {
+					return err
+				}
+				err := sup.start("kubelet", Bin+"/kubelet", "--kubeconfig", kubeconfig, "--client-ca-file", caFile,
+					"--hostname-override", cfg.Name, "--node-ip", cfg.IP, "--cni-conf-template", CNITemplate, "--address", cfg.IP, "-v", "1")
 				if err != nil {
 					return err
 				}
@@ -195,4 +202,26 @@ func (s *supervisor) stopAll(timeout time.Duration) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// writeClusterCA writes the CA bundle of the kubeconfig's cluster (certificate-authority-data) to caFile.
+func writeClusterCA(kubeconfig, caFile string) error {
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		return err
+	}
+	var kc struct {
+		Clusters []struct {
+			Cluster struct {
+				CAData []byte `json:"certificate-authority-data"`
+			} `json:"cluster"`
+		} `json:"clusters"`
+	}
+	if err := yaml.Unmarshal(data, &kc); err != nil {
+		return fmt.Errorf("read %s: %w", kubeconfig, err)
+	}
+	if len(kc.Clusters) == 0 || len(kc.Clusters[0].Cluster.CAData) == 0 {
+		return fmt.Errorf("%s names no cluster CA (certificate-authority-data)", kubeconfig)
+	}
+	return os.WriteFile(caFile, kc.Clusters[0].Cluster.CAData, 0o644)
 }

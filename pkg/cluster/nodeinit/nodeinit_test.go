@@ -1,6 +1,8 @@
 package nodeinit
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -33,5 +35,29 @@ func TestSupervisor(t *testing.T) {
 	}
 	if err := s.start("missing", "/nonexistent/binary"); err == nil {
 		t.Fatal("starting a missing binary succeeded")
+	}
+}
+
+// The kubelet's --client-ca-file comes from the node's kubeconfig: its cluster's CA.
+func TestWriteClusterCA(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, kubeconfig, want string
+		wantErr                bool
+	}{
+		{"cluster CA", "clusters:\n- name: c\n  cluster:\n    server: https://10.0.0.2:6443\n    certificate-authority-data: UEVN\n", "PEM", false},
+		{"no CA", "clusters:\n- name: c\n  cluster:\n    server: https://10.0.0.2:6443\n", "", true},
+		{"no cluster", "users: []\n", "", true},
+	} {
+		kc, ca := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "client-ca.crt")
+		_ = os.Remove(ca)
+		if err := os.WriteFile(kc, []byte(tc.kubeconfig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := writeClusterCA(kc, ca)
+		got, _ := os.ReadFile(ca)
+		if (err != nil) != tc.wantErr || string(got) != tc.want {
+			t.Errorf("%s: wrote %q, %v", tc.name, got, err)
+		}
 	}
 }
