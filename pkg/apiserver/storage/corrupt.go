@@ -23,7 +23,8 @@ import (
 // --ignore-store-read-error-with-cluster-breaking-potential=true; upstream's AllowUnsafeMalformedObjectDeletion).
 
 // RemoveHint says how a corrupt object is removed.
-const RemoveHint = "an admin removes it with kubectl delete --ignore-store-read-error-with-cluster-breaking-potential=true"
+const RemoveHint = "an admin removes it with kubectl delete --ignore-store-read-error-with-cluster-breaking-potential=true, " +
+	"or the delete option ignoreStoreReadErrorWithClusterBreakingPotential"
 
 // ErrNotCorrupt is returned by DeleteCorrupt for a key whose object decodes.
 var ErrNotCorrupt = errors.New("the object is not corrupt")
