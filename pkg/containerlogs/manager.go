@@ -141,15 +141,17 @@ func (m *Manager) rotate(ctx context.Context, c Container) error {
 	if err := m.rotateLatest(ctx, c); err != nil {
 		return err
 	}
-	return Tidy(c.LogPath, m.cfg.MaxFiles)
+	return Tidy(c.LogPath, m.cfg.MaxFiles, 0)
 }
 
 // Tidy keeps a log's rotated files ("<log>.<timestamp>[.gz]") within maxFiles, the current log counted:
-// the oldest beyond it are removed, and every rotated file but the newest is gzipped. What an interrupted
-// tidy left (temporary files, a rotated file beside its compressed copy) is removed first. The kubelet's
-// rotation and the container log daemon's (pkg/logd) both end with it.
-func Tidy(log string, maxFiles int) error {
-	rotated, err := filepath.Glob(globEscape(log) + ".*")
+// the oldest beyond it are removed, and every rotated file but the newest is gzipped once it was last
+// written compressAfter ago (a reader following the log may still be reading a file rotated moments ago,
+// which it finds by its inode). What an interrupted tidy left (temporary files, a rotated file beside its
+// compressed copy) is removed first. The kubelet's rotation and the container log daemon's (pkg/logd) both
+// end with it.
+func Tidy(log string, maxFiles int, compressAfter time.Duration) error {
+	rotated, err := RotatedFiles(log)
 	if err != nil {
 		return err
 	}
@@ -159,6 +161,9 @@ func Tidy(log string, maxFiles int) error {
 		if i == len(rotated)-1 {
 			break // the newest stays as it is: a reader may still follow it
 		}
+		if fi, err := os.Stat(l); err != nil || time.Since(fi.ModTime()) < compressAfter {
+			continue
+		}
 		if !strings.HasSuffix(l, compressSuffix) {
 			if err := compress(l); err != nil {
 				return fmt.Errorf("compress %s: %w", l, err)
@@ -166,6 +171,14 @@ func Tidy(log string, maxFiles int) error {
 		}
 	}
 	return nil
+}
+
+// RotatedFiles lists a log's rotated files ("<log>.<timestamp>", ".gz" or not, and what an interrupted
+// tidy left), oldest first.
+func RotatedFiles(log string) ([]string, error) {
+	names, err := filepath.Glob(globEscape(log) + ".*")
+	sort.Strings(names) // timestamps sort by time
+	return names, err
 }
 
 // removeUnused removes what an interrupted rotation left: temporary files, and rotated files whose

@@ -197,6 +197,8 @@ func TestOutputThroughSocket(t *testing.T) {
 // The log keeps its limits by itself: rotated at MaxSize, older files gzipped, at most MaxFiles, and every
 // line that was kept is in order.
 func TestRotationByTheDaemon(t *testing.T) {
+	defer func(d time.Duration) { compressAfter = d }(compressAfter)
+	compressAfter = 0
 	dir := t.TempDir()
 	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
 	if err != nil {

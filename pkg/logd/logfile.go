@@ -106,6 +106,7 @@ func (l *logFile) check() error {
 	if l.maxSize > 0 && l.size >= l.maxSize {
 		l.rotateLocked()
 	}
+	l.tidy() // what waited compressAfter
 	return nil
 }
 
@@ -171,10 +172,20 @@ func (l *logFile) rotateLocked() {
 		klog.Background().Error(err, "Failed to reopen a rotated container log; writing on into the rotated file", "path", l.path)
 		return
 	}
+	l.tidy()
+}
+
+// compressAfter is how long a rotated file stays as it is before it is gzipped: a reader following the log
+// (kubectl logs -f) that fell behind by more than one rotation still finds it by its inode.
+// A variable for tests.
+var compressAfter = 10 * time.Second
+
+// tidy compresses and prunes the rotated files in the background, one tidy at a time.
+func (l *logFile) tidy() {
 	if l.maxFiles > 0 && l.tidying.CompareAndSwap(false, true) {
 		go func() {
 			defer l.tidying.Store(false)
-			if err := containerlogs.Tidy(l.path, l.maxFiles); err != nil {
+			if err := containerlogs.Tidy(l.path, l.maxFiles, compressAfter); err != nil {
 				klog.Background().Error(err, "Failed to tidy a container's rotated logs", "path", l.path)
 			}
 		}()

@@ -2,11 +2,15 @@ package server
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/nodeagent/kubelet/pkg/containerlogs"
 )
 
 // Bounds of the memory one log read uses, whatever the log holds: a record is read in pieces of at most
@@ -307,6 +311,16 @@ func readLog(ctx context.Context, path string, opts logOptions, w io.Writer, f *
 				}
 				return ignoreLimit(err)
 			}
+			// A log rotated more than once since the last look: the files between are read whole first.
+			for _, between := range rotatedAfter(file, path) {
+				if err := readRotated(ctx, between, pr, a); err != nil {
+					_ = next.Close()
+					if opts.follow && ctx.Err() != nil {
+						return nil
+					}
+					return ignoreLimit(err)
+				}
+			}
 			_ = file.Close()
 			file = next
 			pr.reset(file)
@@ -371,4 +385,56 @@ func replaced(f *os.File, path string) (*os.File, bool) {
 		return nil, false
 	}
 	return next, true
+}
+
+// rotatedAfter lists the files the log at path was rotated to after the one open as f ("<path>.<timestamp>",
+// gzipped or not), oldest first; none when f is not among them (it was compressed or removed meanwhile:
+// what follows it cannot be placed).
+func rotatedAfter(f *os.File, path string) []string {
+	cur, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	names, err := containerlogs.RotatedFiles(path) // oldest first; "X" before "X.gz"
+	if err != nil {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, n := range names {
+		have[n] = true
+	}
+	var out []string
+	found := false
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tmp") || strings.HasSuffix(n, ".gz") && have[strings.TrimSuffix(n, ".gz")] {
+			continue // a compression under way: its plain file is still there
+		}
+		if !found {
+			if st, err := os.Stat(n); err == nil && os.SameFile(cur, st) {
+				found = true
+			}
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// readRotated feeds a the whole of a rotated log file, gzipped or not.
+func readRotated(ctx context.Context, name string, pr *pieceReader, a *assembler) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil // pruned meanwhile: nothing to read
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(name, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil // half written or damaged: skipped, as a file pruned
+		}
+		r = zr
+	}
+	pr.reset(r)
+	return readPieces(ctx, pr, a)
 }

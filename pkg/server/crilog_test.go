@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestParseRecord(t *testing.T) {
@@ -210,6 +212,64 @@ func TestReadLogFollowsRotation(t *testing.T) {
 	waitFor(t, "the line of the new file", func() bool { return out.String() == "old\nnew\n" })
 	cancel()
 	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A log rotated several times between two looks of the follower: the files between are read whole, the
+// older ones gzipped already, so that no line is skipped.
+func TestReadLogFollowsSeveralRotations(t *testing.T) {
+	path := writeLog(t, "2025-01-01T00:00:01Z stdout F one\n")
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	clk := clocktesting.NewFakeClock(time.Now())
+	go func() {
+		done <- readLog(ctx, path, logOptions{tail: -1, limitBytes: -1, follow: true}, out,
+			&follower{running: func() bool { return true }, clock: clk, interval: time.Second})
+	}()
+	waitFor(t, "the first line", func() bool { return out.String() == "one\n" })
+	// While the follower waits: the rest of the first file, then two more files, the first of them gzipped.
+	appendFile(t, path, "2025-01-01T00:00:02Z stdout F two\n")
+	if err := os.Rename(path, path+".20250101-000001"); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, "2025-01-01T00:00:03Z stdout P thr\n")
+	if err := os.Rename(path, path+".20250101-000002"); err != nil {
+		t.Fatal(err)
+	}
+	gzipFile(t, path+".20250101-000002")
+	appendFile(t, path, "2025-01-01T00:00:04Z stdout F ee\n2025-01-01T00:00:05Z stdout F four\n")
+	if err := os.Rename(path, path+".20250101-000003"); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, "2025-01-01T00:00:06Z stdout F five\n")
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(time.Second)
+	waitFor(t, "every line", func() bool { return out.String() == "one\ntwo\nthree\nfour\nfive\n" })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gzipFile(t *testing.T, p string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	if err := os.WriteFile(p+".gz", buf.Bytes(), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
 }
