@@ -136,6 +136,23 @@ first_boot() {
 	wait_for 120 pod_running client
 	if wait_for 60 sh -c "$K logs client | grep -q hello-from-server"; then ok pod-to-pod; else fail pod-to-pod "no answer from $ip"; fi
 
+	# A container's output does not wait on the kubelet: stopped by systemd, the kubelet leaves the log daemon
+	# writing (a chatty container fills its 64 KiB pipe within a second if nobody reads it).
+	pod chatty '{}' sh -c 'i=0; while true; do i=$((i+1)); echo "$i 01234567890123456789012345678901234567890123456789012345678901234567890123456789"; done'
+	wait_for 120 pod_running chatty
+	chatty_bytes() { du -cb /var/log/pods/default_chatty_*/main/ 2>/dev/null | tail -n1 | cut -f1; }
+	systemctl stop kubelet
+	at_stop=$(chatty_bytes)
+	sleep 10
+	during=$(($(chatty_bytes) - at_stop))
+	if [ "$during" -gt 524288 ]; then ok output-while-kubelet-stopped; else
+		fail output-while-kubelet-stopped "the log grew $during bytes in 10 s with the kubelet stopped"
+	fi
+	if pgrep -x containerlogd >/dev/null; then ok log-daemon-outlives-kubelet; else fail log-daemon-outlives-kubelet "no containerlogd"; fi
+	systemctl start kubelet
+	wait_for 120 node_ready
+	$K delete pod chatty --wait=true --timeout=60s >/dev/null
+
 	# A restart of the kubelet restarts no container.
 	before=$($K get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[0].containerID} {end}' | tr ' ' '\n' | grep -v crasher | sort)
 	systemctl restart kubelet
