@@ -155,7 +155,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err != nil {
 		return fmt.Errorf("container runtime version: %w", err)
 	}
-	logs, err := newLogManager(o, d, func() []containerlogs.Container { return kl.LogContainers() })
+	logs, err := newLogManager(o, d, recorder, func() []containerlogs.Container { return kl.LogContainers() })
 	if err != nil {
 		return err
 	}

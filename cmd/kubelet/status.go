@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
@@ -19,17 +23,29 @@ const nodeLogsDir = "/var/log"
 
 // newLogManager rotates the containers' logs (--container-log-max-size, --container-log-max-files) and keeps
 // their links in the "containers" directory beside the pod log directory (/var/log/containers).
-func newLogManager(o *options, d nodeDeps, containers func() []containerlogs.Container) (*containerlogs.Manager, error) {
+func newLogManager(o *options, d nodeDeps, recorder record.EventRecorder, containers func() []containerlogs.Container) (*containerlogs.Manager, error) {
 	size, err := o.logMaxSize()
 	if err != nil {
 		return nil, err
 	}
-	return containerlogs.New(containerlogs.Config{
+	cfg := containerlogs.Config{
 		Containers: containers, Runtime: d.runtime, LogsDir: o.podLogsDir,
 		LinksDir: filepath.Join(filepath.Dir(filepath.Clean(o.podLogsDir)), "containers"),
 		MaxSize:  size, MaxFiles: o.containerLogMaxFiles, Interval: o.containerLogMonitorInterval,
 		RuntimeRotates: d.builtin != nil,
-	})
+	}
+	if d.builtin != nil {
+		// The log daemon never holds a container up when its log cannot be written: the lines are dropped,
+		// counted, and reported here as a warning on the pod.
+		cfg.Lost = d.builtin.LostLogLines
+		cfg.OnLost = func(c containerlogs.Container, more, total int) {
+			ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: c.Namespace, Name: c.Pod, UID: types.UID(c.PodUID),
+				FieldPath: fmt.Sprintf("spec.containers{%s}", c.Name)}
+			recorder.Eventf(ref, v1.EventTypeWarning, "LogLinesDropped",
+				"%d lines of container %s's output could not be written to its log (%d in all; is the disk full?)", more, c.Name, total)
+		}
+	}
+	return containerlogs.New(cfg)
 }
 
 // linkLog makes the link to a container's log as the container starts.

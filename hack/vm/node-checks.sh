@@ -148,7 +148,7 @@ first_boot() {
 	if [ "$during" -gt 524288 ]; then ok output-while-kubelet-stopped; else
 		fail output-while-kubelet-stopped "the log grew $during bytes in 10 s with the kubelet stopped"
 	fi
-	if pgrep -x containerlogd >/dev/null; then ok log-daemon-outlives-kubelet; else fail log-daemon-outlives-kubelet "no containerlogd"; fi
+	if grep -qx containerlogd /proc/[0-9]*/comm 2>/dev/null; then ok log-daemon-outlives-kubelet; else fail log-daemon-outlives-kubelet "no containerlogd"; fi
 	systemctl start kubelet
 	wait_for 120 node_ready
 	$K delete pod chatty --wait=true --timeout=60s >/dev/null

@@ -6,7 +6,7 @@
 # ends with a power-off through logind, which runs the kubelet's graceful shutdown. A second boot checks what
 # the shutdown left and that the node came back.
 #
-# Needs root, bin/kubelet and bin/apiserver (make build), the image archives (make setup) and kubectl
+# Needs root, bin/kubelet, bin/apiserver, bin/noderuntime and bin/containerlogd (make build), the image archives (make setup) and kubectl
 # (hack/kube-binaries.sh). The guest root filesystem is built once with debootstrap and cached (see
 # hack/vm/lib.sh). Exit status 0 only when every check passed on both boots.
 set -euo pipefail
@@ -21,7 +21,7 @@ VM_GUEST_PACKAGES="$VM_GUEST_PACKAGES,$VM_NODE_PACKAGES"
 
 vm_require_root
 vm_host_packages
-for f in "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar; do
+for f in "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" "$REPO_DIR/bin/containerlogd" /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar; do
 	[ -f "$f" ] || vm_die "$f is missing: run make build setup"
 done
 "$REPO_DIR/hack/kube-binaries.sh" kubectl >/dev/null
@@ -39,7 +39,7 @@ root=$work/root
 vm_add_test_unit "$root" "$VM_DIR/node-checks.sh"
 # The test runs again at the next boot: the unit is not removed, and the script knows its phase.
 mkdir -p "$root/opt/nodeagent/bin" "$root/var/lib/nodeagent/images" "$root/var/log/journal"
-cp "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" "$root/opt/nodeagent/bin/"
+cp "$REPO_DIR/bin/kubelet" "$REPO_DIR/bin/apiserver" "$REPO_DIR/bin/noderuntime" "$REPO_DIR/bin/containerlogd" "$root/opt/nodeagent/bin/"
 cp "$REPO_DIR/Makefile" "$root/opt/nodeagent/"
 cp -r "$REPO_DIR/hack" "$root/opt/nodeagent/"
 cp /var/lib/nodeagent/images/pause.tar /var/lib/nodeagent/images/busybox.tar "$root/var/lib/nodeagent/images/"

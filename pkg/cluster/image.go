@@ -87,7 +87,7 @@ func NodeImageSpec(src ImageSources) (ociimage.Spec, error) {
 		elves = append(elves, from)
 		return nil
 	}
-	for _, b := range []string{"kubelet", "apiserver", "nodeinit"} {
+	for _, b := range []string{"kubelet", "apiserver", "nodeinit", "containerlogd"} {
 		if err := add(filepath.Join(src.BinDir, b), filepath.Join(nodeinit.Bin, b)); err != nil {
 			return s, fmt.Errorf("%w (make build writes it)", err)
 		}

@@ -29,7 +29,7 @@ const (
 
 // Container is a running container's log, as the kubelet's last relist saw it.
 type Container struct {
-	ID, Name, Pod, Namespace string
+	ID, Name, Pod, Namespace, PodUID string
 	// LogPath is the container's current log file.
 	LogPath string
 }
@@ -56,11 +56,17 @@ type Config struct {
 	// built-in runtime's container log daemon, which goes on while the kubelet is down): passes then only
 	// keep the links.
 	RuntimeRotates bool
+	// Lost, when set, says how many lines each running container's log lost so far (the runtime could not
+	// write them: a full disk); OnLost is told of each increase, once per pass.
+	Lost   func(context.Context) (map[string]int, error)
+	OnLost func(c Container, more, total int)
 }
 
 // Manager rotates logs and keeps the links. Its pass runs from one goroutine.
 type Manager struct {
 	cfg Config
+	// reported is the lost-line count last reported for each container.
+	reported map[string]int
 }
 
 // New checks cfg and returns a Manager.
@@ -83,7 +89,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Manager{cfg: cfg}, nil
+	return &Manager{cfg: cfg, reported: map[string]int{}}, nil
 }
 
 // Run makes a pass every Interval until ctx is done.
@@ -104,7 +110,9 @@ func (m *Manager) Run(ctx context.Context) {
 // file is gone.
 func (m *Manager) Pass(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	for _, c := range m.cfg.Containers() {
+	containers := m.cfg.Containers()
+	m.reportLost(ctx, containers)
+	for _, c := range containers {
 		if !m.inLogsDir(c.LogPath) {
 			continue
 		}
@@ -118,6 +126,31 @@ func (m *Manager) Pass(ctx context.Context) {
 		}
 	}
 	m.removeDanglingLinks(logger)
+}
+
+// reportLost tells OnLost of the containers whose log lost more lines since the last pass.
+func (m *Manager) reportLost(ctx context.Context, containers []Container) {
+	if m.cfg.Lost == nil || m.cfg.OnLost == nil {
+		return
+	}
+	lost, err := m.cfg.Lost(ctx)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Failed to ask how many log lines were lost", "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, c := range containers {
+		seen[c.ID] = true
+		if n := lost[c.ID]; n > m.reported[c.ID] {
+			m.cfg.OnLost(c, n-m.reported[c.ID], n)
+			m.reported[c.ID] = n
+		}
+	}
+	for id := range m.reported {
+		if !seen[id] {
+			delete(m.reported, id)
+		}
+	}
 }
 
 func (m *Manager) inLogsDir(p string) bool {

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -175,5 +176,43 @@ func TestOnlyItsOwn(t *testing.T) {
 	}
 	if _, err := New(Config{Containers: func() []Container { return nil }, Runtime: rt, MaxFiles: 1}); err == nil {
 		t.Error("a single file per container was accepted")
+	}
+}
+
+// Lines a container's log lost are reported once per increase, and forgotten with the container.
+func TestLostLinesReported(t *testing.T) {
+	lost := map[string]int{}
+	type report struct {
+		id          string
+		more, total int
+	}
+	var got []report
+	ctrs := []Container{{ID: "c1", Name: "a"}, {ID: "c2", Name: "b"}}
+	m, err := New(Config{Containers: func() []Container { return ctrs }, Runtime: &reopener{}, RuntimeRotates: true,
+		Lost:   func(context.Context) (map[string]int, error) { return lost, nil },
+		OnLost: func(c Container, more, total int) { got = append(got, report{c.ID, more, total}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	steps := []struct {
+		lost map[string]int
+		ctrs []Container
+		want []report
+	}{
+		{map[string]int{}, ctrs, nil},
+		{map[string]int{"c1": 3}, ctrs, []report{{"c1", 3, 3}}},
+		{map[string]int{"c1": 3}, ctrs, nil},
+		{map[string]int{"c1": 5, "c2": 1}, ctrs, []report{{"c1", 2, 5}, {"c2", 1, 1}}},
+		{map[string]int{"c2": 1}, ctrs[1:], nil},
+		// c1 comes back (a new daemon counts from zero): reported from its new count.
+		{map[string]int{"c1": 2}, ctrs, []report{{"c1", 2, 2}}},
+	}
+	for i, s := range steps {
+		lost, ctrs, got = s.lost, s.ctrs, nil
+		m.Pass(ctx)
+		if fmt.Sprint(got) != fmt.Sprint(s.want) {
+			t.Errorf("pass %d: reported %v, want %v", i, got, s.want)
+		}
 	}
 }

@@ -164,6 +164,25 @@ func (c *Client) Close(ctx context.Context, id string) error {
 	return c.call(ctx, request{Op: opClose, ID: id})
 }
 
+// Lost implements Service.
+func (c *Client) Lost(ctx context.Context) (map[string]int, error) {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	if err := writeLine(conn, request{Op: opLost}); err != nil {
+		return nil, err
+	}
+	var resp response
+	if err := readLine(bufio.NewReader(conn), &resp); err != nil {
+		return nil, fmt.Errorf("container log daemon: lost: %w", err)
+	}
+	return resp.Lost, resp.err()
+}
+
 // Attach implements Service.
 func (c *Client) Attach(ctx context.Context, id string, stdout, stderr io.Writer) error {
 	conn, err := c.dial(ctx)

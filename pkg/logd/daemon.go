@@ -88,6 +88,8 @@ type Service interface {
 	Drain(ctx context.Context, id string, timeout time.Duration) error
 	// Close stops copying (what is buffered is written) and forgets the container.
 	Close(ctx context.Context, id string) error
+	// Lost returns, for each container being copied whose log lost lines (a full disk), how many so far.
+	Lost(ctx context.Context) (map[string]int, error)
 }
 
 // Daemon copies containers' output into their CRI logs. It keeps a record of each container it copies for
@@ -349,6 +351,19 @@ func (d *Daemon) Close(_ context.Context, id string) error {
 		return fmt.Errorf("container %s: output copy did not end", id)
 	}
 	return nil
+}
+
+// Lost implements Service.
+func (d *Daemon) Lost(context.Context) (map[string]int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]int{}
+	for id, c := range d.ctrs {
+		if n := c.log.lostLines(); n > 0 {
+			out[id] = n
+		}
+	}
+	return out, nil
 }
 
 // Running is how many containers' output is being copied.

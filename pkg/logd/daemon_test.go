@@ -49,6 +49,15 @@ func serve(t *testing.T, d *Daemon, dir string) (*Client, func()) {
 // each record, partial records joined.
 func logLines(t *testing.T, log string) []string {
 	t.Helper()
+	lines, err := readLines(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// readLines is logLines for a poll: a rotation or a tidy moving files meanwhile is an error to try again on.
+func readLines(log string) ([]string, error) {
 	rotated, _ := filepath.Glob(log + ".*")
 	sort.Strings(rotated)
 	var out []string
@@ -56,13 +65,14 @@ func logLines(t *testing.T, log string) []string {
 	for _, p := range append(rotated, log) {
 		f, err := os.Open(p)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		var r io.Reader = f
 		if strings.HasSuffix(p, ".gz") {
 			zr, err := gzip.NewReader(f)
 			if err != nil {
-				t.Fatalf("%s: %v", p, err)
+				f.Close()
+				return nil, fmt.Errorf("%s: %w", p, err)
 			}
 			r = zr
 		}
@@ -71,7 +81,8 @@ func logLines(t *testing.T, log string) []string {
 		for sc.Scan() {
 			parts := strings.SplitN(sc.Text(), " ", 4)
 			if len(parts) != 4 {
-				t.Fatalf("%s: malformed record %q", p, sc.Text())
+				f.Close()
+				return nil, fmt.Errorf("%s: malformed record %q", p, sc.Text())
 			}
 			partial += parts[3]
 			if parts[2] == "F" {
@@ -81,7 +92,7 @@ func logLines(t *testing.T, log string) []string {
 		}
 		f.Close()
 	}
-	return out
+	return out, nil
 }
 
 func numbered(from, to int) []string {
@@ -171,9 +182,18 @@ func TestOutputThroughSocket(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the attach session did not end with the output")
 	}
-	got := logLines(t, s.LogPath)
-	if len(got) != 101 || !equal(got[:100], numbered(0, 100)) || got[100] != "to stderr" {
-		t.Fatalf("log holds %d lines: %q...", len(got), got[:min(3, len(got))])
+	// The two streams are copied side by side: stdout's lines in order, stderr's among them.
+	var stdout []string
+	stderr := 0
+	for _, l := range logLines(t, s.LogPath) {
+		if l == "to stderr" {
+			stderr++
+			continue
+		}
+		stdout = append(stdout, l)
+	}
+	if !equal(stdout, numbered(0, 100)) || stderr != 1 {
+		t.Fatalf("log holds %d stdout lines (%q...) and %d stderr lines", len(stdout), stdout[:min(3, len(stdout))], stderr)
 	}
 	mu.Lock()
 	if want := strings.Join(numbered(0, 100), "\n") + "\n"; attached.String() != want {
@@ -215,8 +235,8 @@ func TestRotationByTheDaemon(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		writeLines(t, out, numbered(round*1000, round*1000+400)) // about 17 KiB of records
 		waitFor(t, "the round is written", func() bool {
-			got := logLines(t, log)
-			return len(got) > 0 && got[len(got)-1] == fmt.Sprintf("line %06d", round*1000+399)
+			got, err := readLines(log)
+			return err == nil && len(got) > 0 && got[len(got)-1] == fmt.Sprintf("line %06d", round*1000+399)
 		})
 		time.Sleep(1100 * time.Millisecond)
 	}
@@ -443,4 +463,40 @@ func TestNoDescriptorLeak(t *testing.T) {
 	if after := fds(); after > before {
 		t.Fatalf("%d descriptors open after 20 containers, %d before", after, before)
 	}
+}
+
+// A log that cannot be written (a full disk: /dev/full) never holds the container up: the lines are dropped
+// and counted, and the count is answered over the socket.
+func TestFullDiskDropsAndCounts(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	dir := t.TempDir()
+	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, stop := serve(t, d, dir)
+	defer stop()
+	ctx := context.Background()
+	s := Spec{ID: "c1", Stdout: filepath.Join(dir, "out"), LogPath: "/dev/full"}
+	if err := c.Open(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	out := writer(t, s.Stdout)
+	defer out.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		writeLines(t, out, numbered(0, 20000)) // 240 KiB: more than the pipe holds
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the container's writes blocked on a log that cannot be written")
+	}
+	waitFor(t, "every line counted as lost", func() bool {
+		lost, err := c.Lost(ctx)
+		return err == nil && lost["c1"] == 20000
+	})
 }

@@ -192,6 +192,13 @@ func (l *logFile) tidy() {
 	}
 }
 
+// lostLines is how many records could not be written so far.
+func (l *logFile) lostLines() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
 func (l *logFile) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

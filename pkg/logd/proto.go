@@ -29,6 +29,7 @@ const (
 	opClose  = "close"
 	opPing   = "ping"
 	opHold   = "hold"
+	opLost   = "lost"
 )
 
 type request struct {
@@ -47,6 +48,8 @@ type response struct {
 	Kind string `json:"kind,omitempty"`
 	// Version is the daemon's, in answer to a ping.
 	Version string `json:"version,omitempty"`
+	// Lost answers a lost request: lines each container's log lost so far.
+	Lost map[string]int `json:"lost,omitempty"`
 }
 
 func responseOf(err error) response {

@@ -169,6 +169,11 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 			return
 		}
 		_ = writeLine(conn, responseOf(d.Open(rctx, *req.Spec)))
+	case opLost:
+		lost, err := d.Lost(rctx)
+		resp := responseOf(err)
+		resp.Lost = lost
+		_ = writeLine(conn, resp)
 	case opReopen:
 		_ = writeLine(conn, responseOf(d.Reopen(rctx, req.ID)))
 	case opDrain:

@@ -170,6 +170,11 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, containerID string) er
 	return nil
 }
 
+// LostLogLines returns, for each running container whose log lost lines (a full disk), how many so far.
+func (r *Runtime) LostLogLines(ctx context.Context) (map[string]int, error) {
+	return r.logs.Lost(ctx)
+}
+
 // CheckpointContainer is not supported.
 func (r *Runtime) CheckpointContainer(context.Context, *runtimeapi.CheckpointContainerRequest) error {
 	return status.Error(codes.Unimplemented, "checkpoint is not supported")

@@ -125,7 +125,7 @@ func (k *Kubelet) LogContainers() []containerlogs.Container {
 				continue
 			}
 			out = append(out, containerlogs.Container{ID: c.GetId(), Name: c.GetMetadata().GetName(), Pod: st.Name,
-				Namespace: st.Namespace, LogPath: c.GetLogPath()})
+				Namespace: st.Namespace, PodUID: string(uid), LogPath: c.GetLogPath()})
 		}
 	}
 	return out
