@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -237,4 +241,87 @@ func TestCorruptPodRecordKeepsPodRunning(t *testing.T) {
 	if !n.containerRunning(t, ids["bystander"]) {
 		t.Error("bystander stopped")
 	}
+}
+
+// taskRunning says whether containerd runs the container's task, asked of containerd itself (the kubelet,
+// which serves the built-in runtime's CRI socket, may be down).
+func taskRunning(t *testing.T, id string) bool {
+	t.Helper()
+	c, err := containerd.New(containerdSock, containerd.WithDefaultNamespace("nodeagent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := namespaces.WithNamespace(context.Background(), "nodeagent")
+	ctr, err := c.LoadContainer(ctx, id)
+	if err != nil {
+		return false
+	}
+	task, err := ctr.Task(ctx, nil)
+	if err != nil {
+		return false
+	}
+	st, err := task.Status(ctx)
+	return err == nil && st.Status == containerd.Running
+}
+
+// A store file whose pages are damaged: the API server refuses to start with one line naming the file and
+// the way out, the pods keep running, and the store restored from a snapshot taken while it served brings
+// the node back with the same containers.
+func TestDamagedStoreRestoredFromSnapshot(t *testing.T) {
+	n := startNode(t)
+	n.createPod(busyboxPod("keeper", "sleep", "3600"))
+	var id string
+	n.waitPod("keeper", 2*time.Minute, "keeper running", func(p *v1.Pod) (err error) {
+		id, err = runningContainer(p)
+		return err
+	})
+	apiserver := filepath.Join(filepath.Dir(kubeletBinary(t)), "apiserver")
+	dataDir := filepath.Join(n.dir, "apiserver")
+	snap := filepath.Join(n.dir, "snapshot.db")
+	if out, err := exec.Command(apiserver, "snapshot", "save", snap, "--data-dir", dataDir,
+		"--kubeconfig", filepath.Join(n.dir, "admin.kubeconfig")).CombinedOutput(); err != nil {
+		t.Fatalf("snapshot save while serving: %v\n%s", err, out)
+	}
+	n.stop()
+
+	// Both meta pages overwritten: bbolt cannot open the file.
+	db := filepath.Join(dataDir, "state.db")
+	f, err := os.OpenFile(db, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xab}, 8192), 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	n.launch()
+	if !n.exited(60 * time.Second) {
+		t.Fatal("the kubelet runs on a store its API server cannot open")
+	}
+	log, _ := os.ReadFile(filepath.Join(n.dir, "kubelet.log"))
+	if strings.Contains(string(log), "panic") || strings.Contains(string(log), "goroutine ") {
+		t.Errorf("a panic trace for a damaged store:\n%s", n.logTail())
+	}
+	if !strings.Contains(string(log), db) || !strings.Contains(string(log), "snapshot") {
+		t.Errorf("the kubelet's log does not name the store file and the way out:\n%s", n.logTail())
+	}
+	if !taskRunning(t, id) {
+		t.Fatal("the pod's container stopped while the store was damaged")
+	}
+
+	if out, err := exec.Command(apiserver, "snapshot", "restore", snap, "--data-dir", dataDir).CombinedOutput(); err != nil {
+		t.Fatalf("snapshot restore: %v\n%s", err, out)
+	}
+	n.start()
+	n.waitPod("keeper", time.Minute, "keeper running with its container", func(p *v1.Pod) error {
+		got, err := runningContainer(p)
+		if err != nil {
+			return err
+		}
+		if got != id || p.Status.ContainerStatuses[0].RestartCount != 0 {
+			return fmt.Errorf("container %s (restarts %d), want %s", got, p.Status.ContainerStatuses[0].RestartCount, id)
+		}
+		return nil
+	})
 }
