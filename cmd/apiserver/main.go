@@ -1,4 +1,3 @@
-// Command apiserver runs the lightweight Kubernetes API server on its own.
 package main
 
 import (

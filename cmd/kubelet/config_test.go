@@ -123,3 +123,28 @@ func TestConfigFileErrors(t *testing.T) {
 		})
 	}
 }
+
+// A refused value is named by the field that holds it, also among several fields feeding the same check.
+func TestConfigFileErrorNamesItsField(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"soft among eviction fields", header + "evictionHard: {memory.available: 100Mi}\nevictionSoft: {memory.free: 1Gi}\n",
+			"evictionSoft: --eviction-soft: "},
+		{"soft without grace", header + "evictionHard: {memory.available: 100Mi}\nevictionSoft: {memory.available: 1Gi}\n",
+			"evictionSoft: --eviction-soft: "},
+		{"grace", header + "evictionHard: {memory.available: 100Mi}\nevictionSoft: {memory.available: 1Gi}\n" +
+			"evictionSoftGracePeriod: {memory.available: never}\n", "evictionSoftGracePeriod: --eviction-soft-grace-period: "},
+		{"reclaim", header + "evictionHard: {memory.available: 100Mi}\nevictionMinimumReclaim: {memory.available: lots}\n",
+			"evictionMinimumReclaim: --eviction-minimum-reclaim: "},
+		{"low threshold out of range", header + "imageGCHighThresholdPercent: 80\nimageGCLowThresholdPercent: 101\n",
+			"imageGCLowThresholdPercent: --image-gc-low-threshold must be 0-100"},
+		{"both queries", header + "kubeAPIBurst: 0\n", "kubeAPIBurst: --kube-api-qps and --kube-api-burst"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := load(t, tc.file, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}

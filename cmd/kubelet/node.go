@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
+	"github.com/nodeagent/kubelet/pkg/eviction"
 	"github.com/nodeagent/kubelet/pkg/imagecreds"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/metrics"
@@ -58,53 +59,104 @@ type nodeDeps struct {
 const eventHoldMax = 5 * time.Second
 
 // runNode runs the node's loops (cgroups, node registration and status, pod sync, the endpoint) until ctx is
-// done or one of them fails.
+// done or one of them fails. It builds the pieces in order, each step from those before it, then runs them.
 func runNode(ctx context.Context, o *options, d nodeDeps) error {
-	logger := klog.FromContext(ctx)
 	// Every runtime call counts into kubelet_runtime_operations_*.
 	d.runtime, d.images = metrics.Runtime{RuntimeService: d.runtime}, metrics.Images{ImageManagerService: d.images}
-	registry := metrics.Registry(d.name)
+	p := &nodeParts{o: o, d: d, registry: metrics.Registry(d.name)}
+	broadcaster := p.startEvents(ctx)
+	defer broadcaster.Shutdown()
+	if err := p.startCgroups(ctx); err != nil {
+		return err
+	}
+	if err := p.newAgent(); err != nil {
+		return err
+	}
+	if err := p.newPodSync(ctx); err != nil {
+		return err
+	}
+	if err := p.newStats(ctx); err != nil {
+		return err
+	}
+	if err := p.newServer(); err != nil {
+		return err
+	}
+	return p.run(ctx)
+}
+
+// nodeParts are the node's pieces, built by runNode's steps in order. A piece given a closure over a later
+// one (the node agent's health checks read the pod sync, built after it) reads it through nodeParts.
+type nodeParts struct {
+	o *options
+	d nodeDeps
+
+	registry *prometheus.Registry
+	recorder record.EventRecorder
+	// starter is the pod sync once built: event writes wait while it starts pods.
+	starter      atomic.Pointer[podsync.Kubelet]
+	cg           *cgroups.Manager
+	evictions    *eviction.Manager
+	evictionDeps *evictionDeps
+	agent        *node.Agent
+	volumes      *volume.Manager
+	logs         *containerlogs.Manager
+	events       chan *runtimeapi.ContainerEventResponse
+	services     *svcenv.Watcher
+	kl           *podsync.Kubelet
+	collector    *stats.Collector
+	srv          *server.Server
+	shutdownMgr  atomic.Pointer[shutdown.Manager]
+}
+
+// startEvents starts the event broadcaster writing to the API server; the caller shuts it down.
+func (p *nodeParts) startEvents(ctx context.Context) record.EventBroadcaster {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
 	// Event writes wait while pods are being started (at most eventHoldMax): see kubeclient.HeldEventSink.
-	var starter atomic.Pointer[podsync.Kubelet]
-	broadcaster.StartRecordingToSink(kubeclient.HeldEventSink(kubeclient.EventSink(d.clients.events), func() bool {
-		kl := starter.Load()
+	broadcaster.StartRecordingToSink(kubeclient.HeldEventSink(kubeclient.EventSink(p.d.clients.events), func() bool {
+		kl := p.starter.Load()
 		return kl != nil && kl.StartingPods()
 	}, eventHoldMax))
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: d.name})
+	p.recorder = broadcaster.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: p.d.name})
+	return broadcaster
+}
 
-	driver, err := cgroups.ParseDriver(o.cgroupDriver)
+// startCgroups sets up the pods' cgroup tree.
+func (p *nodeParts) startCgroups(ctx context.Context) error {
+	driver, err := cgroups.ParseDriver(p.o.cgroupDriver)
 	if err != nil {
 		return fmt.Errorf("--cgroup-driver: %w", err)
 	}
-	cg, err := cgroups.New(cgroups.Config{
+	p.cg, err = cgroups.New(cgroups.Config{
 		Driver:     driver,
-		CgroupRoot: path.Join(o.cgroupRoot, "kubepods"),
-		Pod:        cgroups.PodOptions{PodPidsLimit: o.podMaxPIDs},
+		CgroupRoot: path.Join(p.o.cgroupRoot, "kubepods"),
+		Pod:        cgroups.PodOptions{PodPidsLimit: p.o.podMaxPIDs},
 	})
 	if err != nil {
 		return err
 	}
-	if err := cg.Start(ctx); err != nil {
+	if err := p.cg.Start(ctx); err != nil {
 		return err
 	}
-	logger.Info("Cgroups ready", "mode", cg.Mode().String(), "driver", o.cgroupDriver)
+	klog.FromContext(ctx).Info("Cgroups ready", "mode", p.cg.Mode().String(), "driver", p.o.cgroupDriver)
+	return nil
+}
 
+// newAgent builds the eviction manager and the node agent (registration, node status, lease), whose Ready
+// condition reads the pod sync's PLEG, graceful shutdown and the API server's health.
+func (p *nodeParts) newAgent() error {
+	o, d := p.o, p.d
 	taints, err := node.ParseTaints(o.registerTaints)
 	if err != nil {
 		return fmt.Errorf("--register-with-taints: %w", err)
 	}
-	var kl *podsync.Kubelet
-	var shutdownMgr atomic.Pointer[shutdown.Manager]
 	thresholds, err := o.evictionThresholds()
 	if err != nil {
 		return err
 	}
-	evictionDeps := &evictionDeps{cgroups: cg}
-	evictions := newEvictionManager(o, thresholds, d.name, recorder, evictionDeps)
-	agent, err := node.New(node.Config{
+	p.evictionDeps = &evictionDeps{cgroups: p.cg}
+	p.evictions = newEvictionManager(o, thresholds, d.name, p.recorder, p.evictionDeps)
+	p.agent, err = node.New(node.Config{
 		Name:    d.name,
 		Client:  d.clients.heartbeat,
 		Runtime: d.runtime,
@@ -118,15 +170,15 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		MaxPods:        o.maxPods,
 		LeaseDuration:  o.nodeLeaseDuration,
 		KubeletVersion: kubeletVersion,
-		Recorder:       recorder,
+		Recorder:       p.recorder,
 		NoRegister:     !o.registerNode,
 		Labels:         o.nodeLabels,
 		Taints:         taints,
 		Eviction:       nodeThresholds(thresholds),
-		Pressure:       evictions.Pressure,
-		Health: []node.Check{{Name: "pleg", Func: func() error { return kl.Healthy() }},
+		Pressure:       p.evictions.Pressure,
+		Health: []node.Check{{Name: "pleg", Func: func() error { return p.kl.Healthy() }},
 			{Name: "shutdown", Func: func() error {
-				if m := shutdownMgr.Load(); m != nil {
+				if m := p.shutdownMgr.Load(); m != nil {
 					return m.Check()
 				}
 				return nil
@@ -136,12 +188,18 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err != nil {
 		return err
 	}
+	p.evictionDeps.capacity = p.agent.Capacity
+	return nil
+}
 
-	evictionDeps.capacity = agent.Capacity
-	volumes, err := volume.New(volume.Config{
+// newPodSync builds the volume manager, the container log manager and the pod sync (the pod workers).
+func (p *nodeParts) newPodSync(ctx context.Context) error {
+	o, d := p.o, p.d
+	var err error
+	p.volumes, err = volume.New(volume.Config{
 		RootDir: o.rootDir,
 		API:     volumeAPI{d.clients.pods},
-		Node:    func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: agent.Allocatable()} },
+		Node:    func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: p.agent.Allocatable()} },
 		Reuse:   o.syncFrequency / 2,
 	})
 	if err != nil {
@@ -155,13 +213,13 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err != nil {
 		return fmt.Errorf("container runtime version: %w", err)
 	}
-	logs, err := newLogManager(o, d, recorder, func() []containerlogs.Container { return kl.LogContainers() })
+	p.logs, err = newLogManager(o, d, p.recorder, func() []containerlogs.Container { return p.kl.LogContainers() })
 	if err != nil {
 		return err
 	}
-	events := make(chan *runtimeapi.ContainerEventResponse, 1024)
-	services := svcenv.NewWatcher(d.clients.pods)
-	kl, err = podsync.New(podsync.Config{
+	p.events = make(chan *runtimeapi.ContainerEventResponse, 1024)
+	p.services = svcenv.NewWatcher(d.clients.pods)
+	p.kl, err = podsync.New(podsync.Config{
 		NodeName:              d.name,
 		RootDir:               o.rootDir,
 		PodLogsDir:            o.podLogsDir,
@@ -169,17 +227,17 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		Runtime:               d.runtime,
 		Images:                d.images,
 		RuntimeName:           version.GetRuntimeName(),
-		RuntimeEvents:         events,
-		Cgroups:               cg,
-		Volumes:               volumes,
-		Recorder:              recorder,
-		NodeAllocatable:       agent.Allocatable,
-		NodeCapacity:          agent.Capacity,
-		Node:                  agent.Node,
-		NodeIPs:               agent.NodeIPs,
+		RuntimeEvents:         p.events,
+		Cgroups:               p.cg,
+		Volumes:               p.volumes,
+		Recorder:              p.recorder,
+		NodeAllocatable:       p.agent.Allocatable,
+		NodeCapacity:          p.agent.Capacity,
+		Node:                  p.agent.Node,
+		NodeIPs:               p.agent.NodeIPs,
 		MaxPods:               o.maxPods,
 		Host:                  hostFeatures(o),
-		PressureAdmit:         evictions.Admit,
+		PressureAdmit:         p.evictions.Admit,
 		SyncFrequency:         o.syncFrequency,
 		MaxParallelImagePulls: o.imagePullParallel,
 		Credentials:           d.credentials,
@@ -187,31 +245,42 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		ClusterDNS:            o.clusterDNSIPs(),
 		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),
 		ResolvConf:            o.resolvConf,
-		ServiceEnv:            services.Env,
-		ContainerStarted:      func(c containerlogs.Container) { linkLog(ctx, logs, c) },
+		ServiceEnv:            p.services.Env,
+		ContainerStarted:      func(c containerlogs.Container) { linkLog(ctx, p.logs, c) },
 		NoTimelines:           !o.debugTimelines,
 	})
 	if err != nil {
 		return err
 	}
-	starter.Store(kl)
-	collector := stats.New(stats.Config{
-		NodeName: d.name, Cgroups: cg, Pods: kl.StatsPods, Layers: layersOf(d), ImageFs: imageFsOf(d.images),
-		Volumes: volumes.PodUsage, RootDir: o.rootDir, LogsDir: o.podLogsDir,
-		PodsMemory: func() int64 { m := agent.Allocatable()[v1.ResourceMemory]; return m.Value() },
-	})
-	evictionDeps.kl, evictionDeps.collector = kl, collector
-	if evictionDeps.images, err = newImageGC(ctx, o, d, recorder, collector, d.name); err != nil {
-		return err
-	}
+	p.starter.Store(p.kl)
+	return nil
+}
 
-	srv, err := server.New(server.Config{
+// newStats builds the stats collector and the image garbage collector, and completes what eviction reads.
+func (p *nodeParts) newStats(ctx context.Context) error {
+	o, d := p.o, p.d
+	p.collector = stats.New(stats.Config{
+		NodeName: d.name, Cgroups: p.cg, Pods: p.kl.StatsPods, Layers: layersOf(d), ImageFs: imageFsOf(d.images),
+		Volumes: p.volumes.PodUsage, RootDir: o.rootDir, LogsDir: o.podLogsDir,
+		PodsMemory: func() int64 { m := p.agent.Allocatable()[v1.ResourceMemory]; return m.Value() },
+	})
+	p.evictionDeps.kl, p.evictionDeps.collector = p.kl, p.collector
+	var err error
+	p.evictionDeps.images, err = newImageGC(ctx, o, d, p.recorder, p.collector, d.name)
+	return err
+}
+
+// newServer builds the kubelet's endpoint.
+func (p *nodeParts) newServer() error {
+	o, d, kl, collector := p.o, p.d, p.kl, p.collector
+	var err error
+	p.srv, err = server.New(server.Config{
 		Addr:        net.JoinHostPort(o.address, strconv.Itoa(o.port)),
 		HealthzAddr: healthzAddr(o.healthzPort),
 		TLSCertFile: o.tlsCertFile,
 		TLSKeyFile:  o.tlsKeyFile,
 		RootDir:     o.rootDir,
-		Hostnames:   append([]string{d.name}, ipStrings(agent.NodeIPs())...),
+		Hostnames:   append([]string{d.name}, ipStrings(p.agent.NodeIPs())...),
 		ClientCA:    d.clientCA,
 		NodeName:    d.name,
 		// Bearer tokens and every request's authorization are reviewed by the API server, as upstream's
@@ -228,7 +297,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 			{Name: "syncloop", Func: kl.SyncLoopHealthy}, {Name: "pleg", Func: kl.PLEGHealthy}},
 		Status: server.StatusSources{
 			Metrics: map[string]prometheus.Gatherer{
-				"/metrics":          registry,
+				"/metrics":          p.registry,
 				"/metrics/resource": gatherer(collector.ResourceCollector()),
 				"/metrics/cadvisor": gatherer(collector.CadvisorCollector()),
 				"/metrics/probes":   gatherer(kl.ProbeMetrics()),
@@ -238,24 +307,26 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 			RunningPods: kl.RunningPods,
 			Configz:     func() any { return o.kubeletConfiguration() },
 			NodeLogsDir: nodeLogsDir,
-			DebugPods:   debugpage.Handler(debugPage(d.name, kl, agent, cg, o.cgroupDriver)),
+			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver)),
 		},
 	})
-	if err != nil {
-		return err
-	}
+	return err
+}
 
+// run runs the pieces' loops (and graceful shutdown, when configured) until ctx is done or one fails.
+func (p *nodeParts) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return followRuntimeEvents(gctx, d.runtime, events) })
-	g.Go(func() error { return agent.Run(gctx) })
-	g.Go(func() error { services.Run(gctx); return nil })
-	g.Go(func() error { return kl.Run(gctx) })
-	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { collector.Run(gctx); return nil })
-	g.Go(func() error { evictions.Run(gctx); return nil })
-	g.Go(func() error { evictionDeps.images.Run(gctx); return nil })
-	if m := startShutdown(ctx, o, kl, agent); m != nil {
-		shutdownMgr.Store(m)
+	g.Go(func() error { return followRuntimeEvents(gctx, p.d.runtime, p.events) })
+	g.Go(func() error { return p.agent.Run(gctx) })
+	g.Go(func() error { p.services.Run(gctx); return nil })
+	g.Go(func() error { return p.kl.Run(gctx) })
+	g.Go(func() error { return p.srv.Run(gctx) })
+	g.Go(func() error { p.collector.Run(gctx); return nil })
+	g.Go(func() error { p.evictions.Run(gctx); return nil })
+	g.Go(func() error { p.evictionDeps.images.Run(gctx); return nil })
+	if m := startShutdown(ctx, p.o, p.kl, p.agent); m != nil {
+		p.shutdownMgr.Store(m)
 		g.Go(func() error {
 			if err := m.Run(gctx); err != nil {
 				logger.Error(err, "Graceful node shutdown stopped")
@@ -263,8 +334,8 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 			return nil
 		})
 	}
-	g.Go(func() error { logs.Run(gctx); return nil })
-	err = g.Wait()
+	g.Go(func() error { p.logs.Run(gctx); return nil })
+	err := g.Wait()
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return nil
 	}

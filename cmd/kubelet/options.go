@@ -195,37 +195,37 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 func (o *options) validate() error {
 	switch {
 	case o.maxPods <= 0:
-		return fmt.Errorf("--max-pods must be positive, got %d", o.maxPods)
+		return flagErrorf([]string{"max-pods"}, "--max-pods must be positive, got %d", o.maxPods)
 	case o.cgroupDriver != "cgroupfs" && o.cgroupDriver != "systemd":
-		return fmt.Errorf("--cgroup-driver must be cgroupfs or systemd, got %q", o.cgroupDriver)
+		return flagErrorf([]string{"cgroup-driver"}, "--cgroup-driver must be cgroupfs or systemd, got %q", o.cgroupDriver)
 	case o.nodeIP != "" && net.ParseIP(o.nodeIP) == nil:
-		return fmt.Errorf("--node-ip %q is not an IP address", o.nodeIP)
+		return flagErrorf([]string{"node-ip"}, "--node-ip %q is not an IP address", o.nodeIP)
 	case o.nodeIP != "" && (net.ParseIP(o.nodeIP).IsUnspecified() || net.ParseIP(o.nodeIP).IsMulticast()):
-		return fmt.Errorf("--node-ip %q cannot be unspecified or multicast", o.nodeIP)
+		return flagErrorf([]string{"node-ip"}, "--node-ip %q cannot be unspecified or multicast", o.nodeIP)
 	case o.port <= 0 || o.port > 65535:
-		return fmt.Errorf("--port must be in 1-65535, got %d", o.port)
+		return flagErrorf([]string{"port"}, "--port must be in 1-65535, got %d", o.port)
 	case o.healthzPort < 0 || o.healthzPort > 65535:
-		return fmt.Errorf("--healthz-port must be in 0-65535, got %d", o.healthzPort)
+		return flagErrorf([]string{"healthz-port"}, "--healthz-port must be in 0-65535, got %d", o.healthzPort)
 	case o.apiserverPort < 0 || o.apiserverPort > 65535:
-		return fmt.Errorf("--apiserver-port must be in 0-65535, got %d", o.apiserverPort)
+		return flagErrorf([]string{"apiserver-port"}, "--apiserver-port must be in 0-65535, got %d", o.apiserverPort)
 	case o.podMaxPIDs == 0 || o.podMaxPIDs < -1:
-		return fmt.Errorf("--pod-max-pids must be -1 or positive, got %d", o.podMaxPIDs)
+		return flagErrorf([]string{"pod-max-pids"}, "--pod-max-pids must be -1 or positive, got %d", o.podMaxPIDs)
 	case o.imagePullParallel <= 0:
-		return fmt.Errorf("--max-parallel-image-pulls must be positive, got %d", o.imagePullParallel)
+		return flagErrorf([]string{"max-parallel-image-pulls"}, "--max-parallel-image-pulls must be positive, got %d", o.imagePullParallel)
 	case o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0:
-		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+		return flagErrorf([]string{"kube-api-qps", "kube-api-burst"}, "--kube-api-qps and --kube-api-burst must be positive")
 	case o.eventQPS <= 0 || o.eventBurst <= 0:
-		return fmt.Errorf("--event-qps and --event-burst must be positive")
+		return flagErrorf([]string{"event-qps", "event-burst"}, "--event-qps and --event-burst must be positive")
 	case o.syncFrequency < time.Second:
-		return fmt.Errorf("--sync-frequency must be at least 1s, got %v", o.syncFrequency)
+		return flagErrorf([]string{"sync-frequency"}, "--sync-frequency must be at least 1s, got %v", o.syncFrequency)
 	case o.rootDir == "":
-		return fmt.Errorf("--root-dir must not be empty")
+		return flagErrorf([]string{"root-dir"}, "--root-dir must not be empty")
 	case o.containerLogMaxFiles < 2:
-		return fmt.Errorf("--container-log-max-files must be at least 2, got %d", o.containerLogMaxFiles)
+		return flagErrorf([]string{"container-log-max-files"}, "--container-log-max-files must be at least 2, got %d", o.containerLogMaxFiles)
 	case o.containerLogMonitorInterval < 3*time.Second:
-		return fmt.Errorf("--container-log-monitor-interval must be at least 3s, got %v", o.containerLogMonitorInterval)
+		return flagErrorf([]string{"container-log-monitor-interval"}, "--container-log-monitor-interval must be at least 3s, got %v", o.containerLogMonitorInterval)
 	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
-		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+		return flagErrorf([]string{"tls-cert-file", "tls-private-key-file"}, "--tls-cert-file and --tls-private-key-file go together")
 	case o.nodeLeaseDuration < 0:
 		return fmt.Errorf("nodeLeaseDurationSeconds must not be negative")
 	case o.shutdownGracePeriod < 0 || o.shutdownGracePeriodCriticalPods < 0:
@@ -235,7 +235,7 @@ func (o *options) validate() error {
 	case len(o.shutdownByPriority) > 0 && o.shutdownGracePeriod > 0:
 		return fmt.Errorf("shutdownGracePeriodByPodPriority cannot be set with shutdownGracePeriod")
 	case (o.imageCredentialProviderConfig == "") != (o.imageCredentialProviderBinDir == ""):
-		return fmt.Errorf("--image-credential-provider-config and --image-credential-provider-bin-dir go together")
+		return flagErrorf([]string{"image-credential-provider-config", "image-credential-provider-bin-dir"}, "--image-credential-provider-config and --image-credential-provider-bin-dir go together")
 	}
 	if _, err := o.logMaxSize(); err != nil {
 		return err
@@ -244,36 +244,36 @@ func (o *options) validate() error {
 		return err
 	}
 	if err := imagegc.Validate(o.imageGCHigh, o.imageGCLow); err != nil {
-		return err
+		return &flagError{flags: imageGCFlags(o.imageGCHigh, o.imageGCLow), err: err}
 	}
 	if o.imageGCMinAge < 0 || o.imageGCMaxAge < 0 || o.imageGCMaxAge > 0 && o.imageGCMaxAge < o.imageGCMinAge {
-		return fmt.Errorf("--image-minimum-gc-age (%v) must not be negative, nor above imageMaximumGCAge (%v)", o.imageGCMinAge, o.imageGCMaxAge)
+		return flagErrorf([]string{"image-minimum-gc-age"}, "--image-minimum-gc-age (%v) must not be negative, nor above imageMaximumGCAge (%v)", o.imageGCMinAge, o.imageGCMaxAge)
 	}
 	if o.evictionTransition < 0 {
-		return fmt.Errorf("--eviction-pressure-transition-period must not be negative, got %v", o.evictionTransition)
+		return flagErrorf([]string{"eviction-pressure-transition-period"}, "--eviction-pressure-transition-period must not be negative, got %v", o.evictionTransition)
 	}
 	if err := node.ValidateLabels(o.nodeLabels); err != nil {
-		return fmt.Errorf("--node-labels: %w", err)
+		return flagErrorf([]string{"node-labels"}, "--node-labels: %w", err)
 	}
 	if _, err := node.ParseTaints(o.registerTaints); err != nil {
-		return fmt.Errorf("--register-with-taints: %w", err)
+		return flagErrorf([]string{"register-with-taints"}, "--register-with-taints: %w", err)
 	}
 	if err := admission.ValidateUnsafeSysctls(o.allowedUnsafeSysctls); err != nil {
-		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+		return flagErrorf([]string{"allowed-unsafe-sysctls"}, "--allowed-unsafe-sysctls: %w", err)
 	}
 	for _, ip := range o.clusterDNS {
 		if net.ParseIP(strings.TrimSpace(ip)) == nil {
-			return fmt.Errorf("--cluster-dns %q is not an IP address", ip)
+			return flagErrorf([]string{"cluster-dns"}, "--cluster-dns %q is not an IP address", ip)
 		}
 	}
 	if o.clusterDomain != "" {
 		if msgs := validation.IsDNS1123Subdomain(strings.TrimSuffix(o.clusterDomain, ".")); len(msgs) > 0 {
-			return fmt.Errorf("--cluster-domain %q is not a DNS domain: %s", o.clusterDomain, strings.Join(msgs, "; "))
+			return flagErrorf([]string{"cluster-domain"}, "--cluster-domain %q is not a DNS domain: %s", o.clusterDomain, strings.Join(msgs, "; "))
 		}
 	}
 	if o.kubeconfig != "" {
 		if _, err := os.Stat(o.kubeconfig); err != nil {
-			return fmt.Errorf("--kubeconfig %q: %v", o.kubeconfig, err)
+			return flagErrorf([]string{"kubeconfig"}, "--kubeconfig %q: %v", o.kubeconfig, err)
 		}
 	}
 	return nil
@@ -306,7 +306,7 @@ func (o *options) clusterDNSIPs() []net.IP {
 func (o *options) logMaxSize() (int64, error) {
 	q, err := resource.ParseQuantity(o.containerLogMaxSize)
 	if err != nil || q.Value() <= 0 {
-		return 0, fmt.Errorf("--container-log-max-size %q must be a positive quantity such as 10Mi", o.containerLogMaxSize)
+		return 0, flagErrorf([]string{"container-log-max-size"}, "--container-log-max-size %q must be a positive quantity such as 10Mi", o.containerLogMaxSize)
 	}
 	return q.Value(), nil
 }
@@ -319,9 +319,65 @@ func (o *options) evictionThresholds() ([]eviction.Threshold, error) {
 	}
 	ts, err := eviction.Parse(hard, o.evictionSoft, o.evictionSoftGrace, o.evictionMinReclaim)
 	if err != nil {
-		return nil, fmt.Errorf("--%w", err)
+		return nil, &flagError{flags: o.evictionFlags(hard), err: fmt.Errorf("--%w", err)}
 	}
 	return ts, nil
+}
+
+// evictionFlags names the eviction flag eviction.Parse refuses, parsing each flag alone in the order Parse
+// checks them (its errors name the flag in their text only).
+func (o *options) evictionFlags(hard map[string]string) []string {
+	soft := o.evictionSoft
+	graceForEach := map[string]string{} // a grace period for each soft threshold, to check soft alone
+	for k := range soft {
+		graceForEach[k] = "1s"
+	}
+	switch {
+	case refuses(hard, nil, nil, nil):
+		return []string{"eviction-hard"}
+	case refuses(nil, soft, graceForEach, nil):
+		return []string{"eviction-soft"}
+	case refuses(nil, nil, o.evictionSoftGrace, nil):
+		return []string{"eviction-soft-grace-period"}
+	case refuses(nil, soft, o.evictionSoftGrace, nil):
+		return []string{"eviction-soft"} // a soft threshold without its grace period
+	case refuses(nil, nil, nil, o.evictionMinReclaim):
+		return []string{"eviction-minimum-reclaim"}
+	}
+	return []string{"eviction-hard", "eviction-soft", "eviction-soft-grace-period", "eviction-minimum-reclaim"}
+}
+
+// refuses says whether eviction.Parse refuses these settings.
+func refuses(hard, soft, softGrace, minReclaim map[string]string) bool {
+	_, err := eviction.Parse(hard, soft, softGrace, minReclaim)
+	return err != nil
+}
+
+// imageGCFlags names the image GC threshold flags imagegc.Validate refuses: one out of its range, else both
+// (the low one above the high one).
+func imageGCFlags(high, low int) []string {
+	switch {
+	case imagegc.Validate(high, high) != nil:
+		return []string{"image-gc-high-threshold"}
+	case imagegc.Validate(100, low) != nil:
+		return []string{"image-gc-low-threshold"}
+	}
+	return []string{"image-gc-high-threshold", "image-gc-low-threshold"}
+}
+
+// flagError is a refused option: the flags it concerns (a file's field setting one of them is named with
+// the error) and the error, worded for the user.
+type flagError struct {
+	flags []string
+	err   error
+}
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
+
+// flagErrorf is a *flagError about flags, formatted as fmt.Errorf formats.
+func flagErrorf(flags []string, format string, args ...any) error {
+	return &flagError{flags: flags, err: fmt.Errorf(format, args...)}
 }
 
 // statements is a flag of ','-separated <key><sep><value> statements (--eviction-hard), kept as a map; a

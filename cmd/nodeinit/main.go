@@ -1,5 +1,3 @@
-// Command nodeinit is the PID 1 of a cluster node's container (see pkg/cluster/nodeinit); nodecluster
-// starts it with the node's name, address and role.
 package main
 
 import (

@@ -1,12 +1,3 @@
-// Command bench measures the node agent and prints each figure on its own line as "name: value unit", beside
-// a reference measured in the same run, since the machines it runs on are noisy.
-//
-//	go run ./hack/bench runtime [--rounds N] # built-in runtime vs containerd's CRI plugin: 30 pods serial and parallel
-//	go run ./hack/bench apiserver [--kubeconfig F] # 1,000 pods created, watched, listed, patched, deleted
-//	go run ./hack/bench cluster [--bin-dir bin] # nodecluster up 3 to Ready, cold and warm, and with kube-apiserver; idle memory
-//	go run ./hack/bench logs [--duration 20s] [--pods 110] # log throughput through the log daemon vs containerd's CRI plugin; its memory per pod
-//
-// The runtime benchmark needs root and a host prepared by hack/setup.sh.
 package main
 
 import (

@@ -1,4 +1,3 @@
-// Package atomicfile writes files that a reader, or a crash, sees whole or not at all.
 package atomicfile
 
 import (

@@ -1,9 +1,3 @@
-// Package failpoint lets the fault suite kill the process at named points of its work, to check what a
-// crash there leaves behind and what the next start does with it.
-//
-// The environment variable NODEAGENT_FAILPOINTS lists point names, comma-separated. A process that reaches a
-// listed point kills itself with SIGKILL, as an OOM kill or a power cut would end it: no deferred cleanup
-// runs. Unset (always, outside the fault suite), a point costs one boolean check.
 package failpoint
 
 import (

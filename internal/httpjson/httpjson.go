@@ -1,5 +1,3 @@
-// Package httpjson writes JSON answers: the one writer of the kubelet's endpoint and the API server's
-// discovery and metrics.k8s.io.
 package httpjson
 
 import (

@@ -1,7 +1,6 @@
 package imagecreds
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodeagent/kubelet/pkg/kubeletconfig"
 )
 
 // supportedPluginAPIVersions are the request and response versions plugins may speak.
@@ -110,16 +111,7 @@ func decodePluginConfig(raw []byte) (*kubeletconfigv1.CredentialProviderConfig, 
 		return nil, fmt.Errorf("kind: %q, want \"CredentialProviderConfig\"", meta.Kind)
 	}
 	var cfg kubeletconfigv1.CredentialProviderConfig
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, fmt.Errorf("%s: cannot be %s", typeErr.Field, typeErr.Value)
-		}
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return nil, fmt.Errorf("unknown field %s", name)
-		}
+	if err := kubeletconfig.DecodeStrict(doc, &cfg); err != nil {
 		return nil, err
 	}
 	return &cfg, nil

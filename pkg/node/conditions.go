@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,6 +21,10 @@ func readyCondition(failures []error) v1.NodeCondition {
 	return v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
 		Message: "kubelet is posting ready status"}
 }
+
+// errNetworkNotReady is the class of the failure saying the runtime's network is not ready (the debug page
+// shows it apart from the runtime's own).
+var errNetworkNotReady = errors.New("container runtime network not ready")
 
 // runtimeFailures turns the runtime's answer to a CRI Status call into the Ready condition's failures, with
 // upstream's words: the runtime down or not ready, its network not ready.
@@ -41,7 +46,7 @@ func runtimeFailures(resp *runtimeapi.StatusResponse, err error) []error {
 		out = append(out, fmt.Errorf("container runtime not ready: %s", conditionString(runtimeapi.RuntimeReady, runtimeCond)))
 	}
 	if networkCond == nil || !networkCond.Status {
-		out = append(out, fmt.Errorf("container runtime network not ready: %s", conditionString(runtimeapi.NetworkReady, networkCond)))
+		out = append(out, fmt.Errorf("%w: %s", errNetworkNotReady, conditionString(runtimeapi.NetworkReady, networkCond)))
 	}
 	return out
 }

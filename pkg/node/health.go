@@ -1,7 +1,7 @@
 package node
 
 import (
-	"strings"
+	"errors"
 	"sync"
 	"time"
 )
@@ -26,7 +26,7 @@ func (s *healthState) setRuntime(failures []error) {
 	defer s.mu.Unlock()
 	s.h.RuntimeMessage, s.h.NetworkMessage = "", ""
 	for _, f := range failures {
-		if strings.Contains(f.Error(), "network not ready") {
+		if errors.Is(f, errNetworkNotReady) {
 			s.h.NetworkMessage = f.Error()
 		} else {
 			s.h.RuntimeMessage = f.Error()

@@ -1,5 +1,3 @@
-// Package kubeclienttest serves kubeclient.Interface from a client-go clientset, such as client-go's fake one in
-// unit tests.
 package kubeclienttest
 
 import (
