@@ -118,6 +118,7 @@ bench: setup build
 	$(GO) run ./hack/bench kubelet --only probes
 	$(GO) run ./hack/bench cluster
 	$(GO) run ./hack/bench kubelet --only status
+	$(GO) run ./hack/bench kubelet --only tokenflood
 	$(GO) run ./hack/bench kubelet --only timelines
 	$(GO) run ./hack/bench kubelet --only eviction
 	$(GO) run ./hack/bench logs
