@@ -55,7 +55,7 @@ func createNetnsOnThread(name string) (string, error) {
 		err = netlink.LinkSetUp(lo)
 	}
 	if err != nil {
-		_ = DeleteNetns(name)
+		_ = DeleteNetns(name) // undoing a half-made namespace; a leftover is removed with its sandbox
 		return "", fmt.Errorf("bring up loopback in %q: %w", name, err)
 	}
 	return path, nil

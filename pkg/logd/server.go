@@ -156,6 +156,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		cancel()
 	}()
 	d := s.Daemon
+	// A failed write of an answer is the client's going: nothing is left to tell it.
 	switch req.Op {
 	case opPing:
 		_ = writeLine(conn, response{Version: Version}) // a failed write is the client's going

@@ -104,7 +104,10 @@ func (r *Runtime) removeSnapshot(ctx context.Context, key string) {
 		logger(ctx).Error(err, "Removing the snapshot of a container that failed to create", "snapshot", key)
 	}
 	if leased {
-		_ = r.client.LeasesService().DeleteResource(ctx, leases.Lease{ID: l}, leases.Resource{ID: key, Type: "snapshots/" + r.cfg.Snapshotter})
+		err := r.client.LeasesService().DeleteResource(ctx, leases.Lease{ID: l}, leases.Resource{ID: key, Type: "snapshots/" + r.cfg.Snapshotter})
+		if err != nil && !errdefs.IsNotFound(err) {
+			logger(ctx).Error(err, "Removing a failed container's snapshot from its lease failed; the lease's expiry frees it", "snapshot", key)
+		}
 	}
 }
 

@@ -54,7 +54,9 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 	})
 	started, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: id})
 	if err != nil {
-		_ = recordStart()
+		if rerr := recordStart(); rerr != nil {
+			logger(ctx).V(2).Info("Recording the start of a container that did not start failed; the error's record follows", "id", id, "err", rerr)
+		}
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
 		if derr := r.deleteTask(cctx, id); derr != nil {
@@ -82,7 +84,7 @@ func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCr
 	defer func() {
 		if retErr != nil {
 			io.Cancel()
-			_ = io.Close()
+			_ = io.Close() // closes what the failed create opened; it logs its own failures
 		}
 	}()
 	cfg := io.Config()

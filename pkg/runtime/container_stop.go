@@ -96,7 +96,9 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	if err := r.deleteRecord(ctx, rec); err != nil {
 		return fmt.Errorf("remove container %q: %w", containerID, err)
 	}
-	_ = os.RemoveAll(r.fifoDir(rec.ID))
+	if err := os.RemoveAll(r.fifoDir(rec.ID)); err != nil {
+		logger(ctx).Error(err, "Removing a removed container's FIFO directory failed", "id", rec.ID, "dir", r.fifoDir(rec.ID))
+	}
 	r.events.publishContainer(rec.ID, rec.Labels[labelSandboxID], rec.Labels[labelPodUID], eventDeleted)
 	return nil
 }

@@ -129,7 +129,7 @@ func (r *Runtime) exec(ctx context.Context, containerID string, o execOptions) (
 	if o.resize != nil {
 		go func() {
 			for size := range o.resize {
-				_ = proc.Resize(cctx, uint32(size.Width), uint32(size.Height))
+				_ = proc.Resize(cctx, uint32(size.Width), uint32(size.Height)) // a size lost: the next one corrects it
 			}
 		}()
 	}
@@ -139,7 +139,7 @@ func (r *Runtime) exec(ctx context.Context, containerID string, o execOptions) (
 		go func() {
 			select {
 			case <-stdinEnded:
-				_ = proc.CloseIO(cctx, containerd.WithStdinCloser)
+				_ = proc.CloseIO(cctx, containerd.WithStdinCloser) // fails only for a process already gone
 			case <-exited:
 			}
 		}()
@@ -158,11 +158,12 @@ func (r *Runtime) exec(ctx context.Context, containerID string, o execOptions) (
 		}
 		return int(st.ExitCode()), nil
 	case <-timer:
+		// A process that ended meanwhile cannot be killed: nothing to undo.
 		_ = proc.Kill(cctx, unix.SIGKILL)
 		<-waitCh
 		return 0, fmt.Errorf("exec in %q: %w after %v", containerID, ErrExecTimeout, o.timeout)
 	case <-ctx.Done():
-		_ = proc.Kill(cctx, unix.SIGKILL)
+		_ = proc.Kill(cctx, unix.SIGKILL) // as above
 		return 0, ctx.Err()
 	}
 }

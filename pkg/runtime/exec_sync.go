@@ -77,6 +77,7 @@ func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string
 		return int(code), nil
 	}
 	// Out of time, or the caller gave up: the command is killed and its exit awaited before the delete.
+	// Best effort: a process that ended meanwhile cannot be killed, and the delete below cleans up either way.
 	_ = api.kill(cctx, rec.ID, execID, uint32(unix.SIGKILL))
 	_, _ = api.wait(cctx, rec.ID, execID)
 	pipes.Cancel()

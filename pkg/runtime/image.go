@@ -276,7 +276,10 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, au
 	defer func() {
 		rctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
-		_ = release(rctx)
+		if err := release(rctx); err != nil && !errdefs.IsNotFound(err) {
+			// The lease expires within a day and takes the partial download with it.
+			logger(ctx).Error(err, "Releasing an image pull's lease failed; it expires within a day", "image", ref)
+		}
 	}()
 	img, err := r.client.Pull(ctx, ref,
 		containerd.WithResolver(resolver),

@@ -80,7 +80,7 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 			if task, err := cont.Task(ctx, nil); err == nil {
 				go func() {
 					for size := range resize {
-						_ = task.Resize(ctx, uint32(size.Width), uint32(size.Height))
+						_ = task.Resize(ctx, uint32(size.Width), uint32(size.Height)) // a size lost: the next one corrects it
 					}
 				}()
 			}

@@ -77,7 +77,7 @@ func Start(ctx context.Context, f Flags) (*Served, error) {
 		if err != nil {
 			stopServe()
 			stopWatch()
-			_ = stream.Stop()
+			_ = stream.Stop() // undoing a failed start
 			rt.Close()
 			lock.Release()
 			return nil, err
@@ -96,8 +96,8 @@ func Start(ctx context.Context, f Flags) (*Served, error) {
 	s.stop = func() {
 		stopServe()
 		<-served
-		_ = stream.Stop()
-		_ = rt.Close()
+		_ = stream.Stop() // stopping: sessions in flight end with it
+		_ = rt.Close()    // containers keep running; nothing the caller could act on
 		stopWatch() // the daemon goes on copying: containers keep running
 		lock.Release()
 	}
