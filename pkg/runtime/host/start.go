@@ -98,7 +98,7 @@ func Start(ctx context.Context, f Flags) (*Served, error) {
 		<-served
 		_ = stream.Stop() // stopping: sessions in flight end with it
 		_ = rt.Close()    // containers keep running; nothing the caller could act on
-		stopWatch() // the daemon goes on copying: containers keep running
+		stopWatch()       // the daemon goes on copying: containers keep running
 		lock.Release()
 	}
 	return s, nil
