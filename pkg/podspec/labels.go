@@ -1,4 +1,4 @@
-package podsync
+package podspec
 
 import (
 	"encoding/json"
@@ -9,77 +9,67 @@ import (
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
-// CRI labels and annotations, as upstream sets them.
+// Kinds of container, as the kubelet's container_type label names them.
 const (
-	labelPodName       = podfacts.LabelPodName
-	labelPodNamespace  = podfacts.LabelPodNamespace
-	labelPodUID        = podfacts.LabelPodUID
-	labelContainerName = podfacts.LabelContainerName
-	labelContainerType = podfacts.LabelContainerType
-
-	annotationHash                = podfacts.AnnotationContainerHash
-	annotationRestartCount        = podfacts.AnnotationContainerRestartCount
-	annotationTerminationPath     = podfacts.AnnotationTerminationMessagePath
-	annotationTerminationPolicy   = podfacts.AnnotationTerminationMessagePolicy
-	annotationPreStop             = podfacts.AnnotationPreStopHandler
-	annotationPodGracePeriod      = podfacts.AnnotationPodTerminationGracePeriod
-	annotationContainerPorts      = podfacts.AnnotationContainerPorts
-	annotationContainerLogMessage = podfacts.AnnotationTerminationMessageHostPath
-
-	containerTypeInit      = "init"
-	containerTypeSidecar   = "sidecar"
-	containerTypeApp       = "app"
-	containerTypeEphemeral = "ephemeral"
+	KindInit      = "init"
+	KindSidecar   = "sidecar"
+	KindApp       = "app"
+	KindEphemeral = "ephemeral"
 )
 
-func sandboxLabels(pod *v1.Pod) map[string]string {
+// SandboxLabels are a sandbox's CRI labels: the pod's labels and the pod's name, namespace and UID.
+func SandboxLabels(pod *v1.Pod) map[string]string {
 	l := make(map[string]string, len(pod.Labels)+3)
 	for k, v := range pod.Labels {
 		l[k] = v
 	}
-	l[labelPodName] = pod.Name
-	l[labelPodNamespace] = pod.Namespace
-	l[labelPodUID] = string(pod.UID)
+	l[podfacts.LabelPodName] = pod.Name
+	l[podfacts.LabelPodNamespace] = pod.Namespace
+	l[podfacts.LabelPodUID] = string(pod.UID)
 	return l
 }
 
-func containerLabels(pod *v1.Pod, name, kind string) map[string]string {
+// ContainerLabels are a container's CRI labels: its pod's name, namespace and UID, its name and its kind.
+func ContainerLabels(pod *v1.Pod, name, kind string) map[string]string {
 	return map[string]string{
-		labelPodName:       pod.Name,
-		labelPodNamespace:  pod.Namespace,
-		labelPodUID:        string(pod.UID),
-		labelContainerName: name,
-		labelContainerType: kind,
+		podfacts.LabelPodName:       pod.Name,
+		podfacts.LabelPodNamespace:  pod.Namespace,
+		podfacts.LabelPodUID:        string(pod.UID),
+		podfacts.LabelContainerName: name,
+		podfacts.LabelContainerType: kind,
 	}
 }
 
-func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int32, hostMessagePath string) map[string]string {
+// ContainerAnnotations are a container's CRI annotations, as upstream records them for when the spec is
+// gone: its hash, restart count, termination message path and policy, the pod's grace period (gracePeriod
+// seconds), the host file of its termination message ("" for none), its preStop hook and its ports.
+func ContainerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int32, hostMessagePath string, gracePeriod int64) map[string]string {
 	a := map[string]string{
-		annotationHash:              hashContainer(c),
-		annotationRestartCount:      strconv.Itoa(int(restartCount)),
-		annotationTerminationPath:   c.TerminationMessagePath,
-		annotationTerminationPolicy: string(c.TerminationMessagePolicy),
-		annotationPodGracePeriod:    strconv.FormatInt(gracePeriodOf(pod, nil, nil), 10),
+		podfacts.AnnotationContainerHash:             HashContainer(c),
+		podfacts.AnnotationContainerRestartCount:     strconv.Itoa(int(restartCount)),
+		podfacts.AnnotationTerminationMessagePath:    c.TerminationMessagePath,
+		podfacts.AnnotationTerminationMessagePolicy:  string(c.TerminationMessagePolicy),
+		podfacts.AnnotationPodTerminationGracePeriod: strconv.FormatInt(gracePeriod, 10),
 	}
 	if hostMessagePath != "" {
-		a[annotationContainerLogMessage] = hostMessagePath
+		a[podfacts.AnnotationTerminationMessageHostPath] = hostMessagePath
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		if b, err := json.Marshal(c.Lifecycle.PreStop); err == nil {
-			a[annotationPreStop] = string(b)
+			a[podfacts.AnnotationPreStopHandler] = string(b)
 		}
 	}
 	if len(c.Ports) > 0 {
 		if b, err := json.Marshal(c.Ports); err == nil {
-			a[annotationContainerPorts] = string(b)
+			a[podfacts.AnnotationContainerPorts] = string(b)
 		}
 	}
 	return a
 }
 
-// preStopFromAnnotations reads the preStop hook recorded on a container (for pods whose spec is gone).
-func preStopFromAnnotations(a map[string]string) *v1.LifecycleHandler {
-	raw, ok := a[annotationPreStop]
+// PreStopFromAnnotations reads the preStop hook recorded on a container (for pods whose spec is gone).
+func PreStopFromAnnotations(a map[string]string) *v1.LifecycleHandler {
+	raw, ok := a[podfacts.AnnotationPreStopHandler]
 	if !ok {
 		return nil
 	}
@@ -90,19 +80,19 @@ func preStopFromAnnotations(a map[string]string) *v1.LifecycleHandler {
 	return &h
 }
 
-// containerType is a container kind's container_type label in upstream's metrics: a sidecar is an init
+// ContainerType is a container kind's container_type label in upstream's metrics: a sidecar is an init
 // container there too.
-func containerType(kind string) string {
+func ContainerType(kind string) string {
 	switch kind {
-	case containerTypeApp:
+	case KindApp:
 		return "container"
-	case containerTypeEphemeral:
+	case KindEphemeral:
 		return "ephemeral_container"
 	}
 	return "init_container"
 }
 
-// ephemeralSpec is the i-th ephemeral container of the pod, as a container.
-func ephemeralSpec(pod *v1.Pod, i int) *v1.Container {
+// EphemeralSpec is the i-th ephemeral container of the pod, as a container.
+func EphemeralSpec(pod *v1.Pod, i int) *v1.Container {
 	return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 }
