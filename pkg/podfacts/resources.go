@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // sumContainers applies upstream's formula for a pod's containers (AggregateContainerRequests and
@@ -112,30 +113,29 @@ func podLevel(list, pod v1.ResourceList) v1.ResourceList {
 
 // addLists is a new list holding the sum of a and b.
 func addLists(a, b v1.ResourceList) v1.ResourceList {
-	out := make(v1.ResourceList, max(len(a), len(b)))
-	for name, q := range a {
-		out[name] = q.DeepCopy()
-	}
-	for name, q := range b {
-		v, ok := out[name]
-		if !ok {
-			out[name] = q.DeepCopy()
-			continue
-		}
-		v.Add(q)
-		out[name] = v
-	}
-	return out
+	return mergeLists(a, b, func(x, y resource.Quantity) resource.Quantity { x.Add(y); return x })
 }
 
 // maxLists is a new list holding the larger of a's and b's amount of each resource.
 func maxLists(a, b v1.ResourceList) v1.ResourceList {
+	return mergeLists(a, b, func(x, y resource.Quantity) resource.Quantity {
+		if y.Cmp(x) > 0 {
+			return y.DeepCopy()
+		}
+		return x
+	})
+}
+
+// mergeLists is a new list holding a's and b's amounts, both(a's copy, b's) where both have the resource.
+func mergeLists(a, b v1.ResourceList, both func(x, y resource.Quantity) resource.Quantity) v1.ResourceList {
 	out := make(v1.ResourceList, max(len(a), len(b)))
 	for name, q := range a {
 		out[name] = q.DeepCopy()
 	}
 	for name, q := range b {
-		if v, ok := out[name]; !ok || q.Cmp(v) > 0 {
+		if v, ok := out[name]; ok {
+			out[name] = both(v, q)
+		} else {
 			out[name] = q.DeepCopy()
 		}
 	}
