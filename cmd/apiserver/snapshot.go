@@ -19,11 +19,12 @@ import (
 	"github.com/nodeagent/kubelet/pkg/apiserver"
 	"github.com/nodeagent/kubelet/pkg/apiserver/registry"
 	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 )
 
 // defaultSnapshotDataDir is the data directory of a standalone kubelet's API server (its
 // --apiserver-data-dir), where snapshots are usually taken.
-const defaultSnapshotDataDir = "/var/lib/kubelet/apiserver"
+const defaultSnapshotDataDir = nodedefaults.RootDir + "/apiserver"
 
 const snapshotUsage = `usage: apiserver snapshot save FILE [--data-dir DIR] [--kubeconfig FILE]
        apiserver snapshot restore FILE [--data-dir DIR]

@@ -18,6 +18,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/eviction"
 	"github.com/nodeagent/kubelet/pkg/imagegc"
 	"github.com/nodeagent/kubelet/pkg/node"
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 	"github.com/nodeagent/kubelet/pkg/runtime/host"
 )
 
@@ -101,13 +102,13 @@ type options struct {
 
 func defaultOptions() *options {
 	return &options{
-		adminKubeconfig:   "/var/lib/kubelet/admin.kubeconfig",
-		apiserverDir:      "/var/lib/kubelet/apiserver",
+		adminKubeconfig:   nodedefaults.RootDir + "/admin.kubeconfig",
+		apiserverDir:      nodedefaults.RootDir + "/apiserver",
 		apiserverPort:     6443,
-		rootDir:           "/var/lib/kubelet",
+		rootDir:           nodedefaults.RootDir,
 		resolvConf:        "/etc/resolv.conf",
-		podLogsDir:        "/var/log/pods",
-		maxPods:           110,
+		podLogsDir:        nodedefaults.PodLogsDir,
+		maxPods:           nodedefaults.MaxPods,
 		cgroupDriver:      "cgroupfs",
 		cgroupRoot:        "/",
 		podMaxPIDs:        -1,

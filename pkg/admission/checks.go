@@ -156,9 +156,6 @@ func checkHostFeatures(pod *v1.Pod, h Host) *Result {
 	return nil
 }
 
-// appArmorAnnotationPrefix is the annotation form of a container's profile, which upstream still reads.
-const appArmorAnnotationPrefix = "container.apparmor.security.beta.kubernetes.io/"
-
 // wantsAppArmor reports whether any profile the pod sets is enforced (not Unconfined), in its fields or its
 // annotations, as upstream's apparmor.isRequired.
 func wantsAppArmor(pod *v1.Pod) bool {
@@ -174,7 +171,8 @@ func wantsAppArmor(pod *v1.Pod) bool {
 		}
 	}
 	for k, v := range pod.Annotations {
-		if strings.HasPrefix(k, appArmorAnnotationPrefix) && v != "unconfined" {
+		// the annotation form of a container's profile, which upstream still reads (as pkg/podspec does)
+		if strings.HasPrefix(k, v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) && v != v1.DeprecatedAppArmorBetaProfileNameUnconfined {
 			return true
 		}
 	}

@@ -41,7 +41,7 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) (cgroupParent stri
 		return "", err
 	}
 	qos := podfacts.QOSClass(pod)
-	reqs := PodRequests(pod)
+	reqs := podfacts.PodRequestList(pod)
 	if err := m.setTracked(pod.UID, trackedPod{qos: qos, milliCPU: reqs.Cpu().MilliValue()}, true); err != nil {
 		return "", fmt.Errorf("cgroup of pod %q: %w", pod.UID, err)
 	}

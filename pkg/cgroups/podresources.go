@@ -1,8 +1,6 @@
 package cgroups
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent/kubelet/pkg/podfacts"
@@ -37,123 +35,6 @@ type PodOptions struct {
 	PodPidsLimit int64
 }
 
-// PodRequests sums a pod's requests as upstream does (component-helpers
-// PodRequests): app containers and restartable init containers (sidecars)
-// add up; each plain init container needs its own request plus the sidecars
-// started before it; the pod needs the larger of the two. Pod-level
-// requests replace the sum for CPU, memory and huge pages, and the pod
-// overhead is added.
-func PodRequests(pod *v1.Pod) v1.ResourceList {
-	reqs := aggregate(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Requests }, nil)
-	if pod.Spec.Resources != nil {
-		applyPodLevel(reqs, pod.Spec.Resources.Requests)
-	}
-	addList(reqs, pod.Spec.Overhead)
-	return reqs
-}
-
-// PodLimits sums a pod's limits the same way as PodRequests. Pod-level
-// limits replace the sum, and the overhead is added to each non-zero limit.
-func PodLimits(pod *v1.Pod) v1.ResourceList {
-	lims, _, _ := podLimits(pod)
-	return lims
-}
-
-// podLimits also reports whether every container, init containers
-// included, declares a CPU and a memory limit (upstream's ContainerFn).
-func podLimits(pod *v1.Pod) (lims v1.ResourceList, cpuDeclared, memDeclared bool) {
-	cpuDeclared, memDeclared = true, true
-	lims = aggregate(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Limits },
-		func(effective v1.ResourceList) {
-			if effective.Cpu().IsZero() {
-				cpuDeclared = false
-			}
-			if effective.Memory().IsZero() {
-				memDeclared = false
-			}
-		})
-	if r := pod.Spec.Resources; r != nil && len(r.Limits) > 0 {
-		applyPodLevel(lims, r.Limits)
-		if !r.Limits.Cpu().IsZero() {
-			cpuDeclared = true
-		}
-		if !r.Limits.Memory().IsZero() {
-			memDeclared = true
-		}
-	}
-	for name, q := range pod.Spec.Overhead {
-		if v, ok := lims[name]; ok && !v.IsZero() {
-			v.Add(q)
-			lims[name] = v
-		}
-	}
-	return lims, cpuDeclared, memDeclared
-}
-
-// aggregate applies the sidecar formula of KEP-753 to one resource list of
-// each container. seen, when set, gets every container's effective list.
-func aggregate(pod *v1.Pod, get func(*v1.Container) v1.ResourceList, seen func(v1.ResourceList)) v1.ResourceList {
-	result := v1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		list := get(&pod.Spec.Containers[i])
-		addList(result, list)
-		if seen != nil {
-			seen(list)
-		}
-	}
-	sidecars := v1.ResourceList{}
-	inits := v1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		var effective v1.ResourceList
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			addList(result, get(c))
-			addList(sidecars, get(c))
-			effective = sidecars
-		} else {
-			effective = v1.ResourceList{}
-			addList(effective, get(c))
-			addList(effective, sidecars)
-		}
-		if seen != nil {
-			seen(effective)
-		}
-		maxList(inits, effective)
-	}
-	maxList(result, inits)
-	return result
-}
-
-// applyPodLevel overrides the supported pod-level resources.
-func applyPodLevel(list, podLevel v1.ResourceList) {
-	for name, q := range podLevel {
-		if name == v1.ResourceCPU || name == v1.ResourceMemory ||
-			strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
-			list[name] = q.DeepCopy()
-		}
-	}
-}
-
-func addList(list, add v1.ResourceList) {
-	for name, q := range add {
-		v, ok := list[name]
-		if !ok {
-			list[name] = q.DeepCopy()
-			continue
-		}
-		v.Add(q)
-		list[name] = v
-	}
-}
-
-func maxList(list, other v1.ResourceList) {
-	for name, q := range other {
-		if v, ok := list[name]; !ok || q.Cmp(v) > 0 {
-			list[name] = q.DeepCopy()
-		}
-	}
-}
-
 // PodResourceConfig returns the settings of a pod's cgroup as upstream's
 // ResourceConfigForPod: CPU shares from the summed CPU requests (2 for
 // BestEffort); CFS quota and memory limit from the summed limits, for
@@ -161,8 +42,8 @@ func maxList(list, other v1.ResourceList) {
 // declares that limit; huge page limits from the requests; pids.max from
 // the node's pod pids limit.
 func PodResourceConfig(pod *v1.Pod, opts PodOptions) *ResourceConfig {
-	reqs := PodRequests(pod)
-	lims, cpuDeclared, memDeclared := podLimits(pod)
+	reqs := podfacts.PodRequestList(pod)
+	lims, cpuDeclared, memDeclared := podfacts.PodLimitList(pod)
 
 	period := opts.CPUPeriod
 	if period == 0 {

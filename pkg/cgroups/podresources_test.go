@@ -9,56 +9,6 @@ import (
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
-func TestPodRequestsAndLimits(t *testing.T) {
-	tests := []struct {
-		name               string
-		pod                *v1.Pod
-		wantReqs, wantLims string
-	}{
-		{
-			name:     "app containers add up",
-			pod:      mkPod("a", []v1.Container{ctr("a", "cpu=100m,memory=1Gi", "cpu=200m,memory=2Gi"), ctr("b", "cpu=300m", "cpu=1")}),
-			wantReqs: "cpu=400m,memory=1Gi", wantLims: "cpu=1200m,memory=2Gi",
-		},
-		{
-			name: "init container max wins over the sum",
-			pod: mkPod("a", []v1.Container{ctr("a", "cpu=100m", "cpu=100m"), ctr("b", "cpu=100m", "cpu=100m")},
-				withInit(ctr("i1", "cpu=500m", "cpu=1"), ctr("i2", "cpu=150m", "cpu=150m"))),
-			wantReqs: "cpu=500m", wantLims: "cpu=1",
-		},
-		{
-			name: "sum wins over smaller init containers",
-			pod: mkPod("a", []v1.Container{ctr("a", "cpu=300m", ""), ctr("b", "cpu=300m", "")},
-				withInit(ctr("i1", "cpu=500m", ""))),
-			wantReqs: "cpu=600m",
-		},
-		{
-			// KEP-753: sidecars run alongside; i2 needs itself plus s1.
-			name: "sidecars add to app containers and to later init containers",
-			pod: mkPod("a", []v1.Container{ctr("a", "cpu=100m,memory=100Mi", "")},
-				withInit(ctr("i1", "cpu=1", ""), sidecar("s1", "cpu=200m,memory=50Mi", ""), ctr("i2", "cpu=900m", ""))),
-			wantReqs: "cpu=1100m,memory=150Mi",
-		},
-		{
-			name:     "overhead is added to requests and non-zero limits",
-			pod:      mkPod("a", []v1.Container{ctr("a", "cpu=100m,memory=100Mi", "cpu=200m")}, withOverhead("cpu=10m,memory=10Mi")),
-			wantReqs: "cpu=110m,memory=110Mi", wantLims: "cpu=210m",
-		},
-		{
-			name: "pod-level resources replace the sums",
-			pod: mkPod("a", []v1.Container{ctr("a", "cpu=100m", "cpu=200m")},
-				withPodResources("cpu=1,memory=1Gi", "cpu=2,memory=2Gi")),
-			wantReqs: "cpu=1,memory=1Gi", wantLims: "cpu=2,memory=2Gi",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assertList(t, "requests", PodRequests(tt.pod), rl(tt.wantReqs))
-			assertList(t, "limits", PodLimits(tt.pod), rl(tt.wantLims))
-		})
-	}
-}
-
 func assertList(t *testing.T, what string, got, want v1.ResourceList) {
 	t.Helper()
 	if len(got) != len(want) {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodeagent/kubelet/internal/ociimage"
 	"github.com/nodeagent/kubelet/pkg/cluster/nodeinit"
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 )
 
 // ImageSources are the host files a node image is made from.
@@ -147,7 +148,7 @@ func NodeImageSpec(src ImageSources) (ociimage.Spec, error) {
 		ociimage.File{Path: "/etc/resolv.conf", Data: []byte("# a node of a nodeagent cluster: no DNS server\n")},
 		ociimage.File{Path: "/etc/nsswitch.conf", Data: []byte("passwd: files\ngroup: files\nhosts: files\nprotocols: files\nservices: files\n")},
 	)
-	for _, d := range []string{"/tmp", "/run", "/root", "/var/lib/kubelet", "/var/log", "/etc/nodeagent/cni/net.d", nodeinit.Shared, nodeinit.Own, nodeinit.ContainerdRoot, "/proc", "/sys", "/dev", "/lib/modules"} {
+	for _, d := range []string{"/tmp", "/run", "/root", nodedefaults.RootDir, "/var/log", "/etc/nodeagent/cni/net.d", nodeinit.Shared, nodeinit.Own, nodeinit.ContainerdRoot, "/proc", "/sys", "/dev", "/lib/modules"} {
 		s.Dirs = append(s.Dirs, ociimage.Dir{Path: d})
 	}
 	return s, nil

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // Facts are what the kubelet knows of a pod, for WhyNotReady.
@@ -63,7 +65,7 @@ func WhyNotReady(f Facts) string {
 	}
 	sidecars := map[string]bool{}
 	for _, c := range f.Pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podfacts.IsSidecar(&c) {
 			sidecars[c.Name] = true
 		}
 	}

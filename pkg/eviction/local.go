@@ -33,7 +33,7 @@ func localStorageViolations(pods []*v1.Pod, ps podStats) []violation {
 			out = append(out, violation{pod, msg})
 			continue
 		}
-		if limit, ok := podEphemeralStorage(pod, func(r v1.ResourceRequirements) v1.ResourceList { return r.Limits }); ok && st.EphemeralStorage != nil && st.EphemeralStorage.UsedBytes != nil &&
+		if limit, ok := podEphemeralStorage(podLimits(pod)); ok && st.EphemeralStorage != nil && st.EphemeralStorage.UsedBytes != nil &&
 			int64(*st.EphemeralStorage.UsedBytes) > limit {
 			out = append(out, violation{pod, fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s.",
 				resource.NewQuantity(limit, resource.BinarySI))})

@@ -62,29 +62,17 @@ func request(pod *v1.Pod, r v1.ResourceName) int64 {
 	case v1.ResourceMemory:
 		return podfacts.PodRequests(pod).Memory
 	case v1.ResourceEphemeralStorage:
-		n, _ := podEphemeralStorage(pod, func(r v1.ResourceRequirements) v1.ResourceList { return r.Requests })
+		n, _ := podEphemeralStorage(podfacts.PodRequestList(pod))
 		return n
 	}
 	return 0
 }
 
-// podEphemeralStorage is a pod's ephemeral storage in its containers' requests or limits (of picks which), as
-// upstream's PodRequests and PodLimits sum it: the app containers' amounts that are set, or the largest init
-// container's if more; false when no container sets one.
-func podEphemeralStorage(pod *v1.Pod, of func(v1.ResourceRequirements) v1.ResourceList) (int64, bool) {
-	var app, init int64
-	found := false
-	for _, c := range pod.Spec.Containers {
-		if q, ok := of(c.Resources)[v1.ResourceEphemeralStorage]; ok {
-			app, found = app+podfacts.Value(q), true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if q, ok := of(c.Resources)[v1.ResourceEphemeralStorage]; ok {
-			init, found = max(init, podfacts.Value(q)), true
-		}
-	}
-	return max(app, init), found
+// podEphemeralStorage is a pod's ephemeral storage in a pod's summed requests or limits (podfacts.PodRequestList
+// or PodLimitList, as admission and the cgroups sum them: sidecars included); false when the sum has none.
+func podEphemeralStorage(list v1.ResourceList) (int64, bool) {
+	q, ok := list[v1.ResourceEphemeralStorage]
+	return podfacts.Value(q), ok
 }
 
 func priority(p *v1.Pod) int32 {
@@ -183,4 +171,10 @@ func quantity(n int64, r v1.ResourceName) string {
 		return resource.NewQuantity(n, resource.BinarySI).String()
 	}
 	return resource.NewQuantity(n, resource.DecimalSI).String()
+}
+
+// podLimits is a pod's summed limits (podfacts.PodLimitList).
+func podLimits(pod *v1.Pod) v1.ResourceList {
+	lims, _, _ := podfacts.PodLimitList(pod)
+	return lims
 }

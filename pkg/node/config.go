@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 )
 
 // Upstream's defaults.
@@ -20,7 +21,6 @@ const (
 	DefaultStatusUpdateFrequency = 10 * time.Second
 	DefaultStatusReportFrequency = 5 * time.Minute
 	DefaultLeaseDuration         = 40 * time.Second
-	DefaultMaxPods               = 110
 	// DefaultKubeletVersion is reported in nodeInfo when Config.KubeletVersion is empty: the Kubernetes API
 	// level this kubelet implements.
 	DefaultKubeletVersion = "v1.35.4"
@@ -86,7 +86,7 @@ type Config struct {
 	KubeletPort int32
 	// RootDir is the kubelet's root directory; its filesystem is the node's ephemeral storage (nodefs).
 	RootDir string
-	// MaxPods is the pods capacity; DefaultMaxPods when 0.
+	// MaxPods is the pods capacity; nodedefaults.MaxPods when 0.
 	MaxPods int
 	// Reserved is kube-reserved plus system-reserved, taken off allocatable.
 	Reserved v1.ResourceList
@@ -144,7 +144,7 @@ func (c *Config) setDefaults() error {
 		c.RootDir = "/"
 	}
 	if c.MaxPods == 0 {
-		c.MaxPods = DefaultMaxPods
+		c.MaxPods = nodedefaults.MaxPods
 	}
 	if c.KubeletVersion == "" {
 		c.KubeletVersion = DefaultKubeletVersion

@@ -31,22 +31,7 @@ func requestsOf(list v1.ResourceList) Requests {
 // computes it: app containers and sidecars (restartable init containers) run together; each other init
 // container runs alone beside the sidecars started before it; the pod needs the largest of these.
 func ContainerRequests(pod *v1.Pod) Requests {
-	var app Requests
-	for i := range pod.Spec.Containers {
-		app = app.add(requestsOf(pod.Spec.Containers[i].Resources.Requests))
-	}
-	var sidecars, initMax Requests
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		r := requestsOf(c.Resources.Requests)
-		if IsSidecar(c) {
-			sidecars = sidecars.add(r)
-			initMax = initMax.max(sidecars)
-			continue
-		}
-		initMax = initMax.max(sidecars.add(r))
-	}
-	return app.add(sidecars).max(initMax)
+	return sumContainers(pod, func(c *v1.Container) Requests { return requestsOf(c.Resources.Requests) }, Requests.add, Requests.max, nil)
 }
 
 // PodRequests is what a pod requests of its node, as upstream's PodRequests computes it: the pod-level

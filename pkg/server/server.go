@@ -19,6 +19,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 )
 
 // Check is one input of /healthz: Func returns nil when healthy. It must be fast and safe for concurrent use.
@@ -110,10 +112,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.LogsDir == "" {
-		cfg.LogsDir = "/var/log/pods"
+		cfg.LogsDir = nodedefaults.PodLogsDir
 	}
 	if cfg.RootDir == "" {
-		cfg.RootDir = "/var/lib/kubelet"
+		cfg.RootDir = nodedefaults.RootDir
 	}
 	if cfg.StreamIdleTimeout <= 0 {
 		cfg.StreamIdleTimeout = 4 * time.Hour

@@ -18,12 +18,9 @@ import (
 // system-node-critical), as upstream's scheduling package defines it.
 const SystemCriticalPriority int32 = 2000000000
 
-// Upstream's words for a pod terminated by a shutdown, and for the node.
-const (
-	PodReason      = "Terminated"
-	PodMessage     = "Pod was terminated in response to imminent node shutdown."
-	NotReadyReason = "node is shutting down"
-)
+// NotReadyReason is upstream's word for a node that is shutting down (the kubelet writes a pod's, see
+// pkg/sync's shutdownStatus).
+const NotReadyReason = "node is shutting down"
 
 // Group is a set of pods terminated together: those whose priority is at least Priority (and below the next
 // group's), each with at most Period to stop.

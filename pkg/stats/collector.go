@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/metrics"
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
@@ -137,7 +138,7 @@ func New(cfg Config) *Collector {
 		cfg.ProcRoot = "/proc"
 	}
 	if cfg.LogsDir == "" {
-		cfg.LogsDir = "/var/log/pods"
+		cfg.LogsDir = nodedefaults.PodLogsDir
 	}
 	if cfg.BootTime.IsZero() {
 		cfg.BootTime = bootTime(cfg.ProcRoot)

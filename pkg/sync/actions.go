@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
 // killInfo says which container to stop and why.
@@ -111,7 +112,7 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 			}
 			continue
 		}
-		if latest.Annotations[annotationHash] != hashContainer(c) {
+		if latest.Annotations[podfacts.AnnotationContainerHash] != podspec.HashContainer(c) {
 			a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
 			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
 				a.ContainersToStart = append(a.ContainersToStart, i)
@@ -137,7 +138,7 @@ func computeInitActions(pod *v1.Pod, cur map[string][]*runtimeapi.ContainerStatu
 		latest := first(cur[c.Name])
 		if podfacts.IsSidecar(c) {
 			if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-				if latest.Annotations[annotationHash] == hashContainer(c) {
+				if latest.Annotations[podfacts.AnnotationContainerHash] == podspec.HashContainer(c) {
 					continue
 				}
 				a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: fmt.Sprintf("Init container %s definition changed, will be restarted", c.Name)}

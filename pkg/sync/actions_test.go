@@ -8,6 +8,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
 type stateBuilder struct{ s *pleg.PodState }
@@ -32,7 +34,7 @@ func (b *stateBuilder) sandbox(id string, attempt uint32, ready bool, ip string)
 func (b *stateBuilder) ctr(sb, id string, c *v1.Container, created int64, state string, code int32) *stateBuilder {
 	cs := &runtimeapi.ContainerStatus{
 		Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: c.Name}, CreatedAt: created, ExitCode: code,
-		Annotations: map[string]string{annotationHash: hashContainer(c)},
+		Annotations: map[string]string{podfacts.AnnotationContainerHash: podspec.HashContainer(c)},
 	}
 	switch state {
 	case "running":
@@ -75,7 +77,7 @@ func TestComputePodActions(t *testing.T) {
 	debuggedInit := debugged.DeepCopy()
 	debuggedInit.Spec.InitContainers = withInit.Spec.InitContainers
 	debuggedInit.Spec.RestartPolicy = v1.RestartPolicyNever
-	d1 := ephemeralSpec(debugged, 0)
+	d1 := podspec.EphemeralSpec(debugged, 0)
 	a, b := &basic.Spec.Containers[0], &basic.Spec.Containers[1]
 	i1, i2 := &withInit.Spec.InitContainers[0], &withInit.Spec.InitContainers[1]
 	sc, si := &withSidecar.Spec.InitContainers[0], &withSidecar.Spec.InitContainers[1]
@@ -232,26 +234,5 @@ func TestComputePodActions(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestHashStable(t *testing.T) {
-	c := &v1.Container{Name: "app", Image: "busybox:1.35", Command: []string{"sh"}, Args: []string{"-c", "sleep 1"},
-		Env: []v1.EnvVar{{Name: "A", Value: "1"}}}
-	// A fixed value: a change here means every container restarts after an upgrade.
-	if got := hashContainer(c); got != "324dad9adfc2f1fe" {
-		t.Errorf("hash %s changed: every running container would restart after an upgrade", got)
-	}
-	before := hashContainer(c)
-	c2 := c.DeepCopy()
-	c2.ImagePullPolicy = v1.PullAlways
-	c2.Resources.Limits = v1.ResourceList{v1.ResourceCPU: {}}
-	c2.ReadinessProbe = &v1.Probe{}
-	if hashContainer(c2) != before {
-		t.Error("hash changed on a field that does not restart containers")
-	}
-	c2.Args = []string{"-c", "sleep 2"}
-	if hashContainer(c2) == before {
-		t.Error("hash did not change with args")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -99,7 +100,7 @@ func TestBackoffContinuesAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := first(h.containers(pod.UID)["app"])
-	if next.Id == latest.Id || next.Annotations[annotationRestartCount] != fmt.Sprint(n+1) {
+	if next.Id == latest.Id || next.Annotations[podfacts.AnnotationContainerRestartCount] != fmt.Sprint(n+1) {
 		t.Fatalf("not restarted after the back-off: %v", next)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
@@ -23,7 +24,9 @@ type startEnv struct {
 	state         *pleg.PodState
 }
 
-// containerConfig builds the CRI config of one container instance.
+// containerConfig builds the CRI config of one container instance (podspec.ContainerConfig): it resolves the
+// env, sets up the mounts, asks the runtime for the image's user where runAsNonRoot or a lone runAsGroup
+// needs it, and writes the pod's /etc/hosts and the container's log directory.
 func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, kind string, restartCount int32, imageRef string, env *startEnv) (*runtimeapi.ContainerConfig, error) {
 	envs, err := k.makeEnv(ctx, pod, c, env.podIPs)
 	if err != nil {
@@ -33,18 +36,18 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
-	secCtx, err := containerSecurityContext(pod, c, filepath.Join(k.cfg.RootDir, "seccomp"))
+	secCtx, err := podspec.ContainerSecurityContext(pod, c, filepath.Join(k.cfg.RootDir, "seccomp"))
 	if err != nil {
 		return nil, err
 	}
-	if kind == containerTypeEphemeral {
+	if kind == podspec.KindEphemeral {
 		if err := targetNamespace(pod, c.Name, env.state, secCtx.NamespaceOptions); err != nil {
 			return nil, err
 		}
 	}
 	// A runAsGroup without a runAsUser runs as the image's user (root when it names none), as upstream sends
 	// it: the CRI requires a user beside a group.
-	if needsImageUser(pod, c) || groupWithoutUser(secCtx) {
+	if podspec.NeedsImageUser(pod, c) || podspec.GroupWithoutUser(secCtx) {
 		st, err := k.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
 		if err != nil {
 			return nil, fmt.Errorf("inspect image %q for its user: %w", c.Image, err)
@@ -54,11 +57,11 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			uid = &v.Value
 		}
 		user := st.GetImage().GetUsername()
-		if err := verifyRunAsNonRoot(pod, c, uid, user); err != nil {
+		if err := podspec.VerifyRunAsNonRoot(pod, c, uid, user); err != nil {
 			return nil, err
 		}
-		userFromImage(secCtx, uid, user)
-	} else if err := verifyRunAsNonRoot(pod, c, nil, ""); err != nil {
+		podspec.UserFromImage(secCtx, uid, user)
+	} else if err := podspec.VerifyRunAsNonRoot(pod, c, nil, ""); err != nil {
 		return nil, err
 	}
 	hostIPs := env.podIPs
@@ -67,7 +70,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	hosts, err := k.hostsMount(pod, c, hostIPs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errConfigRef, err)
+		return nil, fmt.Errorf("%w: %v", podspec.ErrConfigRef, err)
 	}
 	if hosts != nil {
 		mounts = append(mounts, hosts)
@@ -75,25 +78,11 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err := os.MkdirAll(filepath.Join(k.podLogDir(pod), c.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory: %w", err)
 	}
-	return &runtimeapi.ContainerConfig{
-		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
-		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
-		Command:     expandAll(c.Command, envs),
-		Args:        expandAll(c.Args, envs),
-		WorkingDir:  c.WorkingDir,
-		Envs:        envs,
-		Mounts:      mounts,
-		Labels:      containerLabels(pod, c.Name, kind),
-		Annotations: containerAnnotations(pod, c, restartCount, messagePath),
-		LogPath:     filepath.Join(c.Name, strconv.Itoa(int(restartCount))+".log"),
-		Stdin:       c.Stdin,
-		StdinOnce:   c.StdinOnce,
-		Tty:         c.TTY,
-		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       k.containerResources(pod, c),
-			SecurityContext: secCtx,
-		},
-	}, nil
+	return podspec.ContainerConfig(podspec.ContainerInput{
+		Pod: pod, Container: c, Kind: kind, RestartCount: restartCount, ImageRef: imageRef,
+		Env: envs, Mounts: mounts, MessagePath: messagePath, GracePeriod: gracePeriodOf(pod, nil, nil),
+		Resources: k.containerResources(pod, c), SecurityContext: secCtx,
+	}), nil
 }
 
 // makeMounts maps the container's volume mounts to host paths, and adds the termination message file. It
@@ -104,35 +93,34 @@ func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	for i, m := range c.VolumeMounts {
 		vol, ok := volumes[m.Name]
 		if !ok {
-			return nil, "", fmt.Errorf("%w: cannot find volume %q to mount into container %q", errConfigRef, m.Name, c.Name)
+			return nil, "", fmt.Errorf("%w: cannot find volume %q to mount into container %q", podspec.ErrConfigRef, m.Name, c.Name)
 		}
 		host := vol.Path
 		if m.MountPropagation != nil && *m.MountPropagation == v1.MountPropagationBidirectional &&
 			(c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged) {
-			return nil, "", fmt.Errorf("%w: volume %q: Bidirectional mount propagation is available only to privileged containers", errConfigRef, m.Name)
+			return nil, "", fmt.Errorf("%w: volume %q: Bidirectional mount propagation is available only to privileged containers", podspec.ErrConfigRef, m.Name)
 		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
-			sub = expandAll([]string{m.SubPathExpr}, envs)[0]
+			sub = podspec.ExpandAll([]string{m.SubPathExpr}, envs)[0]
 		}
 		if sub != "" {
 			target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", m.Name, c.Name, strconv.Itoa(i))
 			if err := volume.BindSubPath(host, sub, target); err != nil {
-				return nil, "", fmt.Errorf("%w: subPath %q of volume %q: %v", errConfigRef, sub, m.Name, err)
+				return nil, "", fmt.Errorf("%w: subPath %q of volume %q: %v", podspec.ErrConfigRef, sub, m.Name, err)
 			}
 			host = target
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
-			ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly || vol.ReadOnly, Propagation: propagation(m.MountPropagation),
+			ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly || vol.ReadOnly, Propagation: podspec.Propagation(m.MountPropagation),
 		})
 	}
 	messagePath := ""
 	if c.TerminationMessagePath != "" {
-		dir := filepath.Join(k.podDir(pod.UID), "containers", c.Name)
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		messagePath = podspec.TerminationMessageFile(k.podDir(pod.UID), c.Name, restartCount)
+		if err := os.MkdirAll(filepath.Dir(messagePath), 0o750); err != nil {
 			return nil, "", fmt.Errorf("create termination message directory: %w", err)
 		}
-		messagePath = filepath.Join(dir, strconv.Itoa(int(restartCount))+"-termination-log")
 		f, err := os.OpenFile(messagePath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
 		if err != nil {
 			return nil, "", fmt.Errorf("create termination message file: %w", err)
@@ -144,19 +132,6 @@ func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: messagePath})
 	}
 	return mounts, messagePath, nil
-}
-
-func propagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
-	if p == nil {
-		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
-	}
-	switch *p {
-	case v1.MountPropagationHostToContainer:
-		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
-	case v1.MountPropagationBidirectional:
-		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
-	}
-	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
 // logRestartCount returns the restart count for a container with no instance left in the runtime: one past

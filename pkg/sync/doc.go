@@ -9,6 +9,11 @@
 // Terminating honours the grace period (preStop hooks inside it), stops app containers, then sidecars, then
 // the sandbox; Terminated removes what is left and confirms the deletion in the API.
 //
+// What a pod's spec becomes in CRI terms (the sandbox and container configs, security contexts, DNS, env,
+// labels, the container hash) is pkg/podspec's, a pure package: this one resolves what podspec needs (the
+// API objects env refers to, the image's user, volumes, the node's resolv.conf and /etc/hosts), calls it, and
+// keeps the engine.
+//
 // The package talks to the runtime only through the CRI interfaces (k8s.io/cri-api), to the API through
 // client-go, and to pod cgroups through PodCgroups. It must not read the wall clock (k8s.io/utils/clock) and
 // must not reach into a runtime's internals.

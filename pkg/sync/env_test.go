@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
 func TestMakeEnv(t *testing.T) {
@@ -83,7 +86,7 @@ func TestMakeEnv(t *testing.T) {
 			}
 			got, err := h.k.makeEnv(h.ctx, pod, c, []string{"10.88.0.9"})
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, errConfigRef) {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, podspec.ErrConfigRef) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
 				}
 				return
@@ -130,7 +133,7 @@ func TestTerminationMessage(t *testing.T) {
 	}
 	cs := func(code int32, policy v1.TerminationMessagePolicy) *runtimeapi.ContainerStatus {
 		return &runtimeapi.ContainerStatus{State: runtimeapi.ContainerState_CONTAINER_EXITED, ExitCode: code, LogPath: logFile,
-			Annotations: map[string]string{annotationContainerLogMessage: msgFile, annotationTerminationPolicy: string(policy)}}
+			Annotations: map[string]string{podfacts.AnnotationTerminationMessageHostPath: msgFile, podfacts.AnnotationTerminationMessagePolicy: string(policy)}}
 	}
 	c := cs(1, v1.TerminationMessageFallbackToLogsOnError)
 	enrichTermination(c)

@@ -23,6 +23,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/prober"
 	"github.com/nodeagent/kubelet/pkg/status"
@@ -31,9 +32,6 @@ import (
 
 // Defaults, upstream's where upstream has one.
 const (
-	DefaultRootDir               = "/var/lib/kubelet"
-	DefaultPodLogsDir            = "/var/log/pods"
-	DefaultMaxPods               = 110
 	DefaultMaxParallelImagePulls = 5
 	DefaultRuntimeName           = "containerd"
 	DefaultSyncFrequency         = time.Minute // upstream's --sync-frequency
@@ -89,7 +87,7 @@ type Config struct {
 	// Node returns the node object (labels and taints for admission); nil or a nil result: hostname and os
 	// labels only, no taints.
 	Node    func() *v1.Node
-	MaxPods int // default 110
+	MaxPods int // default nodedefaults.MaxPods
 	// Host is what the node's kernel and runtime can do (sysctls, AppArmor, user namespaces) for admission.
 	Host admission.Host
 	// PressureAdmit, when set, refuses pods under node pressure after admission's checks (the eviction
@@ -172,16 +170,16 @@ func New(cfg Config) (*Kubelet, error) {
 		return nil, errors.New("podsync: node name is required")
 	}
 	if cfg.RootDir == "" {
-		cfg.RootDir = DefaultRootDir
+		cfg.RootDir = nodedefaults.RootDir
 	}
 	if cfg.PodLogsDir == "" {
-		cfg.PodLogsDir = DefaultPodLogsDir
+		cfg.PodLogsDir = nodedefaults.PodLogsDir
 	}
 	if cfg.RuntimeName == "" {
 		cfg.RuntimeName = DefaultRuntimeName
 	}
 	if cfg.MaxPods <= 0 {
-		cfg.MaxPods = DefaultMaxPods
+		cfg.MaxPods = nodedefaults.MaxPods
 	}
 	if cfg.SyncFrequency <= 0 {
 		cfg.SyncFrequency = DefaultSyncFrequency

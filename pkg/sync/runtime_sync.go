@@ -20,6 +20,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -96,12 +97,12 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	if !a.CreateSandbox && len(a.InitToStart)+len(a.ContainersToStart)+len(a.EphemeralToStart) == 0 {
 		return r // nothing to start: no sandbox config to build
 	}
-	var dnsWarnings []dnsWarning
+	var dnsWarnings []podspec.DNSWarning
 	env.sandboxConfig, dnsWarnings = k.sandboxConfig(pod, a.Attempt, cgroupParent)
 	if a.CreateSandbox {
 		r.changed = true
 		for _, w := range dnsWarnings { // once per sandbox, not per sync
-			k.recorder.Event(podRef(pod, ""), v1.EventTypeWarning, w.reason, w.message)
+			k.recorder.Event(podRef(pod, ""), v1.EventTypeWarning, w.Reason, w.Message)
 		}
 		if err := os.MkdirAll(k.podLogDir(pod), 0o755); err != nil {
 			r.fail(fmt.Errorf("create pod log directory: %w", err))
@@ -139,20 +140,20 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	}
 	// Ephemeral containers first, as upstream: a debug container starts even when an init container fails.
 	for _, i := range a.EphemeralToStart {
-		k.startContainer(ctx, pod, ephemeralSpec(pod, i), containerTypeEphemeral, env, &r)
+		k.startContainer(ctx, pod, podspec.EphemeralSpec(pod, i), podspec.KindEphemeral, env, &r)
 	}
 	for _, i := range a.InitToStart {
 		c := &pod.Spec.InitContainers[i]
-		kind := containerTypeInit
+		kind := podspec.KindInit
 		if podfacts.IsSidecar(c) {
-			kind = containerTypeSidecar
+			kind = podspec.KindSidecar
 		}
-		if !k.startContainer(ctx, pod, c, kind, env, &r) && kind == containerTypeInit {
+		if !k.startContainer(ctx, pod, c, kind, env, &r) && kind == podspec.KindInit {
 			return r // the next init container waits for this one
 		}
 	}
 	for _, i := range a.ContainersToStart {
-		k.startContainer(ctx, pod, &pod.Spec.Containers[i], containerTypeApp, env, &r)
+		k.startContainer(ctx, pod, &pod.Spec.Containers[i], podspec.KindApp, env, &r)
 	}
 	return r
 }
@@ -181,7 +182,7 @@ func findByID(state *pleg.PodState, id string) *runtimeapi.ContainerStatus {
 
 // backoffKey identifies a container's crash-loop back-off: a spec change starts afresh.
 func backoffKey(pod *v1.Pod, c *v1.Container) string {
-	return string(pod.UID) + "/" + c.Name + "/" + hashContainer(c)
+	return string(pod.UID) + "/" + c.Name + "/" + podspec.HashContainer(c)
 }
 
 // startContainer starts one container instance: back-off, image, config, create, start, postStart. It
@@ -208,10 +209,10 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			k.backoff.Seed(key, status.RestartCountOf(latest.Annotations), finished)
 		}
 		if in, left := k.backoff.InBackoff(key, finished, k.clock.Now()); in {
-			k.recorder.Eventf(ref, v1.EventTypeWarning, eventBackOff, "Back-off restarting failed container %s in pod %s", c.Name, podDesc(pod))
+			k.recorder.Eventf(ref, v1.EventTypeWarning, eventBackOff, "Back-off restarting failed container %s in pod %s", c.Name, podspec.PodDesc(pod))
 			r.requeueIn(left)
 			return wait(status.ReasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s",
-				k.backoff.Delay(key), c.Name, podDesc(pod)))
+				k.backoff.Delay(key), c.Name, podspec.PodDesc(pod)))
 		}
 		k.backoff.Next(key, finished)
 	}
@@ -239,7 +240,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	failpoint.Hit(failpoint.AfterContainerCreate)
 	r.changed = true
-	if kind == containerTypeEphemeral {
+	if kind == podspec.KindEphemeral {
 		// No resources of its own: it runs in the pod's cgroup, and resizes never concern it.
 	} else if err := k.alloc.SetActuated(pod.UID, c.Name, c.Resources); err != nil {
 		klog.FromContext(ctx).Error(err, "Failed to checkpoint a container's resources", "pod", klog.KObj(pod), "container", c.Name)
@@ -248,12 +249,12 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	k.debug.step(pod.UID, "created "+c.Name, "", t0, k.clock.Now())
 	t0 = k.clock.Now()
 	if err := k.runtime.StartContainer(ctx, id); err != nil {
-		metrics.StartedContainersErrors.WithLabelValues(containerType(kind), grpcstatus.Code(err).String()).Inc()
+		metrics.StartedContainersErrors.WithLabelValues(podspec.ContainerType(kind), grpcstatus.Code(err).String()).Inc()
 		k.recorder.Eventf(ref, v1.EventTypeWarning, eventFailed, "Error: %v", err)
 		r.fail(fmt.Errorf("start container %q: %w", c.Name, err))
 		return wait(status.ReasonRunContainerError, err.Error())
 	}
-	metrics.StartedContainers.WithLabelValues(containerType(kind)).Inc()
+	metrics.StartedContainers.WithLabelValues(podspec.ContainerType(kind)).Inc()
 	k.debug.step(pod.UID, "started "+c.Name, "", t0, k.clock.Now())
 	if k.cfg.ContainerStarted != nil {
 		k.cfg.ContainerStarted(containerlogs.Container{ID: id, Name: c.Name, Pod: pod.Name, Namespace: pod.Namespace,

@@ -1,191 +1,53 @@
 package podsync
 
 import (
-	"fmt"
-	"strings"
+	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
-// sandboxConfig builds the CRI sandbox config of a pod, with the warnings its DNS settings raised. It is a
-// function of the pod, the attempt, the cgroup parent and the node's resolver configuration only, so every
-// sync builds the same one.
-func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string) (*runtimeapi.PodSandboxConfig, []dnsWarning) {
-	annotations := make(map[string]string, len(pod.Annotations))
-	for key, v := range pod.Annotations {
-		annotations[key] = v
-	}
-	dns, warnings := k.podDNS(pod)
-	cfg := &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{
-			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
-		},
-		Hostname:     podHostname(pod, k.cfg.ClusterDomain),
-		LogDirectory: k.podLogDir(pod),
-		DnsConfig:    dns,
-		PortMappings: portMappings(pod),
-		Labels:       sandboxLabels(pod),
-		Annotations:  annotations,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			CgroupParent:    cgroupParent,
-			SecurityContext: sandboxSecurityContext(pod),
-			Sysctls:         sysctls(pod),
-		},
-	}
-	return cfg, warnings
+// sandboxConfig builds the CRI sandbox config of a pod (podspec.SandboxConfig), with the warnings its DNS
+// settings raised, from the node's facts as they are now.
+func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string) (*runtimeapi.PodSandboxConfig, []podspec.DNSWarning) {
+	return podspec.SandboxConfig(pod, attempt, cgroupParent, k.podLogDir(pod), k.nodeFacts())
 }
 
-// podHostname is the pod's hostname for its UTS namespace: spec.hostname or the pod name, cut to a DNS
-// label, or with setHostnameAsFQDN its fully qualified name under spec.subdomain; empty for host-network
-// pods (the runtime uses the node's). A pod whose hostname or subdomain is not a DNS label gets its name
-// (the API refuses such pods; its containers then fail with the reason, see hostsMount).
-func podHostname(pod *v1.Pod, clusterDomain string) string {
-	if pod.Spec.HostNetwork {
-		return ""
+// nodeFacts are the node's facts for podspec. The node's resolver configuration is read on each call, as
+// upstream does, so that an edited one applies to the next sandbox.
+func (k *Kubelet) nodeFacts() podspec.NodeFacts {
+	return podspec.NodeFacts{
+		NodeName:      k.cfg.NodeName,
+		ClusterDomain: k.cfg.ClusterDomain,
+		ClusterDNS:    k.cfg.ClusterDNS,
+		ResolvConf:    k.hostDNS(),
+		SeccompRoot:   filepath.Join(k.cfg.RootDir, "seccomp"),
 	}
-	hostname, domain, err := podHostnameAndDomain(pod, clusterDomain)
+}
+
+// hostDNS is the node's resolver configuration (--resolv-conf), as pods with dnsPolicy Default get it.
+func (k *Kubelet) hostDNS() podspec.HostDNS {
+	path := k.cfg.ResolvConf
+	if path == "" {
+		// --resolv-conf="": as upstream, the local resolver, effectively disabling DNS lookups.
+		host := podspec.HostDNS{Servers: []string{"127.0.0.1"}, Searches: []string{"."}}
+		if ips := k.cfg.NodeIPs(); len(ips) > 0 && ips[0].To4() == nil {
+			host.Servers = []string{"::1"}
+		}
+		return host
+	}
+	var host podspec.HostDNS
+	f, err := os.Open(path)
+	if err == nil {
+		host, err = podspec.ParseResolvConf(f)
+		f.Close()
+	}
 	if err != nil {
-		h, _ := truncateHostname(pod.Name)
-		return h
+		klog.ErrorS(err, "Could not read the node's resolver configuration; pods get none of it", "path", path)
 	}
-	if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
-		if fqdn := hostname + "." + domain; len(fqdn) <= maxFQDNHostname {
-			return fqdn
-		}
-	}
-	return hostname
-}
-
-// maxFQDNHostname is the longest hostname the kernel takes (upstream refuses longer FQDNs).
-const maxFQDNHostname = 64
-
-// podHostnameAndDomain are the pod's hostname and, under spec.subdomain, its domain
-// (<subdomain>.<namespace>.svc.<cluster domain>), as upstream's kubelet derives them.
-func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (string, string, error) {
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) > 0 {
-			return "", "", fmt.Errorf("pod hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, "; "))
-		}
-		hostname = pod.Spec.Hostname
-	}
-	hostname, err := truncateHostname(hostname)
-	if err != nil {
-		return "", "", fmt.Errorf("pod %q: %w", pod.Name, err)
-	}
-	domain := ""
-	if pod.Spec.Subdomain != "" {
-		if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) > 0 {
-			return "", "", fmt.Errorf("pod subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, "; "))
-		}
-		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
-	}
-	return hostname, domain, nil
-}
-
-// truncateHostname cuts a hostname to 63 characters, without a trailing '-' or '.', as upstream does.
-func truncateHostname(h string) (string, error) {
-	if len(h) <= 63 {
-		return h, nil
-	}
-	t := strings.TrimRight(h[:63], "-.")
-	if t == "" {
-		return "", fmt.Errorf("hostname %q is invalid", h)
-	}
-	return t, nil
-}
-
-func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
-	var out []*runtimeapi.PortMapping
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort <= 0 {
-				continue
-			}
-			out = append(out, &runtimeapi.PortMapping{
-				Protocol: protocol(p.Protocol), ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP,
-			})
-		}
-	}
-	return out
-}
-
-func protocol(p v1.Protocol) runtimeapi.Protocol {
-	switch p {
-	case v1.ProtocolUDP:
-		return runtimeapi.Protocol_UDP
-	case v1.ProtocolSCTP:
-		return runtimeapi.Protocol_SCTP
-	}
-	return runtimeapi.Protocol_TCP
-}
-
-// namespaceOptions maps hostNetwork/hostPID/hostIPC/shareProcessNamespace to CRI namespace modes.
-func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
-	o := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
-	}
-	if pod.Spec.HostNetwork {
-		o.Network = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostIPC {
-		o.Ipc = runtimeapi.NamespaceMode_NODE
-	}
-	switch {
-	case pod.Spec.HostPID:
-		o.Pid = runtimeapi.NamespaceMode_NODE
-	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
-		o.Pid = runtimeapi.NamespaceMode_POD
-	}
-	return o
-}
-
-func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-			sc.Privileged = true
-		}
-	}
-	sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIdentity(pod.Spec.SecurityContext)
-	return sc
-}
-
-func sysctls(pod *v1.Pod) map[string]string {
-	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
-		return nil
-	}
-	out := map[string]string{}
-	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		out[s.Name] = s.Value
-	}
-	return out
-}
-
-// podDesc formats a pod as upstream's format.Pod does: name_namespace(uid).
-func podDesc(pod *v1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
-}
-
-// podIdentity is the user, group and supplementary groups (fsGroup among them) a pod's security context
-// sets for its sandbox and, unless a container overrides them, its containers.
-func podIdentity(psc *v1.PodSecurityContext) (user, group *runtimeapi.Int64Value, groups []int64) {
-	if psc == nil {
-		return nil, nil, nil
-	}
-	if psc.RunAsUser != nil {
-		user = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-	}
-	if psc.RunAsGroup != nil {
-		group = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-	}
-	groups = append(groups, psc.SupplementalGroups...)
-	if psc.FSGroup != nil {
-		groups = append(groups, *psc.FSGroup)
-	}
-	return user, group, groups
+	return host
 }

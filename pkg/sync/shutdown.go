@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodeagent/kubelet/pkg/shutdown"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -47,18 +46,24 @@ func (s *terminationSet) forget(uid types.UID) {
 	delete(s.uids, uid)
 }
 
+// Upstream's words for a pod terminated by the node's shutdown.
+const (
+	shutdownPodReason  = "Terminated"
+	shutdownPodMessage = "Pod was terminated in response to imminent node shutdown."
+)
+
 // shutdownStatus marks a status input as upstream marks a pod the node's shutdown terminates: phase Failed,
 // reason Terminated, and the DisruptionTarget condition.
 func shutdownStatus(in *status.Input) {
-	in.FailReason, in.FailMessage = shutdown.PodReason, shutdown.PodMessage
+	in.FailReason, in.FailMessage = shutdownPodReason, shutdownPodMessage
 	in.Disruption = &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
-		Reason: v1.PodReasonTerminationByKubelet, Message: shutdown.PodMessage}
+		Reason: v1.PodReasonTerminationByKubelet, Message: shutdownPodMessage}
 }
 
 // ShutdownPod terminates pod for the node's shutdown within grace, and returns once its containers have
 // stopped and its final status has reached the API (or ctx ends): the node may power off right after.
 func (k *Kubelet) ShutdownPod(ctx context.Context, pod *v1.Pod, grace time.Duration) error {
-	k.shutdowns.add(pod.UID, shutdown.PodMessage)
+	k.shutdowns.add(pod.UID, shutdownPodMessage)
 	g := int64(max(grace, 0) / time.Second)
 	k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod, grace: &g})
 	t := k.clock.NewTicker(100 * time.Millisecond)

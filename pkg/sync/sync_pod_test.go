@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -27,7 +28,7 @@ func TestSyncPodStartsSandboxAndContainers(t *testing.T) {
 			t.Fatalf("container %s: %v", name, cs[name])
 		}
 		c := cs[name][0]
-		if c.Labels[labelPodUID] != "u1" || c.Annotations[annotationHash] == "" || c.Annotations[annotationRestartCount] != "0" {
+		if c.Labels[podfacts.LabelPodUID] != "u1" || c.Annotations[podfacts.AnnotationContainerHash] == "" || c.Annotations[podfacts.AnnotationContainerRestartCount] != "0" {
 			t.Errorf("labels %v annotations %v", c.Labels, c.Annotations)
 		}
 	}
@@ -82,7 +83,7 @@ func TestSyncPodRestartsOnlyOnSpecChange(t *testing.T) {
 		t.Errorf("events %v", ev)
 	}
 	cs := h.containers(pod.UID)["a"]
-	if len(cs) != 2 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING || cs[0].Annotations[annotationRestartCount] != "1" {
+	if len(cs) != 2 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING || cs[0].Annotations[podfacts.AnnotationContainerRestartCount] != "1" {
 		t.Fatalf("containers after spec change: %v", cs)
 	}
 }

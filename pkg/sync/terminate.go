@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/podfacts"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
 const (
@@ -36,7 +37,7 @@ func gracePeriodOf(pod *v1.Pod, override *int64, state *pleg.PodState) int64 {
 		g = *pod.Spec.TerminationGracePeriodSeconds
 	case state != nil:
 		for _, c := range state.Containers {
-			if n, err := strconv.ParseInt(c.Annotations[annotationPodGracePeriod], 10, 64); err == nil {
+			if n, err := strconv.ParseInt(c.Annotations[podfacts.AnnotationPodTerminationGracePeriod], 10, 64); err == nil {
 				g = max(g, n)
 			}
 		}
@@ -61,7 +62,7 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	for _, c := range runningContainers(state) {
 		name := c.GetMetadata().GetName()
 		_, isSidecar := sidecarOrder[name]
-		if isSidecar || (len(pod.Spec.Containers) == 0 && c.Labels[labelContainerType] == containerTypeSidecar) {
+		if isSidecar || (len(pod.Spec.Containers) == 0 && c.Labels[podfacts.LabelContainerType] == podspec.KindSidecar) {
 			sidecars = append(sidecars, c)
 		} else {
 			main = append(main, c)
@@ -125,7 +126,7 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, c *runtimeapi.
 		message = "Stopping container " + name
 	}
 	k.recorder.Event(containerRef(pod, spec), v1.EventTypeNormal, eventKilling, message)
-	hook := preStopFromAnnotations(c.Annotations)
+	hook := podspec.PreStopFromAnnotations(c.Annotations)
 	if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
 		hook = spec.Lifecycle.PreStop
 	}

@@ -1,45 +1,18 @@
 package podsync
 
 import (
-	"bytes"
 	"io"
 	"os"
-	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
-// Upstream's limits for termination messages.
-const (
-	maxMessageFileBytes = 4096
-	maxMessageLogBytes  = 2048
-	maxMessageLogLines  = 80
-)
-
-// enrichTermination adds the termination message to an exited container's status: the file the container
-// wrote at its terminationMessagePath, or with FallbackToLogsOnError and a failure, the tail of its log.
-// The PLEG calls it on every exited container it inspects.
+// enrichTermination adds the termination message to an exited container's status (podspec.EnrichTermination),
+// reading the files it names. The PLEG calls it on every exited container it inspects.
 func enrichTermination(cs *runtimeapi.ContainerStatus) {
-	if cs == nil || cs.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-		return
-	}
-	msg := ""
-	if path := cs.Annotations[annotationContainerLogMessage]; path != "" {
-		msg = readHead(path, maxMessageFileBytes)
-	}
-	fallback := cs.Annotations[annotationTerminationPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) &&
-		cs.ExitCode != 0 && cs.Reason != "ContainerCannotRun"
-	if msg == "" && fallback && cs.LogPath != "" {
-		msg = tailCRILog(cs.LogPath, maxMessageLogLines, maxMessageLogBytes)
-	}
-	if msg == "" {
-		return
-	}
-	if cs.Message != "" {
-		cs.Message += ": "
-	}
-	cs.Message += msg
+	podspec.EnrichTermination(cs, podspec.TerminationFiles{Head: readHead, LogTail: readTail})
 }
 
 func readHead(path string, n int64) string {
@@ -52,46 +25,22 @@ func readHead(path string, n int64) string {
 	return string(b)
 }
 
-// tailCRILog returns the last lines of a CRI-format log ("<time> <stream> <P|F> <text>"), at most maxLines
-// lines and maxBytes bytes of text.
-func tailCRILog(path string, maxLines, maxBytes int) string {
+// readTail returns the last podspec.LogTailWindow bytes of a file; nil when it cannot be read.
+func readTail(path string) []byte {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
-	const window = 64 << 10
+	const window = podspec.LogTailWindow
 	if fi, err := f.Stat(); err == nil && fi.Size() > window {
 		if _, err := f.Seek(fi.Size()-window, io.SeekStart); err != nil {
-			return ""
+			return nil
 		}
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, window))
 	if err != nil {
-		return ""
+		return nil
 	}
-	var out bytes.Buffer
-	for _, line := range strings.Split(string(raw), "\n") {
-		parts := strings.SplitN(line, " ", 4)
-		if len(parts) < 3 {
-			continue
-		}
-		text := ""
-		if len(parts) == 4 {
-			text = parts[3]
-		}
-		out.WriteString(text)
-		if parts[2] != "P" {
-			out.WriteByte('\n')
-		}
-	}
-	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
-	if len(lines) > maxLines {
-		lines = lines[len(lines)-maxLines:]
-	}
-	s := strings.Join(lines, "\n")
-	if len(s) > maxBytes {
-		s = s[len(s)-maxBytes:]
-	}
-	return s
+	return raw
 }

@@ -44,14 +44,14 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, error) {
 }
 
 // memoryVolumeSize is the size of a memory-backed volume, as upstream's emptyDir sizes it: the node's
-// allocatable memory, or the pod's memory limit when it has one and it is smaller, or sizeLimit when it is
-// set and smaller still. 0 when none is known (the kernel's default).
+// allocatable memory, or the memory limit of the pod's cgroup (podfacts.PodMemoryLimit) when it has one and
+// it is smaller, or sizeLimit when it is set and smaller still. 0 when none is known (the kernel's default).
 func memoryVolumeSize(pod *v1.Pod, sizeLimit *resource.Quantity, allocatable v1.ResourceList) int64 {
 	size := int64(0)
 	if q, ok := allocatable[v1.ResourceMemory]; ok {
 		size = podfacts.Value(q)
 	}
-	if lim := podMemoryLimit(pod); lim > 0 && (size == 0 || lim <= size) {
+	if lim := podfacts.PodMemoryLimit(pod); lim > 0 && (size == 0 || lim <= size) {
 		size = lim
 	}
 	if sizeLimit != nil {
@@ -60,41 +60,4 @@ func memoryVolumeSize(pod *v1.Pod, sizeLimit *resource.Quantity, allocatable v1.
 		}
 	}
 	return size
-}
-
-// podMemoryLimit is the pod's memory limit as its cgroup gets it: the pod-level limit, or the sum of its
-// app containers' and sidecars' limits or the largest init container's if more; 0 when any container runs
-// without a limit.
-func podMemoryLimit(pod *v1.Pod) int64 {
-	if r := pod.Spec.Resources; r != nil {
-		if q, ok := r.Limits[v1.ResourceMemory]; ok {
-			return podfacts.Value(q)
-		}
-	}
-	limit := func(c *v1.Container) (int64, bool) {
-		q, ok := c.Resources.Limits[v1.ResourceMemory]
-		return podfacts.Value(q), ok
-	}
-	var sum int64
-	for i := range pod.Spec.Containers {
-		l, ok := limit(&pod.Spec.Containers[i])
-		if !ok {
-			return 0
-		}
-		sum = podfacts.AddSat(sum, l)
-	}
-	var initMax int64
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		l, ok := limit(c)
-		if !ok {
-			return 0
-		}
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			sum = podfacts.AddSat(sum, l)
-		} else {
-			initMax = max(initMax, l)
-		}
-	}
-	return max(sum, initMax)
 }

@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // validateProbes checks a container's probes and lifecycle hooks as upstream's validation does, after
@@ -12,7 +14,7 @@ import (
 // than sidecars (restartPolicy: Always) may carry neither.
 func validateProbes(c *corev1.Container, p *field.Path, init bool) field.ErrorList {
 	var errs field.ErrorList
-	if init && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+	if init && !podfacts.IsSidecar(c) {
 		for _, f := range []struct {
 			name string
 			set  bool

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/logd"
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 )
 
@@ -62,7 +63,7 @@ func Defaults() Flags {
 		PauseImageArchive:   "/var/lib/nodeagent/images/pause.tar",
 		RegistryHostsDir:    "/etc/nodeagent/certs.d",
 		ImagePreloadDir:     "/var/lib/nodeagent/images",
-		RootDir:             "/var/lib/kubelet",
+		RootDir:             nodedefaults.RootDir,
 		LockDir:             "/run/nodeagent",
 		LogDaemon:           "auto",
 		LogDaemonDir:        logd.DefaultDir,

@@ -1,4 +1,4 @@
-package podsync
+package podspec
 
 import (
 	"testing"
@@ -32,11 +32,11 @@ func TestManagedHostsContent(t *testing.T) {
 			hostsHead + "203.0.113.1\tpodFoo.domainFoo\tpodFoo\nfd00::6\tpodFoo.domainFoo\tpodFoo\n"},
 	}
 	for _, tt := range tests {
-		if got := string(managedHostsContent(tt.ips, tt.host, tt.domain, tt.aliases)); got != tt.want {
+		if got := string(ManagedHostsContent(tt.ips, tt.host, tt.domain, tt.aliases)); got != tt.want {
 			t.Errorf("%s:\n%s\nwant:\n%s", tt.name, got, tt.want)
 		}
 	}
-	got := string(hostNetworkHostsContent([]byte("127.0.0.1 localhost\n"), []v1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"db"}}}))
+	got := string(HostNetworkHostsContent([]byte("127.0.0.1 localhost\n"), []v1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"db"}}}))
 	if want := "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n\n# Entries added by HostAliases.\n10.0.0.1\tdb\n"; got != want {
 		t.Errorf("host network:\n%s\nwant:\n%s", got, want)
 	}
@@ -65,11 +65,11 @@ func TestPodHostname(t *testing.T) {
 	}
 	for _, tt := range tests {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tt.podName, Namespace: "ns"}, Spec: tt.spec}
-		host, domain, err := podHostnameAndDomain(pod, "cluster.local")
+		host, domain, err := HostnameAndDomain(pod, "cluster.local")
 		if (err != nil) != tt.wantErr || !tt.wantErr && (host != tt.host || domain != tt.domain) {
 			t.Errorf("%s: %q %q %v, want %q %q (error %v)", tt.name, host, domain, err, tt.host, tt.domain, tt.wantErr)
 		}
-		if got := podHostname(pod, "cluster.local"); got != tt.fqdn {
+		if got := Hostname(pod, "cluster.local"); got != tt.fqdn {
 			t.Errorf("%s: sandbox hostname %q, want %q", tt.name, got, tt.fqdn)
 		}
 	}

@@ -1,17 +1,15 @@
-package podsync
+package podspec
 
 import (
 	"bufio"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/klog/v2"
 )
 
 // Upstream's limits of a pod's resolver configuration (glibc's, as the kubelet enforces them).
@@ -24,15 +22,15 @@ const (
 // eventDNSConfigForming is upstream's event when a pod's DNS settings were cut to the limits.
 const eventDNSConfigForming = "DNSConfigForming"
 
-// hostDNS is the node's resolver configuration (--resolv-conf), as pods with dnsPolicy Default get it.
-type hostDNS struct {
-	servers, searches, options []string
+// HostDNS is the node's resolver configuration (--resolv-conf), as pods with dnsPolicy Default get it.
+type HostDNS struct {
+	Servers, Searches, Options []string
 }
 
-// parseResolvConf reads a resolv.conf as upstream's kubelet does: nameserver lines, the last search line
+// ParseResolvConf reads a resolv.conf as upstream's kubelet does: nameserver lines, the last search line
 // (without trailing dots, "." dropped), and options; comments and other lines are ignored.
-func parseResolvConf(r io.Reader) (hostDNS, error) {
-	var h hostDNS
+func ParseResolvConf(r io.Reader) (HostDNS, error) {
+	var h HostDNS
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
@@ -46,57 +44,34 @@ func parseResolvConf(r io.Reader) (hostDNS, error) {
 		switch f[0] {
 		case "nameserver":
 			if len(f) > 1 {
-				h.servers = append(h.servers, f[1])
+				h.Servers = append(h.Servers, f[1])
 			}
 		case "search":
-			h.searches = nil
+			h.Searches = nil
 			for _, s := range f[1:] {
 				if s != "." {
-					h.searches = append(h.searches, strings.TrimSuffix(s, "."))
+					h.Searches = append(h.Searches, strings.TrimSuffix(s, "."))
 				}
 			}
 		case "options":
-			h.options = append(h.options, f[1:]...)
+			h.Options = append(h.Options, f[1:]...)
 		}
 	}
 	return h, sc.Err()
 }
 
-// podDNS returns the pod's DNS settings as upstream's kubelet builds them, and what to warn of (no cluster
-// DNS, limits). The node's file is read on each call, as upstream does, so that an edited one applies to the
-// next sandbox.
-func (k *Kubelet) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, []dnsWarning) {
-	var host hostDNS
-	if path := k.cfg.ResolvConf; path != "" {
-		f, err := os.Open(path)
-		if err == nil {
-			host, err = parseResolvConf(f)
-			f.Close()
-		}
-		if err != nil {
-			klog.ErrorS(err, "Could not read the node's resolver configuration; pods get none of it", "path", path)
-		}
-	} else {
-		// --resolv-conf="": as upstream, the local resolver, effectively disabling DNS lookups.
-		host = hostDNS{servers: []string{"127.0.0.1"}, searches: []string{"."}}
-		if ips := k.cfg.NodeIPs(); len(ips) > 0 && ips[0].To4() == nil {
-			host.servers = []string{"::1"}
-		}
-	}
-	return dnsConfigFor(pod, k.cfg.ClusterDNS, k.cfg.ClusterDomain, host)
-}
+// DNSWarning is what a pod's DNS settings warn of, as an event's reason and message.
+type DNSWarning struct{ Reason, Message string }
 
-type dnsWarning struct{ reason, message string }
-
-// dnsConfigFor is upstream's GetPodDNS: ClusterFirst pods get the cluster's nameservers, its search domains
+// DNSConfig is upstream's GetPodDNS: ClusterFirst pods get the cluster's nameservers, its search domains
 // before the node's, and ndots:5; Default pods (and host-network pods under ClusterFirst) get the node's
 // settings; ClusterFirst without --cluster-dns falls back to Default with a warning; None starts empty. The
 // pod's dnsConfig is then appended (options by name, the pod's winning), and the result cut to 3
 // nameservers and 32 search domains of at most 2048 characters.
-func dnsConfigFor(pod *v1.Pod, clusterDNS []net.IP, clusterDomain string, host hostDNS) (*runtimeapi.DNSConfig, []dnsWarning) {
-	var warnings []dnsWarning
+func DNSConfig(pod *v1.Pod, clusterDNS []net.IP, clusterDomain string, host HostDNS) (*runtimeapi.DNSConfig, []DNSWarning) {
+	var warnings []DNSWarning
 	cfg := &runtimeapi.DNSConfig{
-		Servers: slices.Clone(host.servers), Searches: slices.Clone(host.searches), Options: slices.Clone(host.options),
+		Servers: slices.Clone(host.Servers), Searches: slices.Clone(host.Searches), Options: slices.Clone(host.Options),
 	}
 	policy := pod.Spec.DNSPolicy
 	if policy == "" {
@@ -108,9 +83,9 @@ func dnsConfigFor(pod *v1.Pod, clusterDNS []net.IP, clusterDomain string, host h
 	case policy == v1.DNSDefault, policy == v1.DNSClusterFirst && pod.Spec.HostNetwork:
 		// the node's settings
 	case len(clusterDNS) == 0:
-		warnings = append(warnings, dnsWarning{"MissingClusterDNS", fmt.Sprintf(
+		warnings = append(warnings, DNSWarning{"MissingClusterDNS", fmt.Sprintf(
 			"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
-			podDesc(pod), v1.DNSClusterFirst, v1.DNSDefault)})
+			PodDesc(pod), v1.DNSClusterFirst, v1.DNSDefault)})
 	default:
 		cfg.Servers = nil
 		for _, ip := range clusterDNS {
@@ -129,12 +104,12 @@ func dnsConfigFor(pod *v1.Pod, clusterDNS []net.IP, clusterDomain string, host h
 	}
 	if len(cfg.Servers) > maxDNSNameservers {
 		cfg.Servers = cfg.Servers[:maxDNSNameservers]
-		warnings = append(warnings, dnsWarning{eventDNSConfigForming, fmt.Sprintf(
+		warnings = append(warnings, DNSWarning{eventDNSConfigForming, fmt.Sprintf(
 			"Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: %s", strings.Join(cfg.Servers, " "))})
 	}
 	if searches, cut := fitSearches(cfg.Searches); cut {
 		cfg.Searches = searches
-		warnings = append(warnings, dnsWarning{eventDNSConfigForming, fmt.Sprintf(
+		warnings = append(warnings, DNSWarning{eventDNSConfigForming, fmt.Sprintf(
 			"Search Line limits were exceeded, some search paths have been omitted, the applied search line is: %s", strings.Join(searches, " "))})
 	}
 	return cfg, warnings

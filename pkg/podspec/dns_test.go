@@ -1,4 +1,4 @@
-package podsync
+package podspec
 
 import (
 	"fmt"
@@ -11,19 +11,19 @@ import (
 )
 
 func TestParseResolvConf(t *testing.T) {
-	h, err := parseResolvConf(strings.NewReader("# comment\nnameserver 10.0.0.2\nsearch old.example\n" +
+	h, err := ParseResolvConf(strings.NewReader("# comment\nnameserver 10.0.0.2\nsearch old.example\n" +
 		"nameserver 10.0.0.3 ; trailing\nsearch corp.example. lab.example .\noptions ndots:2 edns0\ndomain ignored\nnameserver\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(h.servers) != "[10.0.0.2 10.0.0.3]" || fmt.Sprint(h.searches) != "[corp.example lab.example]" ||
-		fmt.Sprint(h.options) != "[ndots:2 edns0]" {
+	if fmt.Sprint(h.Servers) != "[10.0.0.2 10.0.0.3]" || fmt.Sprint(h.Searches) != "[corp.example lab.example]" ||
+		fmt.Sprint(h.Options) != "[ndots:2 edns0]" {
 		t.Errorf("parsed %+v", h)
 	}
 }
 
-func TestDNSConfigFor(t *testing.T) {
-	host := hostDNS{servers: []string{"10.0.0.2"}, searches: []string{"corp.example"}, options: []string{"edns0"}}
+func TestDNSConfig(t *testing.T) {
+	host := HostDNS{Servers: []string{"10.0.0.2"}, Searches: []string{"corp.example"}, Options: []string{"edns0"}}
 	cluster := []net.IP{net.ParseIP("10.96.0.10")}
 	two := "2"
 	many := func(n int, f string) []string {
@@ -72,7 +72,7 @@ func TestDNSConfigFor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
 				Spec: v1.PodSpec{DNSPolicy: tt.policy, HostNetwork: tt.hostNet, DNSConfig: tt.config}}
-			cfg, warnings := dnsConfigFor(pod, tt.clusterDNS, "cluster.local", host)
+			cfg, warnings := DNSConfig(pod, tt.clusterDNS, "cluster.local", host)
 			if got := fmt.Sprint(cfg.Servers); got != tt.servers {
 				t.Errorf("servers %s, want %s", got, tt.servers)
 			}
@@ -84,7 +84,7 @@ func TestDNSConfigFor(t *testing.T) {
 			}
 			var reasons []string
 			for _, w := range warnings {
-				reasons = append(reasons, w.reason)
+				reasons = append(reasons, w.Reason)
 			}
 			if strings.Join(reasons, ",") != tt.warning {
 				t.Errorf("warnings %v, want %q", warnings, tt.warning)

@@ -1,4 +1,4 @@
-package podsync
+package podspec
 
 import (
 	"errors"
@@ -18,18 +18,18 @@ var (
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 )
 
-// containerSecurityContext builds the CRI security context: the container's settings over the pod's.
+// ContainerSecurityContext builds the CRI security context: the container's settings over the pod's.
 // An AppArmor profile is passed on as set (admission has refused it when the host cannot enforce it).
 // Localhost seccomp profiles are files under seccompRoot (<root dir>/seccomp), as upstream resolves them; a
 // profile path that would leave it is an error.
-func containerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+func ContainerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: NamespaceOptions(pod)}
 	sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIdentity(pod.Spec.SecurityContext)
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.SeccompProfile != nil {
 			p, err := securityProfile(psc.SeccompProfile, seccompRoot)
 			if err != nil {
-				return nil, fmt.Errorf("%w: pod securityContext.seccompProfile: %v", errConfigRef, err)
+				return nil, fmt.Errorf("%w: pod securityContext.seccompProfile: %v", ErrConfigRef, err)
 			}
 			sc.Seccomp = p
 		}
@@ -57,14 +57,14 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) 
 		if csc.SeccompProfile != nil {
 			p, err := securityProfile(csc.SeccompProfile, seccompRoot)
 			if err != nil {
-				return nil, fmt.Errorf("%w: container %q securityContext.seccompProfile: %v", errConfigRef, c.Name, err)
+				return nil, fmt.Errorf("%w: container %q securityContext.seccompProfile: %v", ErrConfigRef, c.Name, err)
 			}
 			sc.Seccomp = p
 		}
 	}
 	apparmor, err := appArmorProfile(pod, c)
 	if err != nil {
-		return nil, fmt.Errorf("%w: container %q: %v", errConfigRef, c.Name, err)
+		return nil, fmt.Errorf("%w: container %q: %v", ErrConfigRef, c.Name, err)
 	}
 	sc.Apparmor = apparmor
 	unmasked := csc != nil && csc.ProcMount != nil && *csc.ProcMount == v1.UnmaskedProcMount
@@ -136,10 +136,10 @@ func appArmorProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile,
 	return nil, fmt.Errorf("unknown AppArmor profile type %q", p.Type)
 }
 
-// userFromImage gives a security context that names a group and no user the image's user, as upstream's
+// UserFromImage gives a security context that names a group and no user the image's user, as upstream's
 // kubelet sends it: its numeric user, else its user name, else root. The CRI requires a user beside a group.
-func userFromImage(sc *runtimeapi.LinuxContainerSecurityContext, imageUID *int64, imageUser string) {
-	if !groupWithoutUser(sc) {
+func UserFromImage(sc *runtimeapi.LinuxContainerSecurityContext, imageUID *int64, imageUser string) {
+	if !GroupWithoutUser(sc) {
 		return
 	}
 	switch {
@@ -152,14 +152,14 @@ func userFromImage(sc *runtimeapi.LinuxContainerSecurityContext, imageUID *int64
 	}
 }
 
-// groupWithoutUser says whether a security context names a group and no user.
-func groupWithoutUser(sc *runtimeapi.LinuxContainerSecurityContext) bool {
+// GroupWithoutUser says whether a security context names a group and no user.
+func GroupWithoutUser(sc *runtimeapi.LinuxContainerSecurityContext) bool {
 	return sc.RunAsGroup != nil && sc.RunAsUser == nil && sc.RunAsUsername == ""
 }
 
-// needsImageUser reports whether runAsNonRoot must be checked against the image's user: it is set and no
+// NeedsImageUser reports whether runAsNonRoot must be checked against the image's user: it is set and no
 // runAsUser says who the container runs as.
-func needsImageUser(pod *v1.Pod, c *v1.Container) bool {
+func NeedsImageUser(pod *v1.Pod, c *v1.Container) bool {
 	nonRoot, uid := effectiveUser(pod, c)
 	return nonRoot && uid == nil
 }
@@ -181,23 +181,23 @@ func effectiveUser(pod *v1.Pod, c *v1.Container) (nonRoot bool, uid *int64) {
 	return nonRoot, uid
 }
 
-// verifyRunAsNonRoot refuses, with upstream's messages, a container that must not run as root but would: by
+// VerifyRunAsNonRoot refuses, with upstream's messages, a container that must not run as root but would: by
 // its runAsUser, by its image's numeric user (none means root), or whose image names a user by name, which
 // cannot be checked. imageUID and imageUser are what the runtime reports of the image.
-func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, imageUID *int64, imageUser string) error {
+func VerifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, imageUID *int64, imageUser string) error {
 	nonRoot, uid := effectiveUser(pod, c)
 	switch {
 	case !nonRoot:
 		return nil
 	case uid != nil && *uid == 0:
-		return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podDesc(pod), c.Name)
+		return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", PodDesc(pod), c.Name)
 	case uid != nil:
 		return nil
 	case imageUID != nil && *imageUID == 0, imageUID == nil && imageUser == "":
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", PodDesc(pod), c.Name)
 	case imageUID == nil:
 		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)",
-			imageUser, podDesc(pod), c.Name)
+			imageUser, PodDesc(pod), c.Name)
 	}
 	return nil
 }

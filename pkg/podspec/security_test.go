@@ -1,4 +1,4 @@
-package podsync
+package podspec
 
 import (
 	"strings"
@@ -37,10 +37,10 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 				pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: tt.pod.RunAsNonRoot, RunAsUser: tt.pod.RunAsUser}
 			}
 			c := &v1.Container{Name: "c", SecurityContext: tt.ctr}
-			if got := needsImageUser(pod, c); got != tt.needsImage {
-				t.Errorf("needsImageUser = %v, want %v", got, tt.needsImage)
+			if got := NeedsImageUser(pod, c); got != tt.needsImage {
+				t.Errorf("NeedsImageUser = %v, want %v", got, tt.needsImage)
 			}
-			err := verifyRunAsNonRoot(pod, c, tt.imageUID, tt.imageUser)
+			err := VerifyRunAsNonRoot(pod, c, tt.imageUID, tt.imageUser)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("unexpected error: %v", err)
@@ -112,9 +112,46 @@ func TestUserFromImage(t *testing.T) {
 		{name: "no group: nothing", sc: &runtimeapi.LinuxContainerSecurityContext{}, imageUID: &uid},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			userFromImage(tt.sc, tt.imageUID, tt.imageUser)
+			UserFromImage(tt.sc, tt.imageUID, tt.imageUser)
 			if tt.sc.RunAsUser.GetValue() != tt.wantUID.GetValue() || (tt.sc.RunAsUser == nil) != (tt.wantUID == nil) || tt.sc.RunAsUsername != tt.wantName {
 				t.Errorf("user %v name %q, want %v %q", tt.sc.RunAsUser, tt.sc.RunAsUsername, tt.wantUID, tt.wantName)
+			}
+		})
+	}
+}
+
+func TestSecurityProfile(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name    string
+		profile v1.SeccompProfile
+		want    *runtimeapi.SecurityProfile
+		wantErr string
+	}{
+		{"runtime default", v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault},
+			&runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, ""},
+		{"unconfined", v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined},
+			&runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, ""},
+		{"localhost", v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: str("profiles/audit.json")},
+			&runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/var/lib/kubelet/seccomp/profiles/audit.json"}, ""},
+		{"localhost, absolute", v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: str("/etc/shadow")}, nil, "must be a path relative"},
+		{"localhost, climbing out", v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: str("../../../etc/shadow")}, nil, "must be a path relative"},
+		{"localhost, climbing out inside", v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: str("a/../../b")}, nil, "must be a path relative"},
+		{"localhost, empty", v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: str("")}, nil, "must be set"},
+		{"localhost, unset", v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}, nil, "must be set"},
+		{"unknown type", v1.SeccompProfile{Type: "Strict"}, nil, "unknown seccomp profile type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := securityProfile(&tt.profile, "/var/lib/kubelet/seccomp")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.ProfileType != tt.want.ProfileType || got.LocalhostRef != tt.want.LocalhostRef {
+				t.Fatalf("got %v %v, want %v", got, err, tt.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package podsync
+package podspec
 
 import (
 	"encoding/json"
@@ -54,8 +54,8 @@ type hashedMount struct {
 	ReadOnly bool   `json:"r,omitempty"`
 }
 
-// hashContainer returns the stable hash of the fields of c that matter for a running container.
-func hashContainer(c *v1.Container) string {
+// HashContainer returns the stable hash of the fields of c that matter for a running container.
+func HashContainer(c *v1.Container) string {
 	h := hashedContainer{
 		Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args, WorkingDir: c.WorkingDir,
 		Stdin: c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY, RestartPolicy: c.RestartPolicy,
