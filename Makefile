@@ -79,7 +79,7 @@ soak: setup
 test-e2e: setup
 	hack/kube-binaries.sh kube-apiserver kubelet kube-controller-manager kube-scheduler
 	hack/control-plane.sh start >/dev/null
-	set -o pipefail; $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/... 2>&1 | tee $(E2E_LOG); \
+	set -o pipefail; $(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/... 2>&1 | tee $(E2E_LOG) | hack/test-summary.sh --progress; \
 		rc=$$?; hack/control-plane.sh stop >/dev/null; hack/test-summary.sh $(E2E_LOG); exit $$rc
 
 # The runtime's end-to-end tests (the CRI suite on the built-in runtime and containerd's CRI plugin, registries,
@@ -97,7 +97,7 @@ E2E_COMPAT_TESTS := TestPodToPodTCP|TestHostPortFromLoopback|TestResourceLimitsI
 	TestBadInput|TestPauseContainersShareOneRoot
 test-e2e-compat:
 	CONTAINERD_VERSION=1.6 hack/setup.sh
-	set -o pipefail; $(GO) test -tags e2e -count=1 -timeout 20m -run '^($(subst $(space),,$(E2E_COMPAT_TESTS)))$$' ./test/e2e/ 2>&1 | tee $(E2E_COMPAT_LOG); \
+	set -o pipefail; $(GO) test -tags e2e -count=1 -v -timeout 20m -run '^($(subst $(space),,$(E2E_COMPAT_TESTS)))$$' ./test/e2e/ 2>&1 | tee $(E2E_COMPAT_LOG) | hack/test-summary.sh --progress; \
 		rc=$$?; hack/setup.sh >/dev/null; hack/test-summary.sh $(E2E_COMPAT_LOG); exit $$rc
 
 # pkg/cgroups on a real kernel with cgroup v2 and systemd as PID 1, then the whole node installed with
