@@ -138,7 +138,7 @@ first_boot() {
 
 	# A container's output does not wait on the kubelet: stopped by systemd, the kubelet leaves the log daemon
 	# writing (a chatty container fills its 64 KiB pipe within a second if nobody reads it).
-	pod chatty '{}' sh -c 'i=0; while true; do i=$((i+1)); echo $i 01234567890123456789012345678901234567890123456789012345678901234567890123456789; [ $((i % 100)) = 0 ] \&\& usleep 10000; done'
+	pod chatty '{}' sh -c 'i=0; while true; do i=$((i+1)); echo $i 01234567890123456789012345678901234567890123456789012345678901234567890123456789; if [ $((i % 100)) = 0 ]; then usleep 10000; fi; done'
 	wait_for 120 pod_running chatty
 	chatty_bytes() { du -cb /var/log/pods/default_chatty_*/main/ 2>/dev/null | tail -n1 | cut -f1; }
 	systemctl stop kubelet
