@@ -145,7 +145,7 @@ first_boot() {
 	at_stop=$(chatty_bytes)
 	sleep 10
 	during=$(($(chatty_bytes) - at_stop))
-	if [ "$during" -gt 524288 ]; then ok output-while-kubelet-stopped; else
+	if [ "$during" -gt 65536 ]; then ok output-while-kubelet-stopped; else
 		fail output-while-kubelet-stopped "the log grew $during bytes in 10 s with the kubelet stopped"
 	fi
 	if grep -qx containerlogd /proc/[0-9]*/comm 2>/dev/null; then ok log-daemon-outlives-kubelet; else fail log-daemon-outlives-kubelet "no containerlogd"; fi
