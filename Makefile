@@ -75,11 +75,14 @@ soak: setup
 		$(GO) test -tags e2e -count=1 -timeout 90m -run 'TestFault' -v ./test/e2e/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|census|containerd killed'
 
 # End-to-end tests; root. Sets the host up, builds kubectl and kube-apiserver (cached), and starts a real
-# control plane (etcd + kube-apiserver on loopback) for the tests that run the kubelet against it.
+# control plane (etcd + kube-apiserver on loopback) for the tests that run the kubelet against it. One package
+# per go test: go test streams the output of a run's first package only, and buffers the others'.
 test-e2e: setup
 	hack/kube-binaries.sh kube-apiserver kubelet kube-controller-manager kube-scheduler
 	hack/control-plane.sh start >/dev/null
-	set -o pipefail; $(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./internal/ociimage/ ./test/e2e/... 2>&1 | tee $(E2E_LOG) | hack/test-summary.sh --progress; \
+	set -o pipefail; { $(GO) test -tags e2e -count=1 -v ./internal/ociimage/; a=$$?; \
+		$(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/; exit $$((a | $$?)); } 2>&1 | \
+		tee $(E2E_LOG) | hack/test-summary.sh --progress; \
 		rc=$$?; hack/control-plane.sh stop >/dev/null; hack/test-summary.sh $(E2E_LOG); exit $$rc
 
 # The runtime's end-to-end tests (the CRI suite on the built-in runtime and containerd's CRI plugin, registries,
