@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 )
 
 // Config is what a node's PID 1 runs.
@@ -93,8 +95,9 @@ func Run(cfg Config) error {
 					continue
 				}
 				// The kubelet accepts the API server's client certificate (kubectl logs and exec) only of the CA
-				// --client-ca-file names: the cluster's CA, which the node's kubeconfig carries.
-				caFile := filepath.Join(filepath.Dir(kubeconfig), "client-ca.crt")
+				// --client-ca-file names: the cluster's CA, which the node's kubeconfig carries. Written where the
+				// node's own state lives: the node's configuration directory is mounted read-only.
+				caFile := filepath.Join(nodedefaults.RootDir, "pki", "client-ca.crt")
 				if err := writeClusterCA(kubeconfig, caFile); err != nil {
 					return err
 				}
@@ -222,6 +225,9 @@ func writeClusterCA(kubeconfig, caFile string) error {
 	}
 	if len(kc.Clusters) == 0 || len(kc.Clusters[0].Cluster.CAData) == 0 {
 		return fmt.Errorf("%s names no cluster CA (certificate-authority-data)", kubeconfig)
+	}
+	if err := os.MkdirAll(filepath.Dir(caFile), 0o755); err != nil {
+		return err
 	}
 	return os.WriteFile(caFile, kc.Clusters[0].Cluster.CAData, 0o644)
 }
