@@ -38,10 +38,10 @@ type kubeletChild struct {
 	log        *os.File
 }
 
-// buildKubelet builds ./cmd/kubelet into dir, with the build tags of `make build`, and ./cmd/apiserver beside
-// it, where a standalone kubelet finds the API server it runs.
+// buildKubelet builds ./cmd/kubelet into dir, with the build tags of `make build`, and ./cmd/apiserver and
+// ./cmd/containerlogd beside it, where a kubelet finds the API server it runs and its container log daemon.
 func buildKubelet(ctx context.Context, dir string) (string, error) {
-	for _, cmd := range []string{"kubelet", "apiserver"} {
+	for _, cmd := range []string{"kubelet", "apiserver", "containerlogd"} {
 		build := exec.CommandContext(ctx, "go", "build", "-tags", "no_dynamic_plugins", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {

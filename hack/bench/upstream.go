@@ -73,10 +73,13 @@ func benchUpstream(ctx context.Context, args []string) error {
 		return err
 	}
 	prep.Close()
-	build := exec.CommandContext(ctx, "go", "build", "-tags", "no_dynamic_plugins", "-o", filepath.Join(dir, "noderuntime"), "./cmd/noderuntime")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build ./cmd/noderuntime (run from the repository root): %w", err)
+	// noderuntime runs the container log daemon beside its binary.
+	for _, cmd := range []string{"noderuntime", "containerlogd"} {
+		build := exec.CommandContext(ctx, "go", "build", "-tags", "no_dynamic_plugins", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build ./cmd/%s (run from the repository root): %w", cmd, err)
+		}
 	}
 	sock := filepath.Join(dir, "runtime.sock")
 	rtProc := &kubeletChild{logPath: filepath.Join(dir, "noderuntime.log")}
