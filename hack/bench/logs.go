@@ -16,10 +16,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/logd"
-	"github.com/nodeagent/kubelet/pkg/runtime"
-	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
 // benchLogDir is where the log benchmark's daemon keeps its socket, records and log.
@@ -63,21 +60,11 @@ func benchLogs(ctx context.Context, args []string) error {
 	if daemon == 0 {
 		return errors.New("the log daemon answers but its process is not found")
 	}
-	builtin, err := runtime.New(ctx, runtime.Config{
-		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/bench/state",
-		FIFODir: "/run/nodeagent/bench-fifo", PauseImage: "localhost/pause:3.10",
-		PauseImageArchive: "/var/lib/nodeagent/images/pause.tar", ImageFsDir: "/var/lib/nodeagent/containerd",
-		ContainerdStateDir: "/run/nodeagent/containerd", Logs: client,
-		Network: cni.New(cni.Config{ConfDir: "/etc/nodeagent/cni/net.d", BinDirs: []string{"/usr/lib/cni"}}),
-	})
+	builtin, plugin, err := benchBackends(ctx, client)
 	if err != nil {
 		return err
 	}
 	defer builtin.Close()
-	plugin, _, err := remote.Connect(containerdSock, time.Minute)
-	if err != nil {
-		return err
-	}
 
 	line := strings.Repeat("0123456789", 8)
 	for _, b := range []struct {
@@ -88,12 +75,10 @@ func benchLogs(ctx context.Context, args []string) error {
 		{"builtin", builtin, func() []int { return []int{daemon} }},
 		{"criplugin", plugin, containerdPIDs},
 	} {
-		self0 := selfCPU()
-		lines, bytes, cpu, wall, err := logThroughput(ctx, b.rt, line, *duration, b.writer)
+		lines, bytes, cpu, self, wall, err := logThroughput(ctx, b.rt, line, *duration, b.writer)
 		if err != nil {
 			return fmt.Errorf("%s: %w", b.name, err)
 		}
-		self := selfCPU() - self0
 		mib := float64(bytes) / (1 << 20)
 		if b.name == "builtin" {
 			// This process stands for the kubelet: the runtime runs in it, the copy does not.
@@ -129,8 +114,9 @@ func benchLogs(ctx context.Context, args []string) error {
 }
 
 // logThroughput runs a container printing line as fast as it can for d, then counts the records that
-// reached its log, their bytes, and the CPU the writer's processes used meanwhile.
-func logThroughput(ctx context.Context, rt cri.RuntimeService, line string, d time.Duration, writer func() []int) (lines, bytes int64, cpu float64, wall time.Duration, err error) {
+// reached its log, their bytes, and the CPU the writer's processes and this one (the runtime's) used
+// meanwhile.
+func logThroughput(ctx context.Context, rt cri.RuntimeService, line string, d time.Duration, writer func() []int) (lines, bytes int64, cpu float64, self, wall time.Duration, err error) {
 	uid := uuid.NewString()
 	name := "bench-logs"
 	logDir := filepath.Join("/var/log/pods", "bench_"+name+"_"+uid)
@@ -142,7 +128,7 @@ func logThroughput(ctx context.Context, rt cri.RuntimeService, line string, d ti
 	}
 	id, err := rt.RunPodSandbox(ctx, sb, "")
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	defer func() {
 		_ = rt.StopPodSandbox(ctx, id)
@@ -155,21 +141,22 @@ func logThroughput(ctx context.Context, rt cri.RuntimeService, line string, d ti
 		LogPath:  "app/0.log",
 	}, sb)
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	pids := writer()
-	cpu0 := readGroup(pids)
+	cpu0, self0 := readGroup(pids), selfCPU()
 	t0 := time.Now()
 	if err := rt.StartContainer(ctx, cid); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	time.Sleep(d)
 	if err := rt.StopContainer(ctx, cid, 0); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	wall = time.Since(t0)
 	time.Sleep(time.Second) // the last output drains
 	cpu1 := readGroup(pids)
+	self = selfCPU() - self0
 	for pid, t := range cpu1.cpuTicks {
 		if t0, ok := cpu0.cpuTicks[pid]; ok && t >= t0 {
 			cpu += float64(t-t0) / clockTicks
@@ -177,7 +164,7 @@ func logThroughput(ctx context.Context, rt cri.RuntimeService, line string, d ti
 	}
 	f, err := os.Open(filepath.Join(logDir, "app", "0.log"))
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -188,7 +175,7 @@ func logThroughput(ctx context.Context, rt cri.RuntimeService, line string, d ti
 		}
 		bytes += int64(len(sc.Bytes())) + 1
 	}
-	return lines, bytes, cpu, wall, sc.Err()
+	return lines, bytes, cpu, self, wall, sc.Err()
 }
 
 // startSleepers starts n pods of one sleeping container each, ten at a time, and returns their sandboxes.

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/cni"
+	"github.com/nodeagent/kubelet/pkg/logd"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
@@ -43,21 +44,11 @@ func benchRuntime(ctx context.Context, args []string) error {
 		return errors.New("--rounds must be at least 1")
 	}
 	defer removePodLogDirs()
-	builtin, err := runtime.New(ctx, runtime.Config{
-		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/bench/state",
-		FIFODir: "/run/nodeagent/bench-fifo", PauseImage: "localhost/pause:3.10",
-		PauseImageArchive: "/var/lib/nodeagent/images/pause.tar", ImageFsDir: "/var/lib/nodeagent/containerd",
-		ContainerdStateDir: "/run/nodeagent/containerd",
-		Network:            cni.New(cni.Config{ConfDir: "/etc/nodeagent/cni/net.d", BinDirs: []string{"/usr/lib/cni"}}),
-	})
+	builtin, plugin, err := benchBackends(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer builtin.Close()
-	plugin, _, err := remote.Connect(containerdSock, time.Minute)
-	if err != nil {
-		return err
-	}
 	if *execOnly {
 		return runExec(ctx, builtin, plugin)
 	}
@@ -280,4 +271,26 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// benchBackends opens the two backends the runtime benchmarks compare: the built-in runtime in this process
+// (in the host's containerd, namespace nodeagent; its containers' output copied by logs, or in this process
+// when nil) and containerd's CRI plugin.
+func benchBackends(ctx context.Context, logs logd.Service) (*runtime.Runtime, cri.RuntimeService, error) {
+	builtin, err := runtime.New(ctx, runtime.Config{
+		Address: containerdSock, Namespace: "nodeagent", StateDir: "/var/lib/nodeagent/bench/state",
+		FIFODir: "/run/nodeagent/bench-fifo", PauseImage: "localhost/pause:3.10",
+		PauseImageArchive: "/var/lib/nodeagent/images/pause.tar", ImageFsDir: "/var/lib/nodeagent/containerd",
+		ContainerdStateDir: "/run/nodeagent/containerd", Logs: logs,
+		Network: cni.New(cni.Config{ConfDir: "/etc/nodeagent/cni/net.d", BinDirs: []string{"/usr/lib/cni"}}),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	plugin, _, err := remote.Connect(containerdSock, time.Minute)
+	if err != nil {
+		builtin.Close()
+		return nil, nil, err
+	}
+	return builtin, plugin, nil
 }

@@ -114,73 +114,64 @@ func (c *Client) ping(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	_, err = exchange(conn, request{Op: opPing})
+	_, _, err = exchange(conn, request{Op: opPing})
 	return err
 }
 
-// exchange sends req on conn and reads the response line; br is what follows it.
-func exchange(conn net.Conn, req request) (*bufio.Reader, error) {
+// exchange sends req on conn and reads the response line, whose error it returns; br is what follows it.
+func exchange(conn net.Conn, req request) (*bufio.Reader, response, error) {
 	if err := writeLine(conn, req); err != nil {
-		return nil, err
+		return nil, response{}, err
 	}
 	br := bufio.NewReader(conn)
 	var resp response
 	if err := readLine(br, &resp); err != nil {
-		return nil, fmt.Errorf("container log daemon: %s: %w", req.Op, err)
+		return nil, resp, fmt.Errorf("container log daemon: %s: %w", req.Op, err)
 	}
-	return br, resp.err()
+	return br, resp, resp.err()
 }
 
 // call sends a request on a connection of its own and returns the daemon's answer.
-func (c *Client) call(ctx context.Context, req request) error {
+func (c *Client) call(ctx context.Context, req request) (response, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		return err
+		return response{}, err
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	_, err = exchange(conn, req)
-	return err
+	_, resp, err := exchange(conn, req)
+	return resp, err
 }
 
 // Open implements Service.
 func (c *Client) Open(ctx context.Context, s Spec) error {
-	return c.call(ctx, request{Op: opOpen, Spec: &s})
+	_, err := c.call(ctx, request{Op: opOpen, Spec: &s})
+	return err
 }
 
 // Reopen implements Service.
 func (c *Client) Reopen(ctx context.Context, id string) error {
-	return c.call(ctx, request{Op: opReopen, ID: id})
+	_, err := c.call(ctx, request{Op: opReopen, ID: id})
+	return err
 }
 
 // Drain implements Service.
 func (c *Client) Drain(ctx context.Context, id string, timeout time.Duration) error {
-	return c.call(ctx, request{Op: opDrain, ID: id, TimeoutMS: timeout.Milliseconds()})
+	_, err := c.call(ctx, request{Op: opDrain, ID: id, TimeoutMS: timeout.Milliseconds()})
+	return err
 }
 
 // Close implements Service.
 func (c *Client) Close(ctx context.Context, id string) error {
-	return c.call(ctx, request{Op: opClose, ID: id})
+	_, err := c.call(ctx, request{Op: opClose, ID: id})
+	return err
 }
 
 // Lost implements Service.
 func (c *Client) Lost(ctx context.Context) (map[string]int, error) {
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer stop()
-	if err := writeLine(conn, request{Op: opLost}); err != nil {
-		return nil, err
-	}
-	var resp response
-	if err := readLine(bufio.NewReader(conn), &resp); err != nil {
-		return nil, fmt.Errorf("container log daemon: lost: %w", err)
-	}
-	return resp.Lost, resp.err()
+	resp, err := c.call(ctx, request{Op: opLost})
+	return resp.Lost, err
 }
 
 // Attach implements Service.
@@ -192,7 +183,7 @@ func (c *Client) Attach(ctx context.Context, id string, stdout, stderr io.Writer
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	br, err := exchange(conn, request{Op: opAttach, ID: id, Stdout: stdout != nil, Stderr: stderr != nil})
+	br, _, err := exchange(conn, request{Op: opAttach, ID: id, Stdout: stdout != nil, Stderr: stderr != nil})
 	if err != nil {
 		return err
 	}
@@ -272,7 +263,7 @@ func (c *Client) hold(ctx context.Context) bool {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	br, err := exchange(conn, request{Op: opHold})
+	br, _, err := exchange(conn, request{Op: opHold})
 	if err != nil {
 		return false
 	}
