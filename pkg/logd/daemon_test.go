@@ -18,6 +18,16 @@ import (
 	"time"
 )
 
+// newTestDaemon is a daemon recording under dir/state.
+func newTestDaemon(t *testing.T, dir string) *Daemon {
+	t.Helper()
+	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // writer opens a FIFO's write end, as a container's shim does.
 func writer(t *testing.T, path string) *os.File {
 	t.Helper()
@@ -138,10 +148,7 @@ func equal(a, b []string) bool {
 // ends the session and the drain, and the record goes.
 func TestOutputThroughSocket(t *testing.T) {
 	dir := t.TempDir()
-	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newTestDaemon(t, dir)
 	c, stop := serve(t, d, dir)
 	defer stop()
 	ctx := context.Background()
@@ -220,10 +227,7 @@ func TestRotationByTheDaemon(t *testing.T) {
 	defer func(d time.Duration) { compressAfter = d }(compressAfter)
 	compressAfter = 0
 	dir := t.TempDir()
-	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newTestDaemon(t, dir)
 	ctx := context.Background()
 	log := filepath.Join(dir, "0.log")
 	s := Spec{ID: "c1", Stdout: filepath.Join(dir, "out"), LogPath: log, MaxSize: 4 << 10, MaxFiles: 3}
@@ -317,10 +321,7 @@ func TestRestartedDaemonGoesOn(t *testing.T) {
 // A log whose directory is removed while the container runs is recreated, and the output goes on into it.
 func TestRemovedLogDirIsRecreated(t *testing.T) {
 	dir := t.TempDir()
-	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newTestDaemon(t, dir)
 	ctx := context.Background()
 	s := Spec{ID: "c1", Stdout: filepath.Join(dir, "out"), LogPath: filepath.Join(dir, "pods", "p", "0.log")}
 	if err := d.Open(ctx, s); err != nil {
@@ -372,10 +373,7 @@ func TestSpecValidation(t *testing.T) {
 // A malformed or unknown request gets an error answer and the daemon serves on.
 func TestBadRequests(t *testing.T) {
 	dir := t.TempDir()
-	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newTestDaemon(t, dir)
 	c, stop := serve(t, d, dir)
 	defer stop()
 	for _, req := range []string{"not json\n", `{"op":"explode"}` + "\n", `{"op":"open"}` + "\n", strings.Repeat("x", maxRequest+10) + "\n"} {
@@ -431,10 +429,7 @@ func TestLoadSetsAsideBadRecords(t *testing.T) {
 // Copies that end leave no descriptor behind: a daemon copies for thousands of containers over its life.
 func TestNoDescriptorLeak(t *testing.T) {
 	dir := t.TempDir()
-	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newTestDaemon(t, dir)
 	ctx := context.Background()
 	fds := func() int { e, _ := os.ReadDir("/proc/self/fd"); return len(e) }
 	round := func(i int) {
@@ -472,10 +467,7 @@ func TestFullDiskDropsAndCounts(t *testing.T) {
 		t.Skip("no /dev/full here")
 	}
 	dir := t.TempDir()
-	d, err := NewDaemon(filepath.Join(dir, "state"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newTestDaemon(t, dir)
 	c, stop := serve(t, d, dir)
 	defer stop()
 	ctx := context.Background()

@@ -66,14 +66,8 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	defer stopOutput()
 	outputDone := make(chan error, 1)
 	if out != nil || errw != nil {
-		var o, e io.Writer // nil stays nil: the daemon copies only the streams asked for
-		if out != nil {
-			o = out
-		}
-		if errw != nil {
-			e = errw
-		}
-		go func() { outputDone <- s.r.logs.Attach(actx, rec.ID, o, e) }()
+		// A nil stream stays a nil io.Writer: the daemon copies only the streams asked for.
+		go func() { outputDone <- s.r.logs.Attach(actx, rec.ID, out, errw) }()
 	}
 	if resize != nil {
 		if cont, err := s.r.client.LoadContainer(ctx, rec.ID); err == nil {
