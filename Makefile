@@ -6,6 +6,8 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin
 E2E_TIMEOUT ?= 40m
+# How many end-to-end tests that wait (t.Parallel, each on a node of its own) run side by side.
+E2E_PARALLEL ?= 4
 # The end-to-end output, kept for the summary printed after it (what failed and what it logged).
 E2E_LOG ?= /tmp/nodeagent-e2e.log
 # containerd's client imports Go's plugin package unless this tag is set; with it the kubelet binary is 25 MB
@@ -81,7 +83,7 @@ test-e2e: setup
 	hack/kube-binaries.sh kube-apiserver kubelet kube-controller-manager kube-scheduler
 	hack/control-plane.sh start >/dev/null
 	set -o pipefail; { $(GO) test -tags e2e -count=1 -v ./internal/ociimage/; a=$$?; \
-		$(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/; exit $$((a | $$?)); } 2>&1 | \
+		$(GO) test -tags e2e -count=1 -v -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./test/e2e/; exit $$((a | $$?)); } 2>&1 | \
 		tee $(E2E_LOG) | hack/test-summary.sh --progress; \
 		rc=$$?; hack/control-plane.sh stop >/dev/null; hack/test-summary.sh $(E2E_LOG); exit $$rc
 

@@ -11,12 +11,18 @@ if [ "${1:-}" = --progress ]; then
 fi
 log=${1:?usage: hack/test-summary.sh LOG}
 [ -r "$log" ] || { echo "test-summary: no log at $log"; exit 0; }
-# The slowest top-level tests (subtests are indented), and the run's total.
+# The slowest top-level tests (subtests are indented), the run's total, and how the end-to-end package's time
+# splits between the tests that run one at a time and those that run side by side (t.Parallel: "=== PAUSE").
 if grep -qE '^--- (PASS|FAIL): ' "$log"; then
 	echo "test-summary: the 15 slowest tests in $log"
 	grep -E '^--- (PASS|FAIL): ' "$log" | sed -E 's/^--- (PASS|FAIL): ([^ ]+) \(([0-9.]+)s\)$/\3 \2 \1/' |
 		sort -rn | head -15 | awk '{printf "  %8.1f s  %s%s\n", $1, $2, ($3 == "FAIL" ? "  (failed)" : "")}'
 	grep -E '^(ok|FAIL)\s+\S+\s+[0-9.]+s' "$log" | awk '{printf "test-summary: %s %s in %s\n", $2, ($1 == "ok" ? "passed" : "failed"), $3}'
+	awk '/^=== PAUSE [^\/]+$/ {paused[$3] = 1}
+		/^--- (PASS|FAIL): / {d = $4; gsub(/[()s]/, "", d); if ($3 in paused) {par += d; np++} else {ser += d; ns++}}
+		np > 0 && /^(ok|FAIL)[ \t]+[^ \t]+[ \t]+[0-9.]+s/ {t = $3; sub(/s$/, "", t)
+			printf "test-summary: %s: %d tests one at a time took %.0f s; %d side by side took %.0f s of test time in about %.0f s\n", $2, ns, ser, np, par, t - ser
+			par = ser = np = ns = 0; delete paused}' "$log"
 fi
 fails=$(grep -E '^\s*--- FAIL: ' "$log")
 timeout=$(grep -E '^panic: test timed out' "$log")
@@ -27,7 +33,14 @@ fi
 echo "test-summary: failures in $log"
 [ -n "$timeout" ] && { echo "$timeout"; grep -A20 -E '^running tests:' "$log" | head -22; }
 [ -n "$fails" ] && echo "$fails"
+# A -v run prints a test's lines as they come, under "=== RUN/CONT/NAME <test>" when tests run side by side;
+# a non -v run prints them after the test's "--- FAIL" line.
 echo "test-summary: what each failing test logged (its first 25 lines)"
-awk '/^\s*--- FAIL: /{name=$0; n=0; print; next}
-	/^\s*--- (PASS|SKIP): |^(ok|FAIL|PASS)\s|^=== /{name=""; next}
-	name!="" && /_test\.go:[0-9]+: / && !/fakefs_test|"level"=/ {if (n++ < 25) print}' "$log"
+awk 'NR == FNR { if (match($0, /^ *--- FAIL: [^ ]+/)) { n = substr($0, RSTART, RLENGTH); sub(/^ *--- FAIL: /, "", n)
+			if (!(n in failed)) { failed[n] = 1; order[++k] = n } }
+		next }
+	/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+	/^ *--- FAIL: / { cur = $0; sub(/^ *--- FAIL: /, "", cur); sub(/ .*/, "", cur); next }
+	/^ *--- (PASS|SKIP): |^(ok|FAIL|PASS)[ \t]/ { cur = ""; next }
+	(cur in failed) && /_test\.go:[0-9]+: / && !/fakefs_test|"level"=/ { if (cnt[cur]++ < 25) out[cur] = out[cur] $0 "\n" }
+	END { for (i = 1; i <= k; i++) if (out[order[i]] != "") printf "--- %s\n%s", order[i], out[order[i]] }' "$log" "$log"

@@ -17,6 +17,7 @@ import (
 // host's stay as they were); other sysctls, net sysctls with the host's network, another OS, user
 // namespaces and AppArmor profiles on a host without AppArmor are refused and nothing of the pod runs.
 func TestKubeletAdmitsWhatTheHostHonours(t *testing.T) {
+	parallel(t)
 	hostKeepalive, err := os.ReadFile("/proc/sys/net/ipv4/tcp_keepalive_time")
 	if err != nil {
 		t.Fatal(err)

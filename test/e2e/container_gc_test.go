@@ -21,6 +21,7 @@ import (
 // of it, and `kubectl logs --previous` shows the previous run. The kubelet runs with its crash-loop back-off
 // capped at 1 s (a failpoint) so that five restarts take seconds instead of minutes.
 func TestDeadContainersKept(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		n.stop()
 		n.start(failpoint.EnvVar + "=" + failpoint.CrashBackoffMax + "=1s")

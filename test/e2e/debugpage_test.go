@@ -58,6 +58,7 @@ func findPod(p debugpage.Page, name string) *debugpage.Pod {
 // API server, and its HTML opened in a real headless Chromium through kubectl proxy (a screenshot is kept as
 // an artifact), with a probe's output that holds HTML shown as text.
 func TestDebugPage(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	n.createPod(busyboxPod("running", "sleep", "3600"))
 	n.createPod(busyboxPod("crasher", "sh", "-c", "exit 3"))
@@ -177,6 +178,7 @@ func TestDebugPage(t *testing.T) {
 // A runtime call that never returns (a wedged shim) does not stop the relists: the node stays Ready, other
 // pods start, and the debug page names the stuck pod.
 func TestHungStatusCallLeavesNodeReady(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	n.stop()
 	n.start(failpoint.EnvVar + "=" + failpoint.HangContainerStatus + "=wedged")

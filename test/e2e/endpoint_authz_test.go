@@ -65,6 +65,7 @@ func userClient(t *testing.T, ca *auth.CA, user string, groups ...string) *http.
 // An ordinary user with a certificate of the cluster CA gets 403 from the kubelet's endpoint on exec, logs
 // and pprof; an admin gets through. The kubelet asks its API server (SubjectAccessReview), whichever it is.
 func TestKubeletEndpointAuthorization(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	n.createPod(busyboxPod("authz", "sh", "-c", "echo hello; exec sleep 3600"))
 	n.waitPod("authz", 60*time.Second, "pod ready", ready)

@@ -149,6 +149,7 @@ func nodeCondition(t *testing.T, n *node, typ v1.NodeConditionType) v1.Condition
 // A pod that writes beyond its limits.ephemeral-storage is evicted alone: Failed, Evicted, the limit in its
 // message; the pod beside it, which writes as much without a limit, keeps running.
 func TestEphemeralStorageLimitEviction(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	writer := busyboxPod("writer", "sh", "-c", "dd if=/dev/zero of=/big bs=1M count=30 && sleep 3600")
 	writer.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}

@@ -96,6 +96,7 @@ func (n *node) podStates(t *testing.T, names []string) map[string]string {
 // IP, for as long as the API stays away; once it returns, the node converges within seconds: the pod deleted
 // meanwhile is stopped, the others are adopted with the same containers and restart counts.
 func TestFaultKubeletRestartWhileAPIServerDown(t *testing.T) {
+	parallel(t)
 	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
 	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC)
 	eventually(t, 30*time.Second, "the node kubeconfig", func() error { _, err := os.Stat(nodeKC); return err })

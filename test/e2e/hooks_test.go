@@ -19,6 +19,7 @@ import (
 // its time counts against the grace period; a sleep preStop holds the stop; a failing postStart hook gives
 // FailedPostStartHook and a restart.
 func TestKubeletHooks(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		dir := t.TempDir()
 		grace := int64(10)

@@ -69,6 +69,7 @@ func (n *node) kubectlSession(input, want string, args ...string) (string, error
 // container's processes and is reported in ephemeralContainerStatuses, without disturbing the pod; a node
 // debug pod sees the host's root at /host and the host's processes.
 func TestKubectlDebug(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, testKubectlDebug)
 }
 

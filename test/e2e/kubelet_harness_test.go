@@ -74,6 +74,8 @@ type node struct {
 	cp     *controlPlane  // the real control plane it joins; nil for the standalone API server
 	ext    *apiserverProc // the lightweight API server it joins, run on its own; nil for the standalone one
 	remote bool           // the kubelet runs containerd's CRI plugin instead of the built-in runtime
+	ns     string         // the built-in runtime's containerd namespace
+	logs   string         // --pod-logs-dir
 }
 
 // in returns the node with t as the test its helpers fail, for subtests sharing one node.
@@ -118,7 +120,7 @@ func forEachRuntime(t *testing.T, fn func(t *testing.T, n *node), extraArgs ...s
 func startNode(t *testing.T, extraArgs ...string) *node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{t: t, name: "e2e-node", dir: dir, remote: slices.Contains(extraArgs, "--container-runtime-endpoint")}
+	n := &node{t: t, name: "e2e-node", dir: dir, ns: "nodeagent", logs: "/var/log/pods", remote: slices.Contains(extraArgs, "--container-runtime-endpoint")}
 	if onRealControlPlane(t) {
 		n.joinRealControlPlane(extraArgs)
 		n.start()
@@ -134,7 +136,7 @@ func startNode(t *testing.T, extraArgs ...string) *node {
 		"--cri-socket", filepath.Join(dir, "cri.sock"),
 		"--pod-manifest-path", filepath.Join(dir, "manifests"),
 		"-v", "2",
-	}, extraArgs...)
+	}, append(n.isolate(t), extraArgs...)...)
 	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,8 @@ func (n *node) launch(env ...string) {
 func startNodeJoining(t *testing.T, api *apiserverProc, nodeKubeconfig string, extraArgs ...string) *node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{t: t, name: "e2e-node", dir: dir, ext: api, client: api.client}
+	n := &node{t: t, name: "e2e-node", dir: dir, ext: api, client: api.client, ns: "nodeagent", logs: "/var/log/pods", remote: slices.Contains(extraArgs, "--container-runtime-endpoint")}
+	isolation := n.isolate(t)
 	n.args = append([]string{
 		"--hostname-override", n.name,
 		"--kubeconfig", nodeKubeconfig,
@@ -212,7 +215,7 @@ func startNodeJoining(t *testing.T, api *apiserverProc, nodeKubeconfig string, e
 		"--port", strconv.Itoa(freePort(t)),
 		"--healthz-port", strconv.Itoa(freePort(t)),
 		"-v", "2",
-	}, extraArgs...)
+	}, append(isolation, extraArgs...)...)
 	n.start()
 	t.Cleanup(n.cleanup)
 	return n

@@ -31,6 +31,7 @@ func ready(p *v1.Pod) error {
 // A pod created without a node is placed on the node, runs, becomes Ready with its IPs, and its logs reach
 // the API.
 func TestKubeletPodRunsAndBecomesReady(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	n.createPod(busyboxPod("ready", "sh", "-c", "echo hello-from-kubelet; exec sleep 3600"))
 	pod := n.waitPod("ready", 60*time.Second, "pod Ready", ready)
@@ -83,6 +84,7 @@ func TestKubeletPodRunsAndBecomesReady(t *testing.T) {
 
 // A crashing container is restarted with growing delays and shows CrashLoopBackOff.
 func TestKubeletCrashLoopBackOff(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	n.createPod(busyboxPod("crasher", "sh", "-c", "exit 1"))
 	seen := map[int32]time.Time{}
@@ -119,6 +121,7 @@ func TestKubeletCrashLoopBackOff(t *testing.T) {
 
 // A missing image gives ErrImagePull, then ImagePullBackOff.
 func TestKubeletMissingImage(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	pod := busyboxPod("noimage", "true")
 	pod.Spec.Containers[0].Image = "localhost/no-such-image:1"
@@ -139,6 +142,7 @@ func TestKubeletMissingImage(t *testing.T) {
 
 // A failing init container keeps the app container from starting.
 func TestKubeletInitContainerFailureBlocksApp(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	pod := busyboxPod("initfail", "sh", "-c", "echo app-ran; sleep 3600")
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
@@ -163,6 +167,7 @@ func TestKubeletInitContainerFailureBlocksApp(t *testing.T) {
 
 // A container that allocates past its memory limit is reported OOMKilled.
 func TestKubeletOOMKilled(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	pod := busyboxPod("oom", "sh", "-c", "dd if=/dev/zero of=/dev/null bs=256M count=1")
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
@@ -230,6 +235,7 @@ func TestKubeletDeletedPodLeavesNothing(t *testing.T) {
 
 // A restarted kubelet adopts its running pods: no container is restarted.
 func TestKubeletRestartRestartsNoContainer(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	n.createPod(busyboxPod("survivor", "sleep", "3600"))
 	before := n.waitPod("survivor", 60*time.Second, "pod Ready", ready)
@@ -245,6 +251,7 @@ func TestKubeletRestartRestartsNoContainer(t *testing.T) {
 
 // A static pod from the manifest directory runs and appears in the API as a mirror pod.
 func TestKubeletStaticPod(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod

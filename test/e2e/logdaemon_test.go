@@ -91,6 +91,7 @@ func checkNumbered(t *testing.T, lines []string, allowDamaged int) int {
 // writing at its own pace, its log rotated by the same limits, and every line in order when it is back. The
 // container log daemon, killed in turn, is started again and the output goes on.
 func TestContainerOutputOutlivesKubelet(t *testing.T) {
+	parallel(t)
 	n := startNode(t, "--container-log-max-size", "256Ki", "--container-log-max-files", "40")
 	out := t.TempDir()
 	p := n.createPod(counterPod("counter", out))
@@ -100,7 +101,7 @@ func TestContainerOutputOutlivesKubelet(t *testing.T) {
 		}
 		return nil
 	})
-	dir := filepath.Join("/var/log/pods", "default_counter_"+string(p.UID), "main")
+	dir := filepath.Join(n.logs, "default_counter_"+string(p.UID), "main")
 	watchCounter(t, out, 2*time.Second)
 
 	// The kubelet killed outright and kept down.
@@ -119,22 +120,26 @@ func TestContainerOutputOutlivesKubelet(t *testing.T) {
 
 	n.start()
 	watchCounter(t, out, 3*time.Second)
-	tail := n.kubectl(t, "logs", "--tail", "20", "counter")
-	if l := strings.Split(strings.TrimSpace(tail), "\n"); len(l) != 20 {
-		t.Errorf("kubectl logs --tail 20 after the restart: %d lines", len(l))
-	} else {
-		checkNumbered(t, l, 0)
-	}
+	// --tail reads the current file, as upstream's: one the daemon has just rotated may hold fewer lines.
+	var tail []string
+	eventually(t, 10*time.Second, "kubectl logs --tail 20 after the restart", func() error {
+		tail = strings.Split(strings.TrimSpace(n.kubectl(t, "logs", "--tail", "20", "counter")), "\n")
+		if len(tail) != 20 {
+			return fmt.Errorf("%d lines", len(tail))
+		}
+		return nil
+	})
+	checkNumbered(t, tail, 0)
 
 	// The log daemon killed by hand: started again by the kubelet, the output goes on. A line the daemon
 	// had read only in part when it was killed may be cut.
-	pid := logDaemonPID(t)
+	pid := logDaemonPID(t, n.ns)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	atDaemonKill := readCounter(t, out)
 	eventually(t, 10*time.Second, "a new container log daemon", func() error {
-		if p := logDaemonPID(t); p == pid {
+		if p := logDaemonPID(t, n.ns); p == pid {
 			return fmt.Errorf("still %d", p)
 		}
 		return nil
@@ -147,8 +152,8 @@ func TestContainerOutputOutlivesKubelet(t *testing.T) {
 	n.deletePodAndWait(t, "counter")
 }
 
-// logDaemonPID is the PID of the container log daemon serving the kubelet's containerd namespace.
-func logDaemonPID(t *testing.T) int {
+// logDaemonPID is the PID of the container log daemon serving containerd namespace ns.
+func logDaemonPID(t *testing.T, ns string) int {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -161,7 +166,7 @@ func logDaemonPID(t *testing.T) int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
-		if filepath.Base(args[0]) == "containerlogd" && strings.Contains(string(cmd), "/run/nodeagent/logd/nodeagent.sock") {
+		if filepath.Base(args[0]) == "containerlogd" && strings.Contains(string(cmd), "/run/nodeagent/logd/"+ns+".sock") {
 			return pid
 		}
 	}

@@ -29,6 +29,7 @@ const burstLines = 100000
 // with the pod; `kubectl logs -f` started before the writes follows across every rotation and loses no line;
 // /logs/ serves the link through the API server.
 func TestKubeletLogRotation(t *testing.T) {
+	// Not beside others: it reads the /var/log/containers link through /logs/, which serves the host's /var/log.
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		pod := busyboxPod("chatty", "sh", "-c", fmt.Sprintf(`sleep 6; for b in 1 2 3; do
 awk -v b=$b 'BEGIN { for (i = 1; i <= %d; i++) printf "burst %%d line %%07d 0123456789012345678901234567890123456789012345678901234567890123456789012345\n", b, i }'
@@ -52,7 +53,7 @@ sleep 4; done; echo done; exec sleep 3600`, burstLines))
 		if err := follow.Start(); err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join("/var/log/pods", "default_chatty_"+string(p.UID), "main")
+		dir := filepath.Join(n.logs, "default_chatty_"+string(p.UID), "main")
 		// Done (the last line in the current file, or in the file rotated last), and the current file under
 		// the limit: no rotation can run while the files are read below.
 		eventually(t, 90*time.Second, "all bursts written and the last rotation done", func() error {

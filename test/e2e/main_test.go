@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
 	cri "k8s.io/cri-api/pkg/apis"
 
 	"github.com/nodeagent/kubelet/pkg/runtime"
@@ -42,11 +43,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "remove pods left by an interrupted run:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// The parallel tests' slots go with the run; one still holding a container fails it.
+	if err := removeSlots(); err != nil {
+		fmt.Fprintln(os.Stderr, "remove the parallel tests' containerd namespaces and cgroups:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // removeLeftovers removes the test and benchmark pods an interrupted earlier run left behind, from both the
-// built-in runtime's and the CRI plugin's namespaces, so that every run starts from the same host state.
+// built-in runtime's and the CRI plugin's namespaces, and every pod and then the namespaces and cgroups of
+// the parallel tests' slots, so that every run starts from the same host state.
 func removeLeftovers() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -59,13 +67,33 @@ func removeLeftovers() error {
 	if err != nil {
 		return err
 	}
-	for _, svc := range []cri.RuntimeService{rt, plugin} {
+	svcs := []cri.RuntimeService{rt, plugin}
+	c, err := containerd.New(containerdSock)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	slotNSs, err := slotNamespaces(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, ns := range slotNSs {
+		cfg := builtinConfig("/var/lib/nodeagent/e2e-leftovers-"+ns, cniConfDir)
+		cfg.Namespace = ns
+		slot, err := runtime.New(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer slot.Close()
+		svcs = append(svcs, slot)
+	}
+	for i, svc := range svcs {
 		sbs, err := svc.ListPodSandbox(ctx, nil)
 		if err != nil {
 			return err
 		}
 		for _, sb := range sbs {
-			if ns := sb.GetMetadata().GetNamespace(); ns != "e2e" && ns != "bench" {
+			if ns := sb.GetMetadata().GetNamespace(); i < 2 && ns != "e2e" && ns != "bench" {
 				continue
 			}
 			if err := svc.StopPodSandbox(ctx, sb.Id); err != nil {
@@ -76,5 +104,5 @@ func removeLeftovers() error {
 			}
 		}
 	}
-	return nil
+	return removeSlots()
 }

@@ -41,6 +41,7 @@ func (n *node) tryKubectl(args ...string) (string, error) {
 // upstream's reason. On the standalone node the API server's placement decides the rest: a pod that does not
 // tolerate a NoSchedule taint stays Pending.
 func TestKubeletAdmitsByItsNode(t *testing.T) {
+	parallel(t)
 	n := startNode(t, "--node-labels", "disk=ssd,node.kubernetes.io/pool=blue")
 	bound := func(p *v1.Pod) *v1.Pod { p.Spec.NodeName = n.name; return p }
 

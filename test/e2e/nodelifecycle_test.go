@@ -24,6 +24,7 @@ import (
 // and runs. The periods are shortened to keep the test short (the API server's
 // --node-monitor-grace-period 12s, the kubelet's nodeLeaseDurationSeconds 8; both default to 40 s).
 func TestNodeLifecycleKubeletDies(t *testing.T) {
+	parallel(t)
 	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
 	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC, "--node-monitor-grace-period", "12s")
 	eventually(t, 30*time.Second, "the node kubeconfig", func() error { _, err := os.Stat(nodeKC); return err })

@@ -20,6 +20,7 @@ import (
 // backends: readinessGates, FallbackToLogsOnError, activeDeadlineSeconds, DNS policies, shared and host
 // namespaces, seccomp profiles, supplemental groups and the default masked /proc.
 func TestKubeletPodFields(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		t.Run("readinessGates", func(t *testing.T) { testReadinessGates(t, n.in(t)) })
 		t.Run("FallbackToLogsOnError", func(t *testing.T) { testFallbackToLogs(t, n.in(t)) })

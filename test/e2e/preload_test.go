@@ -163,6 +163,7 @@ func gzipFile(t *testing.T, from, to string) {
 // registry nobody can reach; with imagePullPolicy Always the same image fails to pull as upstream's would,
 // with the registry's error: a present image is no hidden fallback.
 func TestKubeletAirGappedImage(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	ref := fmt.Sprintf("127.0.0.1:1/e2e/airgap:%d", time.Now().UnixNano()) // nothing listens on port 1
 	n := startNode(t, "--image-preload-dir", dir)

@@ -40,6 +40,7 @@ func (n *node) goroutines(t *testing.T) int {
 // Probes that cannot work fail with a message saying why, a probe the API must refuse is refused, and 100
 // probed pods leave no goroutine behind once deleted (issue: the kubelet does not hang or leak).
 func TestKubeletProbesBadInput(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	ctx := context.Background()
 	p1 := func(h v1.ProbeHandler) *v1.Probe { return probe(h, 1) }

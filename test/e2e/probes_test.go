@@ -46,6 +46,7 @@ func hasEventLike(n *node, t *testing.T, pod, reason, substr string) error {
 // TCP one too; a failing exec liveness probe restarts the container with a Killing event; a startup probe
 // holds a liveness probe back until a slow starter is up; an exec probe that outlives its timeout fails.
 func TestKubeletProbes(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		web := busyboxPod("readiness", "sh", "-c",
 			"mkdir -p /www; (sleep 6; touch /www/ready; sleep 8; rm /www/ready) & exec httpd -f -p 8080 -h /www")
@@ -125,4 +126,46 @@ func TestKubeletProbes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Upstream's NodeConformance specs "should be ready immediately after startupProbe succeeds", for an app
+// container and for a sidecar (a restartable init container): the container writes its startup file after
+// 32 s (longer than the readiness period, so that a worker's first probe spread over its period after a
+// kubelet start has passed); its readiness probe, every 30 s, must run as soon as the startup probe passes.
+// Upstream's specs allow 25 s between the pod's first app container reporting started and the pod Ready.
+func TestKubeletReadyAsSoonAsStarted(t *testing.T) {
+	parallel(t)
+	n := startNode(t)
+	cmd := []string{"sh", "-c", "echo ok >/tmp/health; sleep 32; echo ok >/tmp/startup; exec sleep 600"}
+	probed := func(c *v1.Container) {
+		c.ReadinessProbe = &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/health"), PeriodSeconds: 30}
+		c.StartupProbe = &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/startup"), PeriodSeconds: 5, FailureThreshold: 120}
+	}
+	app := busyboxPod("startup-app", cmd...)
+	probed(&app.Spec.Containers[0])
+	sidecar := busyboxPod("startup-sidecar", "sleep", "600")
+	always := v1.ContainerRestartPolicyAlways
+	sidecar.Spec.InitContainers = []v1.Container{{Name: "sidecar", Image: busyboxImage, Command: cmd, RestartPolicy: &always}}
+	probed(&sidecar.Spec.InitContainers[0])
+	for _, p := range []*v1.Pod{app, sidecar} {
+		n.createPod(p)
+	}
+	for _, name := range []string{"startup-app", "startup-sidecar"} {
+		t.Run(name, func(t *testing.T) {
+			n := n.in(t)
+			n.waitPod(name, 90*time.Second, "the first app container started", func(p *v1.Pod) error {
+				if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Started == nil || !*p.Status.ContainerStatuses[0].Started {
+					return fmt.Errorf("not started: %+v", p.Status.ContainerStatuses)
+				}
+				return nil
+			})
+			started := time.Now()
+			n.waitPod(name, 60*time.Second, "Ready", ready)
+			if in := time.Since(started); in > 10*time.Second {
+				t.Errorf("Ready %v after its container started (upstream's spec allows 25 s; the readiness probe should run at once)", in.Round(time.Millisecond))
+			} else {
+				t.Logf("Ready %v after its container started", in.Round(time.Millisecond))
+			}
+		})
+	}
 }

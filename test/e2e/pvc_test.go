@@ -101,6 +101,7 @@ func (n *node) createBoundClaim(t *testing.T, prefix, dir string) string {
 // writes lands in it, a readOnly mount refuses writes, and deleting the pod leaves the data in place.
 // A claim that is not bound keeps the pod ContainerCreating with a FailedMount naming it.
 func TestKubeletPersistentVolumeClaim(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "hello"), []byte("from the volume"), 0o644); err != nil {

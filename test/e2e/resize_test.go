@@ -22,6 +22,7 @@ import (
 // nothing; a resource with resizePolicy RestartContainer restarts the container with its new limit. On both
 // runtime backends, and (under TestControlPlane) against kube-apiserver.
 func TestKubeletInPlaceResize(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		pod := busyboxPod("resize", "sleep", "3600")
 		pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
@@ -134,9 +135,12 @@ func TestKubeletInPlaceResize(t *testing.T) {
 func containerCgroup(t *testing.T, pod *v1.Pod, containerID string) string {
 	t.Helper()
 	_, id, _ := strings.Cut(containerID, "://")
-	matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/cpu", "*", "*", "pod"+string(pod.UID), "*"+id+"*"))
-	more, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/cpu", "*", "pod"+string(pod.UID), "*"+id+"*"))
-	matches = append(matches, more...)
+	// kubepods/pod<uid>, kubepods/<qos>/pod<uid>, under the cgroup root "/" or one more level.
+	var matches []string
+	for _, parents := range []string{"*", "*/*", "*/*/*"} {
+		more, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/cpu", parents, "pod"+string(pod.UID), "*"+id+"*"))
+		matches = append(matches, more...)
+	}
 	if len(matches) != 1 {
 		t.Fatalf("cgroup of container %s: %v", id, matches)
 	}

@@ -36,6 +36,7 @@ func (n *node) review(t *testing.T, token string, audiences ...string) authentic
 // pod as its service account, the cluster's CA and the namespace, on both runtimes; once the pod is gone
 // its token no longer authenticates.
 func TestKubeletServiceAccountToken(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		n.createPod(busyboxPod("sa-pod", "sleep", "3600"))
 		pod := n.waitPod("sa-pod", 60*time.Second, "the pod ready", ready)
@@ -89,6 +90,7 @@ func TestKubeletServiceAccountToken(t *testing.T) {
 // moment. The kubelet's token clock runs 460 s ahead (a failpoint), so the renewal is due 20 s after the
 // token was issued instead of eight minutes; the 80% rule itself is needsRefresh's table test.
 func TestKubeletServiceAccountTokenRotation(t *testing.T) {
+	parallel(t)
 	const ahead = 460 * time.Second
 	n := startNode(t, "--sync-frequency", "5s")
 	n.stop()

@@ -74,6 +74,7 @@ func cgroupFile(t *testing.T, pod *v1.Pod, container, controller, file string) u
 // /metrics, /metrics/resource and /metrics/cadvisor parsed with Prometheus' parser, /pods, /runningpods/,
 // /configz, /healthz, and kubectl top through the lightweight API server.
 func TestKubeletStatusEndpoint(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		pod := busyboxPod("busy", "sh", "-c", "dd if=/dev/zero of=/dev/shm/fill bs=1M count=48 2>/dev/null; exec sleep 3600")
 		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "burn", Image: busyboxImage,

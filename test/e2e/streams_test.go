@@ -19,6 +19,7 @@ import (
 // the built-in runtime, the runtime's own streaming server (proxied by the kubelet) for containerd's CRI
 // plugin.
 func TestKubeletStreamsOnBothRuntimes(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		web := busyboxPod("web", "sh", "-c", "mkdir -p /www && echo served-by-pod > /www/index.html && exec httpd -f -p 8080 -h /www")
 		n.createPod(web)

@@ -105,6 +105,7 @@ func TestSubPathRaceNeverMountsHostPath(t *testing.T) {
 // The same race through the kubelet: pods mount a hostPath volume's subPath while its directory is swapped
 // for a symlink to / in a loop. Every container that starts sees the volume's directory, never the host's.
 func TestKubeletSubPathRace(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	vol := filepath.Join(n.dir, "shared")
 	if err := os.MkdirAll(filepath.Join(vol, "dir"), 0o777); err != nil {

@@ -365,13 +365,15 @@ func makeCgroupRoot(t *testing.T, name string) {
 	}
 	t.Cleanup(func() {
 		for _, p := range made {
-			removeCgroupTree(p)
+			if err := removeCgroupTree(p); err != nil {
+				t.Log(err)
+			}
 		}
 	})
 }
 
 // removeCgroupTree removes an empty cgroup and its empty children, deepest first.
-func removeCgroupTree(p string) {
+func removeCgroupTree(p string) error {
 	var dirs []string
 	_ = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -380,8 +382,11 @@ func removeCgroupTree(p string) {
 		return nil
 	})
 	for i := len(dirs) - 1; i >= 0; i-- {
-		_ = syscall.Rmdir(dirs[i])
+		if err := syscall.Rmdir(dirs[i]); err != nil && err != syscall.ENOENT {
+			return fmt.Errorf("remove cgroup %s: %w", dirs[i], err)
+		}
 	}
+	return nil
 }
 
 // process is a child process of a test, logging to a file; it is stopped (SIGTERM, then SIGKILL) when the

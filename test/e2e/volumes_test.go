@@ -47,6 +47,7 @@ func (n *node) volumeMountsLeft(t *testing.T) []string {
 // reach a running pod's files. After the pod's deletion nothing remains below its directory and no mount is
 // left.
 func TestKubeletVolumes(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		n.restartWith("--sync-frequency", "5s") // a configMap's change reaches pods within the sync period
 		ctx := context.Background()
@@ -150,6 +151,7 @@ func TestKubeletVolumes(t *testing.T) {
 // A volume that cannot be set up keeps the pod ContainerCreating with a FailedMount event naming the
 // volume and the reason; once the configMap exists the pod starts.
 func TestKubeletFailedMount(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
 	p := busyboxPod("waits", "sleep", "3600")
 	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}

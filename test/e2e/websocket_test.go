@@ -36,6 +36,7 @@ func (n *node) adminKubeletConfig(t *testing.T) *rest.Config {
 // the v4 port-forward channel protocol), as upstream's kubelet does, on both runtime backends: what
 // kube-apiserver forwards unchanged and kubectl speaks.
 func TestKubeletWebSocketStreaming(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		web := busyboxPod("ws", "sh", "-c", "mkdir -p /www; echo hello-from-pod > /www/index.html; exec httpd -f -p 8080 -h /www")
 		cat := busyboxPod("ws-attach", "cat")

@@ -40,6 +40,7 @@ func (n *node) podLogs(t *testing.T, pod, container string) string {
 
 // A pod with runAsUser runs as that user, pause container included, on both runtime backends.
 func TestKubeletNonRootPod(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		p := busyboxPod("nonroot", "sh", "-c", "id; exec sleep 3600")
 		uid, gid := int64(1001), int64(2002)
@@ -55,6 +56,7 @@ func TestKubeletNonRootPod(t *testing.T) {
 // envFrom brings a ConfigMap's and a Secret's keys into the environment, with and without a prefix, on both
 // runtime backends.
 func TestKubeletEnvFrom(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		ctx := context.Background()
 		if _, err := n.client.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{
@@ -83,6 +85,7 @@ func TestKubeletEnvFrom(t *testing.T) {
 
 // A completed init container is reported ready, as upstream reports it.
 func TestKubeletCompletedInitContainerIsReady(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		p := busyboxPod("initready", "sleep", "3600")
 		p.Spec.InitContainers = []v1.Container{{Name: "init", Image: busyboxImage, Command: []string{"true"}}}
@@ -101,6 +104,7 @@ func TestKubeletCompletedInitContainerIsReady(t *testing.T) {
 // An HTTPS postStart hook reaches a server whose certificate the kubelet cannot verify (pods serve
 // self-signed ones): as upstream, the kubelet does not verify it.
 func TestKubeletHTTPSHookSkipsVerification(t *testing.T) {
+	parallel(t)
 	var hits atomic.Int32
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/started" {
@@ -132,6 +136,7 @@ func TestKubeletHTTPSHookSkipsVerification(t *testing.T) {
 // The pod's /etc/hosts is the kubelet's: localhost lines, the pod's IP and hostname, then hostAliases; a
 // host-network pod gets the node's file with its aliases.
 func TestKubeletEtcHosts(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		n.restartWith("--cluster-domain", "cluster.local")
 		p := busyboxPod("hosts", "sh", "-c", "cat /etc/hosts; exec sleep 3600")
@@ -166,6 +171,7 @@ func TestKubeletEtcHosts(t *testing.T) {
 // Service, as upstream computes them; $(VAR) references expand against them; enableServiceLinks: false
 // leaves only the kubernetes Service's.
 func TestKubeletServiceEnv(t *testing.T) {
+	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
 		ctx := context.Background()
 		svc, err := n.client.CoreV1().Services("default").Create(ctx, &v1.Service{
