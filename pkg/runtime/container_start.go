@@ -60,7 +60,8 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		cctx, cancel := r.cleanupContext(ctx)
 		defer cancel()
 		if derr := r.deleteTask(cctx, id); derr != nil {
-			logger(ctx).Error(derr, "Undo failed: deleting the task of a container that did not start", "id", id)
+			logger(ctx).Error(derr, "Undoing a failed container start failed; the container's removal will retry",
+				"step", "delete the task", "id", id)
 		}
 		r.finishOutput(cctx, id)
 		return fail("start task", errgrpc.ToNative(err))

@@ -379,7 +379,7 @@ func (r *Runtime) ImportImage(ctx context.Context, archive io.Reader) ([]string,
 	}
 	var names []string
 	for _, img := range imgs {
-		if err := containerd.NewImage(r.client, img).Unpack(ctx, r.cfg.Snapshotter); err != nil {
+		if err := r.client.Image(img).Unpack(ctx, r.cfg.Snapshotter); err != nil {
 			return nil, fmt.Errorf("unpack %s: %w", img.Name, err)
 		}
 		names = append(names, img.Name)

@@ -85,7 +85,7 @@ func (r *Runtime) imageSize(ctx context.Context, img images.Image) (int64, error
 	if size > 0 {
 		return size, nil
 	}
-	size, err = containerd.NewImage(r.client, img).Size(ctx)
+	size, err = r.client.Image(img).Size(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/images/archive"
@@ -220,7 +219,7 @@ func (r *Runtime) importArchiveFile(ctx context.Context, path string, f *os.File
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: update image %s: %w", path, img.Name, err)
 		}
-		if err := containerd.NewImage(r.client, img).Unpack(ctx, r.cfg.Snapshotter); err != nil {
+		if err := r.client.Image(img).Unpack(ctx, r.cfg.Snapshotter); err != nil {
 			return nil, fmt.Errorf("%s: unpack %s: %w", path, img.Name, err)
 		}
 		if err := r.pin(ctx, img.Name); err != nil {

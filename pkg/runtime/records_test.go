@@ -3,7 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,14 +57,28 @@ func (s *memStore) Create(_ context.Context, c containers.Container) (containers
 	return c, nil
 }
 
-func (s *memStore) Update(_ context.Context, c containers.Container, _ ...string) (containers.Container, error) {
+// Update sets the labels as containerd does: each one a path names ("labels.<key>"), or all of them (the path
+// "labels", or no path).
+func (s *memStore) Update(_ context.Context, c containers.Container, paths ...string) (containers.Container, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.recs[c.ID]
 	if !ok {
 		return containers.Container{}, errdefs.ErrNotFound
 	}
-	cur.Labels = c.Labels
+	labels := maps.Clone(cur.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, p := range paths {
+		if k, ok := strings.CutPrefix(p, "labels."); ok {
+			labels[k] = c.Labels[k]
+		}
+	}
+	if len(paths) == 0 || slices.Contains(paths, "labels") {
+		labels = c.Labels
+	}
+	cur.Labels = labels
 	cur.UpdatedAt = s.now().Add(s.step)
 	s.recs[c.ID] = cur
 	return cur, nil

@@ -90,7 +90,7 @@ type Config struct {
 // Runtime is the built-in CRI runtime. It is safe for concurrent use.
 type Runtime struct {
 	cfg    Config
-	client *containerd.Client
+	client containerdClient
 	clock  clock.PassiveClock
 	oom    *oomScoreClamp
 	images *imageCache
@@ -164,19 +164,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("connect to containerd at %s: the client holds no gRPC connection", cfg.Address)
 	}
 	store.inner = containerd.NewRemoteContainerStore(containersapi.NewContainersClient(conn))
-	r := &Runtime{
-		cfg:     cfg,
-		client:  client,
-		records: records,
-		clock:   cfg.Clock,
-		oom:     newOOMScoreClamp(),
-		images:  newImageCache(),
-		names:   newNameCache(cfg.Clock.Now),
-		deletes: make(chan struct{}, backgroundDeletes),
-		io:      newIORegistry(),
-		events:  newEventHub(),
-	}
-	r.logs = cfg.Logs
+	r := newRuntime(cfg, clientAdapter{client}, records)
 	if r.logs == nil {
 		d, err := logd.NewDaemon(filepath.Join(cfg.StateDir, "logd"), cfg.Clock)
 		if err != nil {
@@ -214,6 +202,23 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		go r.tidyOwnLogs(context.WithoutCancel(ctx), r.stop)
 	}
 	return r, nil
+}
+
+// newRuntime is a Runtime on client, before New connects anything: what unit tests start from.
+func newRuntime(cfg Config, client containerdClient, records *recordIndex) *Runtime {
+	return &Runtime{
+		cfg:     cfg,
+		client:  client,
+		records: records,
+		clock:   cfg.Clock,
+		oom:     newOOMScoreClamp(),
+		images:  newImageCache(),
+		names:   newNameCache(cfg.Clock.Now),
+		deletes: make(chan struct{}, backgroundDeletes),
+		io:      newIORegistry(),
+		events:  newEventHub(),
+		logs:    cfg.Logs,
+	}
 }
 
 // tidyOwnLogs does for the in-process log daemon what its server does for a daemon of its own.

@@ -371,9 +371,30 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// Upstream's kubelet writes PodScheduled (CalculatePodConditionObservedGeneration): True, with the
+			// pod's generation, and the scheduler's transition time.
+			name: "PodScheduled with the pod's generation",
+			in: Input{
+				Pod: func() *v1.Pod {
+					p := withAPIConditions(testPod(v1.RestartPolicyAlways, "app"), v1.PodCondition{Type: v1.PodScheduled,
+						Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))})
+					p.Generation = 3
+					return p
+				}(),
+				Previous: &v1.PodStatus{},
+			},
+			check: func(t *testing.T, s v1.PodStatus) {
+				c := cond(s, v1.PodScheduled)
+				if c.Status != v1.ConditionTrue || c.ObservedGeneration != 3 || !c.LastTransitionTime.Time.Equal(t0.Add(-time.Minute)) {
+					t.Errorf("PodScheduled %+v, want True, observedGeneration 3, the scheduler's transition time", c)
+				}
+			},
+		},
+		{
 			name: "transition time and the API's foreign conditions are kept",
 			in: Input{
-				Pod: withAPIConditions(testPod(v1.RestartPolicyAlways, "app"), v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}),
+				Pod: withAPIConditions(testPod(v1.RestartPolicyAlways, "app"), v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+					v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionFalse}),
 				Previous: &v1.PodStatus{Conditions: []v1.PodCondition{
 					{Type: v1.PodReady, Status: v1.ConditionFalse, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
 				}},
@@ -381,6 +402,9 @@ func TestCompute(t *testing.T) {
 			check: func(t *testing.T, s v1.PodStatus) {
 				if c := cond(s, v1.PodScheduled); c.Status != v1.ConditionTrue {
 					t.Errorf("PodScheduled lost: %+v", s.Conditions)
+				}
+				if c := cond(s, "example.com/gate"); c.Status != v1.ConditionFalse {
+					t.Errorf("a readiness gate's condition lost: %+v", s.Conditions)
 				}
 				if c := cond(s, v1.PodReady); !c.LastTransitionTime.Time.Equal(t0.Add(-time.Hour)) {
 					t.Errorf("transition time %v", c.LastTransitionTime)

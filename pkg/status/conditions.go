@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,7 +24,7 @@ const (
 // KubeletOwned reports whether the kubelet owns a condition type (it writes it; others are kept from the API).
 func KubeletOwned(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady,
+	case v1.PodScheduled, v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady,
 		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
@@ -40,14 +41,17 @@ func conditions(pod *v1.Pod, prev, s *v1.PodStatus, sandboxes []*runtimeapi.PodS
 		ready = readinessGates(pod)
 	}
 	want := []v1.PodCondition{
+		// A pod the kubelet runs is scheduled: upstream's kubelet writes PodScheduled too, with the pod's
+		// generation, keeping the scheduler's transition time.
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 		sandboxCondition(pod, sandboxes),
 		initializedCondition(pod, all, s.Phase, initialized),
 		ready,
 		containersReady,
 	}
 	var out []v1.PodCondition
-	// Conditions the kubelet does not own (PodScheduled, DisruptionTarget, readiness gates) are the API's,
-	// as upstream keeps them: others set them on pods/status.
+	// Conditions the kubelet does not own (DisruptionTarget, readiness gates) are the API's, as upstream
+	// keeps them: others set them on pods/status.
 	for _, c := range pod.Status.Conditions {
 		if !KubeletOwned(c.Type) {
 			out = append(out, c)
@@ -56,9 +60,14 @@ func conditions(pod *v1.Pod, prev, s *v1.PodStatus, sandboxes []*runtimeapi.PodS
 	for _, c := range want {
 		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = now
-		for _, o := range prev.Conditions {
-			if o.Type == c.Type && o.Status == c.Status {
+		earlier := prev.Conditions
+		if c.Type == v1.PodScheduled {
+			earlier = append(slices.Clone(pod.Status.Conditions), earlier...) // the scheduler's, then ours
+		}
+		for _, o := range earlier {
+			if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
 				c.LastTransitionTime = o.LastTransitionTime
+				break
 			}
 		}
 		out = append(out, c)
