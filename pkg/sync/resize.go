@@ -203,6 +203,9 @@ func (k *Kubelet) resizeRunning(ctx context.Context, pod *v1.Pod, state *pleg.Po
 		if allocation.RestartNeeded(rc.spec, act) && !podfacts.IsSidecar(rc.spec) {
 			continue // addResizeRestarts restarts it; a sidecar is resized in place
 		}
+		if err := k.checkMemoryDecrease(ctx, rc, act); err != nil {
+			return n, err
+		}
 		res := &runtimeapi.ContainerResources{Linux: k.containerResources(pod, rc.spec)}
 		if err := k.runtime.UpdateContainerResources(ctx, rc.cs.Id, res); err != nil {
 			return n, fmt.Errorf("update resources of container %q: %w", rc.spec.Name, err)
@@ -218,6 +221,30 @@ func (k *Kubelet) resizeRunning(ctx context.Context, pod *v1.Pod, state *pleg.Po
 	}
 	return n, nil
 }
+
+// checkMemoryDecrease refuses, as upstream's kubelet does (best effort: the usage may grow after the check),
+// to lower a container's memory limit below what it uses now: cgroup v1 refuses the write after trying to
+// reclaim, cgroup v2 OOM-kills. The resize stays in progress with the error, and is tried again on each sync.
+// Usage is the working set (what reclaim cannot free), from the runtime's stats; without stats the runtime
+// is left to judge.
+func (k *Kubelet) checkMemoryDecrease(ctx context.Context, rc runningContainer, actuated v1.ResourceRequirements) error {
+	limit := rc.spec.Resources.Limits.Memory().Value()
+	if !memoryDecrease(actuated.Limits.Memory().Value(), limit) {
+		return nil
+	}
+	st, err := k.runtime.ContainerStats(ctx, rc.cs.Id)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("No memory usage to check a memory limit decrease against", "container", rc.spec.Name, "err", err)
+		return nil
+	}
+	if usage := int64(st.GetMemory().GetWorkingSetBytes().GetValue()); usage >= limit {
+		return fmt.Errorf("container %q: memory limit (%d) below current usage (%d)", rc.spec.Name, limit, usage)
+	}
+	return nil
+}
+
+// memoryDecrease reports whether a memory limit goes down (0 is no limit).
+func memoryDecrease(from, to int64) bool { return to > 0 && (from == 0 || to < from) }
 
 // finishResize records the outcome of a sync for the pod's resize: an error keeps it in progress with
 // reason Error (a ResizeError event when the error is new); once every running container has its

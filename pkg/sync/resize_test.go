@@ -307,3 +307,61 @@ func TestResizeSidecarInPlace(t *testing.T) {
 		t.Errorf("still in progress: %+v", c)
 	}
 }
+
+func TestMemoryDecrease(t *testing.T) {
+	for _, tc := range []struct {
+		from, to int64
+		want     bool
+	}{
+		{256, 128, true}, {0, 128, true}, {128, 256, false}, {128, 128, false}, {128, 0, false}, {0, 0, false},
+	} {
+		if got := memoryDecrease(tc.from, tc.to); got != tc.want {
+			t.Errorf("memoryDecrease(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+}
+
+// A memory limit lowered below what the container uses is not passed to the runtime: the resize stays in
+// progress with upstream's Error reason and a message with the limit and the usage; once the usage is below
+// the new limit, the next sync applies it.
+func TestResizeMemoryBelowUsage(t *testing.T) {
+	h := newHarness(t)
+	rec := &updateRecorder{FakeRuntimeService: h.rt}
+	h.runtime = rec
+	h.k = h.newKubelet(t.TempDir(), t.TempDir())
+	pod := resizablePod("100m", "200m", "256Mi")
+	if _, err := h.sync(pod); err != nil {
+		t.Fatal(err)
+	}
+	id := h.containers(pod.UID)["app"][0].Id
+	usage := func(b uint64) {
+		h.rt.Lock()
+		h.rt.FakeContainerStats[id] = &runtimeapi.ContainerStats{Memory: &runtimeapi.MemoryUsage{WorkingSetBytes: &runtimeapi.UInt64Value{Value: b}}}
+		h.rt.Unlock()
+	}
+	usage(200 << 20)
+	smaller := resized(pod, "100m", "200m", "128Mi")
+	if _, err := h.sync(smaller); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.updates) != 0 {
+		t.Fatalf("the runtime was given the lower limit: %v", rec.updates)
+	}
+	st, _ := h.k.status.PodStatus(pod.UID)
+	want := `container "app": memory limit (134217728) below current usage (209715200)`
+	if c := condition(st, v1.PodResizeInProgress); c == nil || c.Reason != v1.PodReasonError || !strings.Contains(c.Message, want) {
+		t.Fatalf("PodResizeInProgress %+v, want reason Error with %q", c, want)
+	}
+
+	usage(100 << 20)
+	if _, err := h.sync(smaller); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.updates) != 1 || rec.updates[0].MemoryLimitInBytes != 128<<20 {
+		t.Fatalf("updates %v, want the 128Mi limit once the usage is below it", rec.updates)
+	}
+	st, _ = h.k.status.PodStatus(pod.UID)
+	if c := condition(st, v1.PodResizeInProgress); c != nil {
+		t.Errorf("still in progress: %+v", c)
+	}
+}

@@ -39,9 +39,14 @@ var (
 // slotPrefix names the slots' containerd namespaces and cgroup roots.
 const slotPrefix = "e2e-p"
 
-// parallel marks t as a test that runs beside the other parallel tests.
+// parallel marks t as a test that runs beside the other parallel tests. A test run as a subtest (TestControlPlane
+// runs several against the one real control plane, whose node they share) or against the real control plane
+// (E2E_CONTROL_PLANE=real) runs in turn.
 func parallel(t *testing.T) {
 	t.Helper()
+	if strings.Contains(t.Name(), "/") || onRealControlPlane(t) {
+		return
+	}
 	parallelTests.Store(t.Name(), true)
 	t.Parallel()
 }

@@ -128,6 +128,36 @@ func TestKubeletInPlaceResize(t *testing.T) {
 		if got := readTrim(t, filepath.Join("/sys/fs/cgroup/cpu", main, "cpu.cfs_quota_us")); got != "40000" {
 			t.Errorf("an infeasible resize changed the quota to %s", got)
 		}
+
+		// A memory limit below what the container holds (40 MiB of shared memory, which reclaim cannot free):
+		// not passed to the runtime; the resize stays in progress with the limit and the usage, as upstream's
+		// kubelet reports it, and the container keeps its limit.
+		hog := busyboxPod("hog", "sh", "-c", "dd if=/dev/zero of=/dev/shm/fill bs=1M count=40 2>/dev/null && touch /tmp/full && exec sleep 3600")
+		hog.Spec.Containers[0].Resources = v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m"), v1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("96Mi")},
+		}
+		hog.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/full"), PeriodSeconds: 1}
+		n.createPod(hog)
+		held := n.waitPod("hog", 60*time.Second, "hog Ready with its memory filled", ready)
+		hogCgroup := containerCgroup(t, held, held.Status.ContainerStatuses[0].ContainerID)
+		if _, err := n.client.CoreV1().Pods("default").Patch(context.Background(), "hog", types.StrategicMergePatchType,
+			[]byte(`{"spec":{"containers":[{"name":"main","resources":{"limits":{"memory":"20Mi"}}}]}}`),
+			metav1.PatchOptions{}, "resize"); err != nil {
+			t.Fatalf("resize: %v", err)
+		}
+		n.waitPod("hog", 30*time.Second, "PodResizeInProgress Error naming the usage", func(p *v1.Pod) error {
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodResizeInProgress && c.Reason == v1.PodReasonError &&
+					strings.Contains(c.Message, "memory limit (20971520) below current usage (") {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %v", p.Status.Conditions)
+		})
+		if got := readTrim(t, filepath.Join("/sys/fs/cgroup/memory", hogCgroup, "memory.limit_in_bytes")); got != fmt.Sprint(96<<20) {
+			t.Errorf("the refused resize changed the memory limit to %s", got)
+		}
 	})
 }
 
