@@ -109,7 +109,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 func (h *harness) newKubelet(root, logs string) *Kubelet {
 	h.t.Helper()
 	k, err := New(Config{
-		NodeName: "node1", RootDir: root, PodLogsDir: logs,
+		NodeName: "node1", RootDir: root, PodLogsDir: logs, MaxPods: 110,
 		Client: kubeclienttest.Wrap(h.client), Runtime: h.rt, Images: h.img, Clock: h.clock, Recorder: h.rec,
 		NodeIPs: func() []net.IP { return []net.IP{net.ParseIP("192.168.1.2")} },
 		NodeAllocatable: func() v1.ResourceList {

@@ -23,7 +23,6 @@ import (
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
-	"github.com/nodeagent/kubelet/pkg/nodedefaults"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/prober"
 	"github.com/nodeagent/kubelet/pkg/status"
@@ -87,7 +86,7 @@ type Config struct {
 	// Node returns the node object (labels and taints for admission); nil or a nil result: hostname and os
 	// labels only, no taints.
 	Node    func() *v1.Node
-	MaxPods int // default nodedefaults.MaxPods
+	MaxPods int // required: the node's pod capacity
 	// Host is what the node's kernel and runtime can do (sysctls, AppArmor, user namespaces) for admission.
 	Host admission.Host
 	// PressureAdmit, when set, refuses pods under node pressure after admission's checks (the eviction
@@ -169,17 +168,16 @@ func New(cfg Config) (*Kubelet, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("podsync: node name is required")
 	}
-	if cfg.RootDir == "" {
-		cfg.RootDir = nodedefaults.RootDir
+	// No defaults for where the kubelet writes, nor for its capacity: the caller's flags hold them
+	// (nodedefaults), and a library that guessed would write into a real node's directories.
+	if cfg.RootDir == "" || cfg.PodLogsDir == "" {
+		return nil, errors.New("podsync: the root and pod log directories are required")
 	}
-	if cfg.PodLogsDir == "" {
-		cfg.PodLogsDir = nodedefaults.PodLogsDir
+	if cfg.MaxPods <= 0 {
+		return nil, errors.New("podsync: maxPods must be positive")
 	}
 	if cfg.RuntimeName == "" {
 		cfg.RuntimeName = DefaultRuntimeName
-	}
-	if cfg.MaxPods <= 0 {
-		cfg.MaxPods = nodedefaults.MaxPods
 	}
 	if cfg.SyncFrequency <= 0 {
 		cfg.SyncFrequency = DefaultSyncFrequency

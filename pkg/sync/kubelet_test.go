@@ -241,7 +241,7 @@ func TestKubeletRunsStaticPodWithMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, err := New(Config{
-		NodeName: "node1", RootDir: t.TempDir(), PodLogsDir: t.TempDir(), Client: kubeclienttest.Wrap(h.client), Runtime: h.rt, Images: h.img,
+		NodeName: "node1", RootDir: t.TempDir(), PodLogsDir: t.TempDir(), MaxPods: 110, Client: kubeclienttest.Wrap(h.client), Runtime: h.rt, Images: h.img,
 		Clock: h.clock, Recorder: h.rec, ManifestDir: dir,
 	})
 	if err != nil {
