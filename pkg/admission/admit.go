@@ -40,7 +40,7 @@ type Result struct {
 
 // Admit decides whether pod may run on node, next to the already admitted, still active pods. It returns the
 // first failure, in upstream's order: sysctls; the pod's OS; supplementalGroupsPolicy; pod count, cpu,
-// memory, node affinity, taints; AppArmor and user namespaces.
+// memory, extended resources and huge pages, node affinity, taints; AppArmor and user namespaces.
 func Admit(pod *v1.Pod, node Node, active []*v1.Pod) Result {
 	for _, check := range []func() *Result{
 		func() *Result { return checkSysctls(pod, node.Host.AllowedUnsafeSysctls) },
@@ -70,6 +70,11 @@ func Admit(pod *v1.Pod, node Node, active []*v1.Pod) Result {
 		if capacity := podfacts.Value(alloc); usedMem+mem > capacity {
 			return insufficient(ReasonOutOfMemory, "memory", mem, usedMem, capacity)
 		}
+	}
+	// Extended resources and huge pages; an extended resource the node does not list is left out, as
+	// upstream's kubelet leaves it (a cluster-level resource: placement has counted it).
+	if sf, short := podfacts.ScalarShortfall(pod, node.Allocatable, active, true); short {
+		return insufficient("OutOf"+string(sf.Name), string(sf.Name), sf.Requested, sf.Used, sf.Allocatable)
 	}
 	if !podfacts.MatchesNode(pod, node.Name, node.Labels) {
 		return Result{Reason: ReasonNodeAffinity, Message: messageNodeAffinity}

@@ -177,9 +177,25 @@ func (k *Kubelet) nodeInfo() admission.Node {
 		if node := k.cfg.Node(); node != nil {
 			n.Labels = node.Labels
 			n.Taints = node.Spec.Taints
+			n.Allocatable = withExtended(n.Allocatable, node.Status.Allocatable)
 		}
 	}
 	return n
+}
+
+// withExtended is the kubelet's allocatable with the extended resources the Node lists (advertised by an
+// administrator on the Node's status, as upstream documents it), which the kubelet does not compute.
+func withExtended(own, api v1.ResourceList) v1.ResourceList {
+	out := own.DeepCopy()
+	for name, q := range api {
+		if _, mine := own[name]; !mine && podfacts.IsExtendedResource(name) {
+			if out == nil {
+				out = v1.ResourceList{}
+			}
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
 }
 
 // rejectPod fails a pod that admission refused: phase Failed with the reason, and an event. It never starts.

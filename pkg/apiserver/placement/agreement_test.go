@@ -13,13 +13,18 @@ import (
 // The API server's placement and the kubelet's admission decide "does this pod fit this node" with the same
 // functions (podfacts): every case here goes through both. They agree on node selectors and affinity (every
 // operator; cases after upstream's component-helpers nodeaffinity tests), NoExecute taints and resources (with
-// sidecars counted as upstream). Taints without NoExecute are placement's alone, as upstream's kubelet checks
-// only NoExecute: placement refuses a NoSchedule taint the kubelet would admit. A pod that placement binds is
+// sidecars counted as upstream; extended resources and huge pages). Taints without NoExecute are placement's
+// alone, as upstream's kubelet checks only NoExecute: placement refuses a NoSchedule taint the kubelet would
+// admit; so is an extended resource the node does not list. A pod that placement binds is
 // always admitted.
 func TestPlacementAndAdmissionAgree(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	req := func(cpu string) corev1.ResourceRequirements {
 		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+	}
+	ext := func(name corev1.ResourceName, n string) corev1.ResourceRequirements {
+		l := corev1.ResourceList{name: resource.MustParse(n)}
+		return corev1.ResourceRequirements{Requests: l, Limits: l}
 	}
 	pod := func(mut func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
@@ -93,6 +98,16 @@ func TestPlacementAndAdmissionAgree(t *testing.T) {
 		{"a large init container counts", pod(func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: req("2500m")}}
 		}), nil, false, false, admission.ReasonOutOfCPU},
+		{"the node's extended resource", pod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = ext("example.com/dongle", "2") }), nil, true, true, ""},
+		{"more of it than the node has", pod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = ext("example.com/dongle", "3") }),
+			nil, false, false, "OutOfexample.com/dongle"},
+		// As upstream: the scheduler finds no node with it; a kubelet admits a pod bound to it anyway (a
+		// cluster-level resource no node lists).
+		{"an extended resource the node does not list: placement's alone", pod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources = ext("example.com/gpu", "1")
+		}), nil, false, true, ""},
+		{"huge pages the node does not have", pod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = ext("hugepages-2Mi", "4Mi") }),
+			nil, false, false, "OutOfhugepages-2Mi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +115,8 @@ func TestPlacementAndAdmissionAgree(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"disk": "ssd", "zone": "a", "cores": "16"}},
 				Spec:       corev1.NodeSpec{Taints: tt.taints},
 				Status: corev1.NodeStatus{
-					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")},
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+						corev1.ResourcePods: resource.MustParse("110"), "example.com/dongle": resource.MustParse("2")},
 					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 				},
 			}

@@ -88,7 +88,22 @@ func Fits(pod *corev1.Pod, node *corev1.Node, bound []*corev1.Pod) string {
 	if q, ok := alloc[corev1.ResourceMemory]; ok && req.Memory > 0 && podfacts.AddSat(usedMem, req.Memory) > podfacts.Value(q) {
 		return ReasonMemory
 	}
+	// Extended resources and huge pages: a node that does not list one has none.
+	if sf, short := podfacts.ScalarShortfall(pod, alloc, active(bound), false); short {
+		return "Insufficient " + string(sf.Name)
+	}
 	return ""
+}
+
+// active leaves out the terminal pods: they hold nothing.
+func active(bound []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(bound))
+	for _, p := range bound {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func ready(n *corev1.Node) bool {
@@ -101,10 +116,7 @@ func ready(n *corev1.Node) bool {
 }
 
 func used(bound []*corev1.Pod) (cpu, mem int64, count int) {
-	for _, p := range bound {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
+	for _, p := range active(bound) {
 		r := podfacts.PodRequests(p)
 		cpu, mem, count = podfacts.AddSat(cpu, r.MilliCPU), podfacts.AddSat(mem, r.Memory), count+1
 	}
