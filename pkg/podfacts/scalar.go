@@ -28,7 +28,7 @@ func isScalar(name v1.ResourceName) bool {
 
 // Shortfall is a resource a pod asks more of than its node has free.
 type Shortfall struct {
-	Name                          v1.ResourceName
+	Name                         v1.ResourceName
 	Requested, Used, Allocatable int64
 }
 

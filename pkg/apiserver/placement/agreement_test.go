@@ -117,7 +117,7 @@ func TestPlacementAndAdmissionAgree(t *testing.T) {
 				Status: corev1.NodeStatus{
 					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
 						corev1.ResourcePods: resource.MustParse("110"), "example.com/dongle": resource.MustParse("2")},
-					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+					Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 				},
 			}
 			reason := Fits(tt.pod, node, nil)
