@@ -4,7 +4,9 @@
 //
 // Run one test with `sudo go test -tags e2e -count=1 -run TestName ./test/e2e/`; `make test-e2e` runs them
 // all (with kube-apiserver and upstream's binaries, fetched by hack/kube-binaries.sh and started by
-// hack/control-plane.sh) and prints a summary of what failed and what those tests logged.
+// hack/control-plane.sh) and prints a summary of what failed and what those tests logged. Tests that call
+// parallel(t) run side by side after the others, each node on a slot of its own (parallel_test.go,
+// docs/testing.md).
 //
 // # What the suites assert
 //
@@ -57,6 +59,14 @@
 //     port the container lacks, a missing binary, nothing serving gRPC) fail with an event saying why, a
 //     redirect to another host succeeds with a `ProbeWarning`, a negative period is refused by the API server,
 //     and 100 pods with three probes each leave the kubelet's goroutine count where it was once deleted.
+//     `TestKubeletReadyAsSoonAsStarted` (upstream's NodeConformance specs): an app container and a sidecar whose
+//     startup file appears after 32 s, with a readiness probe every 30 s, are Ready within 10 s of starting.
+//     In-place resize (`TestKubeletInPlaceResize`): CPU and memory changed in place and through a restart,
+//     checked in the cgroup files; more CPU than the node has is Infeasible; a memory limit below what the
+//     container holds is not applied and the resize says so with the limit and the usage.
+//     `TestExtendedResources`: a pod asking for an extended resource no node has stays Pending; once an
+//     administrator advertises two dongles on the Node, a pod with two runs, a third is Pending and, bound by
+//     hand, refused `OutOfexample.com/dongle`; the restarted kubelet keeps them advertised.
 //   - The CRI contract, on the built-in runtime (in-process and through its socket) beside containerd's CRI
 //     plugin: attach to a `stdinOnce` container ends within a second of the client closing stdin, with the
 //     container; clients that leave attach and exec sessions give their goroutines back; `ImageStatus` by tag,
