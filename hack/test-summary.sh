@@ -21,7 +21,9 @@ if grep -qE '^--- (PASS|FAIL): ' "$log"; then
 	awk '/^=== PAUSE [^\/]+$/ {paused[$3] = 1}
 		/^--- (PASS|FAIL): / {d = $4; gsub(/[()s]/, "", d); if ($3 in paused) {par += d; np++} else {ser += d; ns++}}
 		np > 0 && /^(ok|FAIL)[ \t]+[^ \t]+[ \t]+[0-9.]+s/ {t = $3; sub(/s$/, "", t)
-			printf "test-summary: %s: %d tests one at a time took %.0f s; %d side by side took %.0f s of test time in about %.0f s\n", $2, ns, ser, np, par, t - ser
+			if (ns > 0) printf "test-summary: %s: %d tests one at a time took %.0f s; ", $2, ns, ser
+			else printf "test-summary: %s: ", $2
+			printf "%d side by side took %.0f s of test time in about %.0f s\n", np, par, t - ser
 			par = ser = np = ns = 0; delete paused}' "$log"
 fi
 fails=$(grep -E '^\s*--- FAIL: ' "$log")

@@ -117,7 +117,7 @@ func (c *e2eCluster) pod(name, node string, cmd ...string) *v1.Pod {
 // first node: the checks of checkCluster, and up stops at once when a node's daemon fails. It runs beside
 // TestClusterKubeAPIServer (two clusters at once, as a user may run them), after the other tests.
 func TestCluster(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	c := newE2ECluster(t, "e2e", "172.30.9.0/24", cluster.ControlPlaneLightweight)
 	c.checkCluster()
 
@@ -139,7 +139,7 @@ func TestCluster(t *testing.T) {
 // authorizer, kube-controller-manager's node lifecycle and node IPAM, kube-scheduler's placement): the same
 // checks.
 func TestClusterKubeAPIServer(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	c := newE2ECluster(t, "e2ek", "172.30.10.0/24", cluster.ControlPlaneKubeAPIServer)
 	c.checkCluster()
 }
