@@ -110,25 +110,6 @@ func TestKubeletInPlaceResize(t *testing.T) {
 			t.Errorf("events ResizeStarted %v, ResizeCompleted %v", started, completed)
 		}
 
-		// More CPU than the node has: Infeasible, nothing changes.
-		if _, err := n.client.CoreV1().Pods("default").Patch(context.Background(), "resize", types.StrategicMergePatchType,
-			[]byte(`{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"100"},"limits":{"cpu":"100"}}}]}}`),
-			metav1.PatchOptions{}, "resize"); err != nil {
-			t.Fatalf("resize: %v", err)
-		}
-		n.waitPod("resize", 30*time.Second, "PodResizePending Infeasible", func(p *v1.Pod) error {
-			for _, c := range p.Status.Conditions {
-				if c.Type == v1.PodResizePending && c.Reason == "Infeasible" &&
-					strings.HasPrefix(c.Message, "Node didn't have enough capacity: cpu, requested: 100") {
-					return nil
-				}
-			}
-			return fmt.Errorf("conditions %v", p.Status.Conditions)
-		})
-		if got := readTrim(t, filepath.Join("/sys/fs/cgroup/cpu", main, "cpu.cfs_quota_us")); got != "40000" {
-			t.Errorf("an infeasible resize changed the quota to %s", got)
-		}
-
 		// A memory limit below what the container holds (40 MiB of shared memory, which reclaim cannot free):
 		// not passed to the runtime; the resize stays in progress with the limit and the usage, as upstream's
 		// kubelet reports it, and the container keeps its limit.
@@ -158,6 +139,26 @@ func TestKubeletInPlaceResize(t *testing.T) {
 		if got := readTrim(t, filepath.Join("/sys/fs/cgroup/memory", hogCgroup, "memory.limit_in_bytes")); got != fmt.Sprint(96<<20) {
 			t.Errorf("the refused resize changed the memory limit to %s", got)
 		}
+
+		// More CPU than the node has: Infeasible, nothing changes (last: placement counts what the pod asks for).
+		if _, err := n.client.CoreV1().Pods("default").Patch(context.Background(), "resize", types.StrategicMergePatchType,
+			[]byte(`{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"100"},"limits":{"cpu":"100"}}}]}}`),
+			metav1.PatchOptions{}, "resize"); err != nil {
+			t.Fatalf("resize: %v", err)
+		}
+		n.waitPod("resize", 30*time.Second, "PodResizePending Infeasible", func(p *v1.Pod) error {
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodResizePending && c.Reason == "Infeasible" &&
+					strings.HasPrefix(c.Message, "Node didn't have enough capacity: cpu, requested: 100") {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %v", p.Status.Conditions)
+		})
+		if got := readTrim(t, filepath.Join("/sys/fs/cgroup/cpu", main, "cpu.cfs_quota_us")); got != "40000" {
+			t.Errorf("an infeasible resize changed the quota to %s", got)
+		}
+
 	})
 }
 
