@@ -90,6 +90,7 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 		}
 	}
 	cur := byName(state, sandboxID)
+	killOlderInstances(cur, &a)
 	initialized, failed := computeInitActions(pod, cur, &a)
 	if failed {
 		a.KillPod = true
@@ -127,6 +128,20 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 		a.InitToStart, a.EphemeralToStart = nil, nil
 	}
 	return a
+}
+
+// killOlderInstances stops every running instance of a container but its newest. There is one at a time,
+// except when a start was cut off mid-way (containerd killed while the task started: the call failed, its undo
+// could not reach containerd, the process ran on) and the next sync started the container again.
+func killOlderInstances(cur map[string][]*runtimeapi.ContainerStatus, a *podActions) {
+	for name, list := range cur {
+		for _, older := range list[min(1, len(list)):] {
+			if older.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				a.ContainersToKill[older.Id] = killInfo{name: name,
+					message: fmt.Sprintf("Container %s has a newer instance running, stopping this one", name)}
+			}
+		}
+	}
 }
 
 // computeInitActions adds the init containers to start to a. It reports whether initialization is complete,

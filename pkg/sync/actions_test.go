@@ -97,6 +97,21 @@ func TestComputePodActions(t *testing.T) {
 			want: podActions{CreateSandbox: true, InitToStart: []int{0}},
 		},
 		{
+			// A start cut off by containerd's death left the first instance running; the next sync started
+			// another: the older one is stopped, nothing else changes.
+			name: "two running instances of a container", pod: basic,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c1b", a, 2, "running", 0).
+				ctr("s1", "c2", b, 1, "running", 0).s,
+			want: podActions{SandboxID: "s1",
+				ContainersToKill: map[string]killInfo{"c1": {name: "a", message: "Container a has a newer instance running, stopping this one"}}},
+		},
+		{
+			name: "an older exited instance stays for the logs", pod: basic,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "exited", 1).ctr("s1", "c1b", a, 2, "running", 0).
+				ctr("s1", "c2", b, 1, "running", 0).s,
+			want: podActions{SandboxID: "s1"},
+		},
+		{
 			name: "all running", pod: basic,
 			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c2", b, 1, "running", 0).s,
 			want:  podActions{SandboxID: "s1"},
