@@ -8,8 +8,6 @@ BIN := bin
 E2E_TIMEOUT ?= 40m
 # How many end-to-end tests that wait (t.Parallel, each on a node of its own) run side by side.
 E2E_PARALLEL ?= 4
-# A command run beside the side-by-side end-to-end tests (make test runs the qemu guests' tests there).
-E2E_BESIDE ?=
 # The end-to-end output, kept for the summary printed after it (what failed and what it logged).
 E2E_LOG ?= /tmp/nodeagent-e2e.log
 # containerd's client imports Go's plugin package unless this tag is set; with it the kubelet binary is 25 MB
@@ -51,14 +49,13 @@ uninstall:
 
 # Everything CI runs: unit tests, a short run of each fuzz target, the end-to-end suite on real containerd,
 # runc, CNI and cgroup v1, and the cgroup v2 checks in a VM. The VM guests' root filesystems are built in the
-# background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU); the VM checks (test-vm's
-# scripts) run beside the end-to-end tests that wait side by side, whose CPU they use.
+# background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU). The VM checks run alone:
+# beside the end-to-end tests, software emulation took the CPU those tests' deadlines count on (and starved
+# at the lowest priority, the guests' own).
 test:
 	@hack/vm/prepare.sh >/tmp/nodeagent-vm-prepare.log 2>&1 & \
 		echo "test: building the VM guests in the background (log /tmp/nodeagent-vm-prepare.log)"
-	$(MAKE) --no-print-directory test-unit test-fuzz build
-	$(MAKE) --no-print-directory test-e2e E2E_BESIDE="hack/vm/test-cgroups.sh && hack/vm/test-node.sh"
-	$(MAKE) --no-print-directory test-e2e-compat
+	$(MAKE) --no-print-directory test-unit test-fuzz test-vm test-e2e test-e2e-compat
 
 # Unit tests; no root needed.
 test-unit: vet
@@ -87,7 +84,7 @@ soak: setup
 test-e2e: setup
 	hack/kube-binaries.sh kube-apiserver kubelet kube-controller-manager kube-scheduler
 	hack/control-plane.sh start >/dev/null
-	E2E_LOG=$(E2E_LOG) E2E_TIMEOUT=$(E2E_TIMEOUT) E2E_PARALLEL=$(E2E_PARALLEL) E2E_BESIDE='$(E2E_BESIDE)' GO=$(GO) hack/test-e2e.sh; \
+	E2E_LOG=$(E2E_LOG) E2E_TIMEOUT=$(E2E_TIMEOUT) E2E_PARALLEL=$(E2E_PARALLEL) GO=$(GO) hack/test-e2e.sh; \
 		rc=$$?; hack/control-plane.sh stop >/dev/null; exit $$rc
 
 # The runtime's end-to-end tests (the CRI suite on the built-in runtime and containerd's CRI plugin, registries,

@@ -20,10 +20,9 @@ if grep -qE '^--- (PASS|FAIL): ' "$log"; then
 	grep -E '^(ok|FAIL)\s+\S+\s+[0-9.]+s' "$log" | awk '{printf "test-summary: %s %s in %s\n", $2, ($1 == "ok" ? "passed" : "failed"), $3}'
 	awk '/^=== PAUSE [^\/]+$/ {paused[$3] = 1}
 		/^--- (PASS|FAIL): / {d = $4; gsub(/[()s]/, "", d); if ($3 in paused) {par += d; np++} else {ser += d; ns++}}
-		np > 0 && /^(ok|FAIL)[ \t]+[^ \t]+[ \t]+[0-9.]+s/ {t = $3; sub(/s$/, "", t)
-			if (ns > 0) printf "test-summary: %s: %d tests one at a time took %.0f s; ", $2, ns, ser
-			else printf "test-summary: %s: ", $2
-			printf "%d side by side took %.0f s of test time in about %.0f s\n", np, par, t - ser
+		/^(ok|FAIL)[ \t]+[^ \t]+[ \t]+[0-9.]+s/ {t = $3; sub(/s$/, "", t)
+			if (np > 0 && ns > 0) printf "test-summary: %s: %d tests one at a time took %.0f s; %d side by side took %.0f s of test time in about %.0f s\n", $2, ns, ser, np, par, t - ser
+			else if (np > 0) printf "test-summary: %s: %d tests side by side took %.0f s of test time in %.0f s\n", $2, np, par, t
 			par = ser = np = ns = 0; delete paused}' "$log"
 fi
 fails=$(grep -E '^\s*--- FAIL: ' "$log")
