@@ -45,15 +45,22 @@ func ScalarShortfall(pod *v1.Pod, allocatable v1.ResourceList, active []*v1.Pod,
 			names = append(names, name)
 		}
 	}
+	if len(names) == 0 {
+		return Shortfall{}, false // most pods: the others' requests are not read
+	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	others := make([]v1.ResourceList, len(active))
+	for i, p := range active {
+		others[i] = PodRequestList(p)
+	}
 	for _, name := range names {
 		alloc, listed := allocatable[name]
 		if !listed && ignoreUnknownExtended && IsExtendedResource(name) {
 			continue
 		}
 		var used int64
-		for _, p := range active {
-			if q, ok := PodRequestList(p)[name]; ok {
+		for _, list := range others {
+			if q, ok := list[name]; ok {
 				used = AddSat(used, Value(q))
 			}
 		}

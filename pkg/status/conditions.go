@@ -2,7 +2,6 @@ package status
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -60,19 +59,26 @@ func conditions(pod *v1.Pod, prev, s *v1.PodStatus, sandboxes []*runtimeapi.PodS
 	for _, c := range want {
 		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = now
-		earlier := prev.Conditions
-		if c.Type == v1.PodScheduled {
-			earlier = append(slices.Clone(pod.Status.Conditions), earlier...) // the scheduler's, then ours
+		if t, ok := keptTransition(prev.Conditions, c); ok {
+			c.LastTransitionTime = t
 		}
-		for _, o := range earlier {
-			if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
-				c.LastTransitionTime = o.LastTransitionTime
-				break
-			}
+		if t, ok := keptTransition(pod.Status.Conditions, c); ok && c.Type == v1.PodScheduled {
+			c.LastTransitionTime = t // the scheduler's
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// keptTransition is the transition time list has for c's type when it has c's status: the condition did not
+// change since then.
+func keptTransition(list []v1.PodCondition, c v1.PodCondition) (metav1.Time, bool) {
+	for _, o := range list {
+		if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
+			return o.LastTransitionTime, true
+		}
+	}
+	return metav1.Time{}, false
 }
 
 func sandboxCondition(pod *v1.Pod, sandboxes []*runtimeapi.PodSandboxStatus) v1.PodCondition {
