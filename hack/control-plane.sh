@@ -12,8 +12,8 @@
 #   hack/control-plane.sh reset                 # stop, then remove the data and certificates
 #
 # kube-apiserver runs with --authorization-mode=Node,RBAC and the NodeRestriction admission plugin, reaches
-# kubelets by their Hostname address (a test maps the node name to 127.0.0.1 in /etc/hosts) with its own
-# client certificate, and writes an audit log of every request made by a node (group system:nodes).
+# kubelets by their Hostname address (start maps the test node's name to 127.0.0.1 in /etc/hosts, stop removes
+# the line, so that the file stays the same while tests run) with its own client certificate, and writes an audit log of every request made by a node (group system:nodes).
 # Everything lives in CONTROL_PLANE_DIR (/var/lib/nodeagent/control-plane); ports are free ones picked at the
 # first start and kept while they stay free.
 #
@@ -384,6 +384,24 @@ EOF
 		"$KUBECTL" --kubeconfig "$CP_DIR/admin.kubeconfig" apply -f - >/dev/null || die "publishing kube-root-ca.crt failed"
 }
 
+# The test node's name resolves to 127.0.0.1 for kube-apiserver's proxy to its kubelet: one line, marked,
+# added once by start and removed by stop (tests that copy the host's /etc/hosts into a pod read it meanwhile).
+HOSTS_MARK="# nodeagent control plane"
+map_node_name() {
+	case "$KUBELET_ADDRESS_TYPES" in Hostname*) ;; *) return 0 ;; esac
+	awk -v n="$CP_NODE" '$1 == "127.0.0.1" { for (i = 2; i <= NF && $i !~ /^#/; i++) if ($i == n) found = 1 } END { exit !found }' \
+		/etc/hosts && return 0
+	if [ -n "$(tail -c1 /etc/hosts)" ]; then echo >>/etc/hosts; fi
+	printf '127.0.0.1 %s %s\n' "$CP_NODE" "$HOSTS_MARK" >>/etc/hosts
+}
+unmap_node_name() {
+	grep -qF "$HOSTS_MARK" /etc/hosts || return 0
+	# In place: /etc/hosts may be a bind mount (a container's), which a rename would not replace.
+	local kept
+	kept=$(grep -vF "127.0.0.1 $CP_NODE $HOSTS_MARK" /etc/hosts || true)
+	printf '%s\n' "$kept" >/etc/hosts
+}
+
 print_env() {
 	cat <<EOF
 export CONTROL_PLANE_DIR=$CP_DIR
@@ -407,6 +425,7 @@ cmd_start() {
 	make_certs
 	write_kubeconfig "$CP_DIR/admin.kubeconfig" kubernetes-admin "$PKI/admin.crt" "$PKI/admin.key"
 	node_kubeconfig "$CP_NODE" >/dev/null
+	map_node_name
 	start_etcd
 	start_apiserver
 	bootstrap
@@ -424,6 +443,7 @@ cmd_stop() {
 	stop_one kube-controller-manager
 	stop_one kube-apiserver
 	stop_one etcd
+	unmap_node_name
 }
 
 cmd_env() {

@@ -112,7 +112,7 @@ func (n *node) joinRealControlPlane(extraArgs []string) {
 		"--port", strconv.Itoa(freePort(t)),
 		"--healthz-port", strconv.Itoa(freePort(t)),
 		"-v", "2",
-	}, extraArgs...)
+	}, append(n.isolateRuntime(t), extraArgs...)...)
 	if err := os.MkdirAll(filepath.Join(n.dir, "manifests"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +276,7 @@ func fileSize(path string) int64 {
 // Lease, pods and their status patches, events, logs through the API server's proxy, deletion, a kubelet
 // restart and mirror pods, each request checked against the audit log for refusals.
 func TestControlPlane(t *testing.T) {
+	parallel(t)
 	t.Run("NodeReadyAndLeaseRenewed", testNodeReadyAndLease)
 	t.Run("PodEventsAndKubectlLogs", testPodEventsAndKubectlLogs)
 	t.Run("PodRunsAndBecomesReady", TestKubeletPodRunsAndBecomesReady)

@@ -204,7 +204,7 @@ func startNodeJoining(t *testing.T, api *apiserverProc, nodeKubeconfig string, e
 	t.Helper()
 	dir := t.TempDir()
 	n := &node{t: t, name: "e2e-node", dir: dir, ext: api, client: api.client, ns: "nodeagent", logs: "/var/log/pods", remote: slices.Contains(extraArgs, "--container-runtime-endpoint")}
-	isolation := n.isolate(t)
+	isolation := n.isolateRuntime(t)
 	n.args = append([]string{
 		"--hostname-override", n.name,
 		"--kubeconfig", nodeKubeconfig,

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/kubelet/pkg/cni"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
@@ -188,13 +189,32 @@ func TestKubeletOOMKilled(t *testing.T) {
 	}
 }
 
-// A deleted pod is gone from the API after its grace period and leaves no sandbox, container, cgroup or
-// network namespace.
+// A deleted pod is gone from the API after its grace period and leaves no sandbox, container, cgroup,
+// network namespace or IP reservation. The checks name the pod's own (its UID, its sandbox), so that pods of
+// tests running beside it do not count.
 func TestKubeletDeletedPodLeavesNothing(t *testing.T) {
+	parallel(t)
 	n := startNode(t)
-	before := readHostNetState(t)
 	n.createPod(busyboxPod("doomed", "sleep", "3600"))
 	pod := n.waitPod("doomed", 60*time.Second, "pod Ready", ready)
+	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byUID := map[string]string{"io.kubernetes.pod.uid": string(pod.UID)}
+	sbs, err := rt.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: byUID})
+	if err != nil || len(sbs) != 1 {
+		t.Fatalf("the pod's sandboxes: %v %v", sbs, err)
+	}
+	sandbox := sbs[0].Id
+	// The built-in runtime names the sandbox's network namespace after it; the IP reservation holds its ID.
+	netnsPath := cni.NetnsPath("nodeagent-" + sandbox[:16])
+	if _, err := os.Stat(netnsPath); err != nil {
+		t.Fatalf("the pod's network namespace: %v", err)
+	}
+	if ips := reservationsOf(sandbox); len(ips) != 1 {
+		t.Fatalf("the pod's IP reservations: %v", ips)
+	}
 	if err := n.client.CoreV1().Pods("default").Delete(context.Background(), "doomed", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,32 +225,50 @@ func TestKubeletDeletedPodLeavesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, 10*time.Second, "no sandbox or container of the pod", func() error {
-		sbs, err := rt.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(pod.UID)}})
+		sbs, err := rt.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: byUID})
 		if err != nil {
 			return err
 		}
-		ctrs, err := rt.ListContainers(context.Background(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(pod.UID)}})
+		ctrs, err := rt.ListContainers(context.Background(), &runtimeapi.ContainerFilter{LabelSelector: byUID})
 		if err != nil {
 			return err
 		}
 		if len(sbs)+len(ctrs) > 0 {
 			return fmt.Errorf("%d sandboxes and %d containers left", len(sbs), len(ctrs))
 		}
-		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods/pod" + string(pod.UID))
-		nested, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods/*/pod" + string(pod.UID))
-		if dirs = append(dirs, nested...); len(dirs) > 0 {
+		// Under the node's cgroup root, which is the host's or a slot's.
+		var dirs []string
+		for _, pattern := range []string{"/sys/fs/cgroup/*/kubepods/pod", "/sys/fs/cgroup/*/kubepods/*/pod",
+			"/sys/fs/cgroup/*/*/kubepods/pod", "/sys/fs/cgroup/*/*/kubepods/*/pod"} {
+			found, _ := filepath.Glob(pattern + string(pod.UID))
+			dirs = append(dirs, found...)
+		}
+		if len(dirs) > 0 {
 			return fmt.Errorf("cgroups left: %v", dirs)
 		}
-		if d := diff(before.netns, readHostNetState(t).netns); len(d) > 0 {
-			return fmt.Errorf("netns left: %v", d)
+		if _, err := os.Stat(netnsPath); !os.IsNotExist(err) {
+			return fmt.Errorf("network namespace %s left (%v)", netnsPath, err)
+		}
+		if ips := reservationsOf(sandbox); len(ips) > 0 {
+			return fmt.Errorf("IP reservations left: %v", ips)
 		}
 		return nil
 	})
+}
+
+// reservationsOf returns the addresses the CNI network's host-local IPAM holds for the sandbox (a
+// reservation file is named after the address and starts with the container ID).
+func reservationsOf(sandbox string) []string {
+	var ips []string
+	files, _ := os.ReadDir(filepath.Join("/var/lib/cni/networks", cniNetwork))
+	for _, f := range files {
+		if b, err := os.ReadFile(filepath.Join("/var/lib/cni/networks", cniNetwork, f.Name())); err == nil &&
+			strings.HasPrefix(string(b), sandbox) {
+			ips = append(ips, f.Name())
+		}
+	}
+	return ips
 }
 
 // A restarted kubelet adopts its running pods: no container is restarted.

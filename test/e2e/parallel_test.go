@@ -94,27 +94,37 @@ func (p *slotPool) give(n int) {
 	p.cond.Signal()
 }
 
-// isolate gives a node of a parallel test what keeps it apart from the others: its own kubelet ports,
-// and a slot (containerd namespace and cgroup root) for the built-in runtime, or the CRI plugin to itself.
-// It returns the flags to add. The slot or the CRI plugin is given back when the test ends, after the
-// node's own cleanup (cleanups run last-registered first).
+// isolate gives a node of a parallel test on its own API server what keeps it apart from the others: its
+// own kubelet ports, and the runtime's share (isolateRuntime). It returns the flags to add.
 func (n *node) isolate(t *testing.T) []string {
 	t.Helper()
 	if !isParallel(t) {
 		return nil
 	}
-	args := []string{"--port", fmt.Sprint(freePort(t)), "--healthz-port", fmt.Sprint(freePort(t))}
+	return append([]string{"--port", fmt.Sprint(freePort(t)), "--healthz-port", fmt.Sprint(freePort(t))},
+		n.isolateRuntime(t)...)
+}
+
+// isolateRuntime gives a node of a parallel test a slot (containerd namespace, cgroup root and pod log
+// directory) for the built-in runtime, or the CRI plugin to itself, and returns the flags to add. Nodes
+// joining an API server pick their free ports themselves. The slot or the CRI plugin is given back when
+// the test ends, after the node's own cleanup (cleanups run last-registered first).
+func (n *node) isolateRuntime(t *testing.T) []string {
+	t.Helper()
+	if !isParallel(t) {
+		return nil
+	}
 	if n.remote {
 		criPlugin <- struct{}{}
 		t.Cleanup(func() { <-criPlugin })
-		return args
+		return nil
 	}
 	slot := slots.take()
 	t.Cleanup(func() { slots.give(slot) })
 	n.ns = fmt.Sprintf("%s%d", slotPrefix, slot)
 	// A kubelet removes the log directories of pods it does not know.
 	n.logs = filepath.Join(n.dir, "pod-logs")
-	return append(args, "--containerd-namespace", n.ns, "--cgroup-root", "/"+n.ns, "--pod-logs-dir", n.logs)
+	return []string{"--containerd-namespace", n.ns, "--cgroup-root", "/" + n.ns, "--pod-logs-dir", n.logs}
 }
 
 // slotNamespaces are the containerd namespaces of slots that exist on the host, from this run or one
