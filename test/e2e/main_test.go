@@ -104,5 +104,8 @@ func removeLeftovers() error {
 			}
 		}
 	}
+	if err := os.RemoveAll(slotLogsDir); err != nil {
+		return err
+	}
 	return removeSlots()
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -38,6 +39,10 @@ var (
 
 // slotPrefix names the slots' containerd namespaces and cgroup roots.
 const slotPrefix = "e2e-p"
+
+// slotLogsDir holds the pod log directories of the slots' nodes, one per node; an interrupted run's are
+// removed by the next.
+const slotLogsDir = "/var/log/nodeagent-e2e"
 
 // parallel marks t as a test that runs beside the other parallel tests. A test run as a subtest (TestControlPlane
 // runs several against the one real control plane, whose node they share) or against the real control plane
@@ -122,8 +127,10 @@ func (n *node) isolateRuntime(t *testing.T) []string {
 	slot := slots.take()
 	t.Cleanup(func() { slots.give(slot) })
 	n.ns = fmt.Sprintf("%s%d", slotPrefix, slot)
-	// A kubelet removes the log directories of pods it does not know.
-	n.logs = filepath.Join(n.dir, "pod-logs")
+	// A kubelet removes the log directories of pods it does not know. Under /var/log, so that /logs/
+	// (which serves /var/log) follows the /var/log/containers links into it.
+	n.logs = filepath.Join(slotLogsDir, filepath.Base(n.dir))
+	t.Cleanup(func() { _ = os.RemoveAll(n.logs) })
 	return []string{"--containerd-namespace", n.ns, "--cgroup-root", "/" + n.ns, "--pod-logs-dir", n.logs}
 }
 
