@@ -57,9 +57,10 @@ test:
 		echo "test: building the VM guests in the background (log /tmp/nodeagent-vm-prepare.log)"
 	$(MAKE) --no-print-directory test-unit test-fuzz test-vm test-e2e test-e2e-compat
 
-# Unit tests; no root needed.
+# Unit tests; no root needed. Tests that start their own in-process API server run side by side (they
+# mostly wait on their own timers and sockets), 8 at a time.
 test-unit: vet
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -parallel 8 ./...
 
 # Each fuzz target for FUZZTIME (their checked-in seeds also run in test-unit): request decoding, the
 # patch types, apply, selectors and quantities in the API server; the CRI log reader and record parser.

@@ -25,6 +25,7 @@ func managers(p *corev1.Pod) map[string]metav1.ManagedFieldsOperationType {
 }
 
 func TestServerSideApply(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")

@@ -17,6 +17,7 @@ import (
 func newClient(rc *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(rc) }
 
 func TestNodeAuthorization(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	admin := ts.client
@@ -170,6 +171,7 @@ func TestNodeAuthorization(t *testing.T) {
 }
 
 func TestTokenAuthAndKubeconfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(`secret-token,alice,1,"system:masters,dev"`+"\n"), 0o600); err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	before, err := ts.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
@@ -81,6 +82,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestUnauthenticatedRefused(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	rc := *ts.cfg
 	rc.CertData, rc.KeyData = nil, nil

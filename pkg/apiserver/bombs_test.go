@@ -47,6 +47,7 @@ func protobufPod(t *testing.T, name, limit string) []byte {
 // Quantities whose parse or arithmetic would not end, and JSON patches past kube-apiserver's bounds, are
 // refused with a 4xx and a clear message on every path that decodes a body.
 func TestRequestBombsRefused(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	if _, err := ts.client.CoreV1().Pods("default").Create(ctx, testPod("base"), metav1.CreateOptions{}); err != nil {

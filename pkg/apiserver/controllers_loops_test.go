@@ -10,6 +10,7 @@ import (
 )
 
 func TestLoopsFor(t *testing.T) {
+	t.Parallel()
 	pod := func(node, scheduler, raw string) *storage.Object {
 		return &storage.Object{Key: "pods/ns/p", Raw: []byte(raw),
 			Fields: fields.Set{"spec.nodeName": node, "spec.schedulerName": scheduler}}

@@ -16,6 +16,7 @@ import (
 // A node whose kubelet goes silent is marked Unknown after the grace period and tainted unreachable, its
 // pods marked not Ready and evicted after their toleration; when it comes back, it is Ready and untainted.
 func TestNodeLifecycle(t *testing.T) {
+	t.Parallel()
 	clk := clocktesting.NewFakeClock(time.Now())
 	ts := startServer(t, "", func(c *Config) { c.Clock = clk })
 	ctx := ctxT(t)
@@ -187,6 +188,7 @@ func TestNodeLifecycle(t *testing.T) {
 
 // Nodes get pod CIDRs from the cluster CIDR; a deleted node's block goes to the next node.
 func TestNodePodCIDRs(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "", func(c *Config) { c.ClusterCIDR = "10.244.0.0/16" })
 	ctx := ctxT(t)
 	nodes := ts.client.CoreV1().Nodes()

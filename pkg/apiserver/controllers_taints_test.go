@@ -9,6 +9,7 @@ import (
 )
 
 func TestPressureTaints(t *testing.T) {
+	t.Parallel()
 	own := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 	n := &corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{own}}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue}, {Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse}}}}
@@ -28,6 +29,7 @@ func TestPressureTaints(t *testing.T) {
 
 // The control loop taints a node under pressure and untaints it after.
 func TestPressureTaintsOnANode(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	if _, err := ts.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {

@@ -24,6 +24,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestPlacement(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")
@@ -74,6 +75,7 @@ func TestPlacement(t *testing.T) {
 }
 
 func TestNamespaceDeletionCascades(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	if _, err := ts.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, metav1.CreateOptions{}); err != nil {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBootstrapNamespaces(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	for _, ns := range SystemNamespaces {
@@ -26,6 +27,7 @@ func TestBootstrapNamespaces(t *testing.T) {
 }
 
 func TestPodCRUD(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")
@@ -100,6 +102,7 @@ func TestPodCRUD(t *testing.T) {
 }
 
 func TestOtherKinds(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	cm, err := ts.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
@@ -139,6 +142,7 @@ func TestOtherKinds(t *testing.T) {
 }
 
 func TestProtobufClient(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	rc := *ts.cfg

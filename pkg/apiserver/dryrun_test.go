@@ -11,6 +11,7 @@ import (
 )
 
 func TestDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")

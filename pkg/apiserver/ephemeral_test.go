@@ -13,6 +13,7 @@ import (
 // pods/ephemeralcontainers adds debug containers to a running pod as kubectl debug does (a strategic merge
 // patch), defaults them and bumps the generation, and refuses what upstream refuses, in its words.
 func TestPodEphemeralContainers(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "")
 	pods := s.client.CoreV1().Pods("default")
 	created, err := pods.Create(ctxT(t), testPod("web"), metav1.CreateOptions{})

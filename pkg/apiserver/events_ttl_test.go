@@ -13,6 +13,7 @@ import (
 )
 
 func TestEventLastWrite(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
 	micro := func(d time.Duration) metav1.MicroTime { return metav1.NewMicroTime(t0.Add(d)) }
@@ -66,6 +67,7 @@ func TestEventLastWrite(t *testing.T) {
 }
 
 func TestEventsExpire(t *testing.T) {
+	t.Parallel()
 	clk := clocktesting.NewFakeClock(time.Now())
 	ts := startServer(t, "", func(c *Config) { c.Clock = clk })
 	ctx := ctxT(t)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestDecideDependent(t *testing.T) {
+	t.Parallel()
 	ref := func(uid string) metav1.OwnerReference { return metav1.OwnerReference{UID: types.UID(uid)} }
 	bg, fg, orphan := metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan
 	for _, tc := range []struct {
@@ -81,6 +82,7 @@ func mustCM(t *testing.T, c kubernetes.Interface, name string, owners []metav1.O
 }
 
 func TestGCBackground(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	core := ts.client.CoreV1()
@@ -140,6 +142,7 @@ func TestGCBackground(t *testing.T) {
 }
 
 func TestGCDanglingAndReplacedOwner(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	core := ts.client.CoreV1()
@@ -160,6 +163,7 @@ func TestGCDanglingAndReplacedOwner(t *testing.T) {
 }
 
 func TestGCClusterScopedOwner(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	node, err := ts.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
@@ -183,6 +187,7 @@ func TestGCClusterScopedOwner(t *testing.T) {
 }
 
 func TestGCForeground(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	core := ts.client.CoreV1()
@@ -220,6 +225,7 @@ func TestGCForeground(t *testing.T) {
 }
 
 func TestGCForegroundChain(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	top := mustCM(t, ts.client, "top", nil)
@@ -235,6 +241,7 @@ func TestGCForegroundChain(t *testing.T) {
 }
 
 func TestGCOrphan(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	core := ts.client.CoreV1()
@@ -257,6 +264,7 @@ func TestGCOrphan(t *testing.T) {
 }
 
 func TestOwnerKey(t *testing.T) {
+	t.Parallel()
 	g := newOwnerGraph(registry.New())
 	for _, tc := range []struct {
 		ns, apiVersion, kind, want string

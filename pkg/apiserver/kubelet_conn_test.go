@@ -20,6 +20,7 @@ import (
 // nodes/proxy reaches the node's kubelet endpoint only: a port or scheme in the node's name other than the
 // kubelet's is refused, never dialed, and node addresses that are not plain hosts are not used.
 func TestNodeProxyReachesOnlyTheKubelet(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	kl := newFakeKubelet(t, ts.CACertPEM())
@@ -57,6 +58,7 @@ func TestNodeProxyReachesOnlyTheKubelet(t *testing.T) {
 
 // With the kubelets' CA the server verifies their serving certificates.
 func TestKubeletServingCertificateVerified(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Fake kubelets serve httptest's one certificate, for 127.0.0.1: it is its own CA.
 	probe := startServer(t, "")
@@ -108,6 +110,7 @@ func mode(t *testing.T, path string) fs.FileMode {
 
 // Keys and kubeconfigs are 0600, written whole, and older ones left readable by others are restricted.
 func TestKeyAndKubeconfigFilesPrivate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ts := startServer(t, dir)
 	pki := filepath.Join(dir, "pki")

@@ -204,6 +204,7 @@ func isolationReads() []isolationRead {
 // A node's reads return the objects it may read and nothing else: a named watch or a name selector never
 // returns objects whose names merely start with the name, in any namespace and of any kind.
 func TestNodeIsolationOfReads(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	isolationFixtures(t, ctx, ts.client)

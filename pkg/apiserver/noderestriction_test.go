@@ -12,6 +12,7 @@ import (
 // A node registers and keeps its own Node within upstream's NodeRestriction: its taints are fixed at
 // registration, and it sets only the kubelet labels (and labels outside kubernetes.io and k8s.io).
 func TestNodeRestrictionOnOwnNode(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	node := nodeClient(t, ts, "n1")

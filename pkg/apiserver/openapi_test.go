@@ -17,6 +17,7 @@ import (
 // kind's schema, whose patch metadata must give the same patch as the Go
 // types do (so client-side apply computes the same patch through OpenAPI).
 func TestOpenAPIV3(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	root := openapi3.NewRoot(ts.client.Discovery().OpenAPIV3())
 	gvs, err := root.GroupVersions()

@@ -115,6 +115,7 @@ func registerNode(t *testing.T, ts *testServer, name string, port int32, addrs .
 }
 
 func TestProxyToKubelet(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	kl := newFakeKubelet(t, ts.CACertPEM())
@@ -206,6 +207,7 @@ func TestProxyToKubelet(t *testing.T) {
 }
 
 func TestProxyAddressPreference(t *testing.T) {
+	t.Parallel()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"},
 			{Type: corev1.NodeHostName, Address: "host-n"}, {Type: corev1.NodeExternalIP, Address: "::1"}}}}

@@ -27,6 +27,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		info request.Info
 		want requestClass
@@ -51,6 +52,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestInFlightSlots(t *testing.T) {
+	t.Parallel()
 	l := newInFlight(1, 2, 1)
 	r1, ok := l.acquire(readOnly)
 	if !ok {
@@ -111,6 +113,7 @@ func nodeClient(t *testing.T, ts *testServer, node string) kubernetes.Interface 
 // Beyond the in-flight limits a request gets 429 with Retry-After and a TooManyRequests Status, as from
 // kube-apiserver; admins are not counted.
 func TestTooManyRequests(t *testing.T) {
+	t.Parallel()
 	commits := newBlockingCommits()
 	ts := startServer(t, "", func(c *Config) {
 		c.MaxMutatingRequestsInFlight, c.MaxLongRunningRequestsInFlight = 1, 1
@@ -186,6 +189,7 @@ func TestTooManyRequests(t *testing.T) {
 // A request that is not a watch or stream ends with a 504 Timeout Status at the request timeout (or the
 // client's shorter ?timeout=); watches outlive every timeout.
 func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
 	commits := newBlockingCommits()
 	ts := startServer(t, "", func(c *Config) {
 		c.RequestTimeout, c.ReadTimeout, c.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 500*time.Millisecond
@@ -266,6 +270,7 @@ func closedWithin(c *tls.Conn, d time.Duration) (string, bool) {
 
 // Slow clients are cut off: headers not sent in time, a body not sent in time, an idle keep-alive connection.
 func TestConnectionTimeouts(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "", func(c *Config) {
 		c.ReadHeaderTimeout, c.ReadTimeout, c.IdleTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 		c.WriteTimeout = 300 * time.Millisecond
@@ -330,6 +335,7 @@ func TestConnectionTimeouts(t *testing.T) {
 // A failed commit (a full disk) fails its write with a 5xx and makes /readyz and /livez report the reason;
 // the next commit that succeeds makes them healthy again.
 func TestStorageFailureHealth(t *testing.T) {
+	t.Parallel()
 	commits := newBlockingCommits()
 	ts := startServer(t, "", func(c *Config) { c.commitHook = commits.hook })
 	ctx := ctxT(t)
@@ -384,6 +390,7 @@ func TestStorageFailureHealth(t *testing.T) {
 // kubelet stop the pod as an orphan), other keys and resources serve, and an admin deletes it with
 // ignoreStoreReadErrorWithClusterBreakingPotential.
 func TestCorruptStoredObject(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ts := startServer(t, dir)
 	ctx := ctxT(t)

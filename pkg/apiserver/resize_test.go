@@ -15,6 +15,7 @@ import (
 // pods/resize changes a pod's containers' cpu and memory, bumping its generation, and refuses what
 // upstream's ValidatePodResize refuses, with its words; a plain update may not change resources.
 func TestPodResize(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "")
 	pod := testPod("web")
 	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{

@@ -35,6 +35,7 @@ func tokenClient(ts *testServer, token string) kubernetes.Interface {
 }
 
 func TestTokenReview(t *testing.T) {
+	t.Parallel()
 	ts := reviewServer(t)
 	ctx := ctxT(t)
 	rc, err := ts.NodeClientConfig("n1")
@@ -85,6 +86,7 @@ func TestTokenReview(t *testing.T) {
 }
 
 func TestSubjectAccessReview(t *testing.T) {
+	t.Parallel()
 	ts := reviewServer(t)
 	ctx := ctxT(t)
 	if _, err := ts.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
@@ -183,6 +185,7 @@ func TestSubjectAccessReview(t *testing.T) {
 
 // The reviews are listed in discovery and OpenAPI as kube-apiserver lists them: create-only.
 func TestReviewsDiscovered(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	for gv, names := range map[string][]string{
 		"authentication.k8s.io/v1": {"tokenreviews", "selfsubjectreviews"},

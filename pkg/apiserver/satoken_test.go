@@ -73,6 +73,7 @@ func jwtClaims(t *testing.T, token string) map[string]any {
 // The server signs service account tokens with a key of its own, as kube-apiserver's TokenRequest: with its
 // claims, its defaults and bounds, and the bound pod and its node.
 func TestTokenRequest(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	if fi, err := os.Stat(filepath.Join(ts.dir, "pki", auth.ServiceAccountKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
@@ -148,6 +149,7 @@ func TestTokenRequest(t *testing.T) {
 // with the pod and node it is bound to, for the audiences it was issued for; it stops validating once its
 // pod is gone.
 func TestServiceAccountTokenAuthentication(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pod := tokenPod(t, ts, "web")
@@ -241,6 +243,7 @@ func TestServiceAccountTokenAuthentication(t *testing.T) {
 // A node asks for tokens of its pods' service accounts only, bound to one of its pods, for an audience the
 // pod projects, as upstream's Node authorizer and NodeRestriction allow.
 func TestNodeTokenRequests(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pod := tokenPod(t, ts, "web")
@@ -276,6 +279,7 @@ func TestNodeTokenRequests(t *testing.T) {
 // The health endpoints and the version answer callers without credentials, as kube-apiserver's
 // system:public-info-viewer role allows, without the reasons of a failure; everything else needs them.
 func TestPublicHealthEndpoints(t *testing.T) {
+	t.Parallel()
 	commits := newBlockingCommits()
 	ts := startServer(t, "", func(c *Config) { c.commitHook = commits.hook })
 	ctx := ctxT(t)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSelectorsAndChunking(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")
@@ -88,6 +89,7 @@ func TestSelectorsAndChunking(t *testing.T) {
 }
 
 func TestPatchTypes(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")
@@ -138,6 +140,7 @@ func TestPatchTypes(t *testing.T) {
 }
 
 func TestGracefulDeletionAndFinalizers(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")
@@ -189,6 +192,7 @@ func TestGracefulDeletionAndFinalizers(t *testing.T) {
 }
 
 func TestRestartPersistence(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ts := startServer(t, dir)
 	ctx := ctxT(t)

@@ -28,6 +28,7 @@ func rootCA(ctx context.Context, ts *testServer, ns string) *corev1.ConfigMap {
 // verify the server with, as kube-controller-manager keeps them: re-created when deleted, repaired when
 // changed.
 func TestServiceAccountsAndRootCAEverywhere(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	ca := string(ts.CACertPEM())
@@ -72,6 +73,7 @@ func TestServiceAccountsAndRootCAEverywhere(t *testing.T) {
 
 // --root-ca-file is what is published.
 func TestRootCAFile(t *testing.T) {
+	t.Parallel()
 	bundle := filepath.Join(t.TempDir(), "bundle.crt")
 	if err := os.WriteFile(bundle, []byte("-----BEGIN CERTIFICATE-----\nbundle\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -87,6 +89,7 @@ func TestRootCAFile(t *testing.T) {
 // A new pod runs as its namespace's default service account, with the account's token, the CA and the
 // namespace projected into each container, as kube-apiserver's ServiceAccount admission gives them.
 func TestServiceAccountAdmissionOnCreate(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")

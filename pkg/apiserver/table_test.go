@@ -13,6 +13,7 @@ const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 // TestTables checks the Table answers kubectl get asks for: lists of every
 // resource, and a watch whose first event alone carries the columns.
 func TestTables(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	if _, err := ts.client.CoreV1().Pods("default").Create(ctx, testPod("p1"), metav1.CreateOptions{}); err != nil {

@@ -42,6 +42,7 @@ func claimRefTo(ns, name, uid string) func(*corev1.PersistentVolume) {
 // A Pending claim binds to the smallest Available volume that fits it, or to the volume pre-bound to it, as
 // upstream's FindMatchingVolume.
 func TestMatchVolume(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		claim   *corev1.PersistentVolumeClaim
@@ -93,6 +94,7 @@ func TestMatchVolume(t *testing.T) {
 
 // A volume's phase follows its claim, as upstream's syncVolume for statically provisioned volumes.
 func TestVolumePhase(t *testing.T) {
+	t.Parallel()
 	claims := map[string]*corev1.PersistentVolumeClaim{
 		"default/bound":   testPVC("bound", "1Gi", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "v" }),
 		"default/pending": testPVC("pending", "1Gi", nil),

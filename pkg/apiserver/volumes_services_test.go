@@ -17,6 +17,7 @@ import (
 // PersistentVolumes and claims are served, listed and watched like the other kinds, with kube-apiserver's
 // defaults; the binding loop binds a Pending claim to a volume that fits, as kube-controller-manager does.
 func TestPersistentVolumeBinding(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pvs, pvcs := ts.client.CoreV1().PersistentVolumes(), ts.client.CoreV1().PersistentVolumeClaims("default")
@@ -130,6 +131,7 @@ func TestPersistentVolumeBinding(t *testing.T) {
 
 // kubectl get pv,pvc,svc print upstream's columns.
 func TestVolumeAndServiceTables(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	for _, path := range []struct{ path, want string }{
@@ -153,6 +155,7 @@ func TestVolumeAndServiceTables(t *testing.T) {
 // Services are served with kube-apiserver's defaults and a cluster IP from the service range; the
 // kubernetes Service in default points at the server and is kept.
 func TestServices(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	svcs := ts.client.CoreV1().Services("default")

@@ -28,6 +28,7 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 }
 
 func TestWatchResumeAndGone(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")
@@ -81,6 +82,7 @@ func TestWatchResumeAndGone(t *testing.T) {
 }
 
 func TestWatchSelectorTransitionsAndBookmarks(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "", func(c *Config) { c.BookmarkInterval = 200 * time.Millisecond })
 	ctx := ctxT(t)
 	pods := ts.client.CoreV1().Pods("default")
@@ -121,6 +123,7 @@ func TestWatchSelectorTransitionsAndBookmarks(t *testing.T) {
 // TestInformer runs client-go's informer (watch-list with initial events and
 // its bookmark) against the server.
 func TestInformer(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, "")
 	ctx := ctxT(t)
 	if _, err := ts.client.CoreV1().Pods("default").Create(ctx, testPod("i1"), metav1.CreateOptions{}); err != nil {

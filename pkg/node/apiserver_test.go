@@ -104,6 +104,7 @@ func timeToReady(t *testing.T, admin kubernetes.Interface, name string, since ti
 }
 
 func TestInProcessAPIServerRegisterReadyAndLease(t *testing.T) {
+	t.Parallel()
 	s := startAPIServer(t, t.TempDir(), 0)
 	admin := clients(t)(s.AdminClientConfig())
 	nodeClient := nodeClients(t)(s.NodeClientConfig("node-a"))
@@ -156,6 +157,7 @@ func TestInProcessAPIServerRegisterReadyAndLease(t *testing.T) {
 }
 
 func TestInProcessAPIServerWrongIdentityIsRetried(t *testing.T) {
+	t.Parallel()
 	s := startAPIServer(t, t.TempDir(), 0)
 	other := nodeClients(t)(s.NodeClientConfig("node-b"))
 	a, _ := runAgent(t, Config{Name: "node-a", Client: other, RootDir: t.TempDir(), Host: testHost()})
@@ -171,6 +173,7 @@ func TestInProcessAPIServerWrongIdentityIsRetried(t *testing.T) {
 }
 
 func TestInProcessAPIServerOutageAndCatchUp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startAPIServer(t, dir, 0)
 	u, err := url.Parse(s.URL())
