@@ -51,11 +51,14 @@ uninstall:
 # runc, CNI and cgroup v1, and the cgroup v2 checks in a VM. The VM guests' root filesystems are built in the
 # background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU). The VM checks run alone:
 # beside the end-to-end tests, software emulation took the CPU those tests' deadlines count on (and starved
-# at the lowest priority, the guests' own).
+# at the lowest priority, the guests' own). The fuzz targets (whose instrumented builds are most of their
+# time) run beside the end-to-end tests at the lowest CPU priority, on the CPU those tests leave idle.
 test:
 	@hack/vm/prepare.sh >/tmp/nodeagent-vm-prepare.log 2>&1 & \
 		echo "test: building the VM guests in the background (log /tmp/nodeagent-vm-prepare.log)"
-	$(MAKE) --no-print-directory test-unit test-fuzz test-vm test-e2e test-e2e-compat
+	$(MAKE) --no-print-directory test-unit test-vm
+	hack/beside.sh test-fuzz /tmp/nodeagent-fuzz.log '$(MAKE) --no-print-directory test-fuzz' \
+		$(MAKE) --no-print-directory test-e2e test-e2e-compat
 
 # Unit tests; no root needed. Tests that start their own in-process API server run side by side (they
 # mostly wait on their own timers and sockets), 8 at a time.
