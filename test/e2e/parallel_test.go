@@ -129,8 +129,15 @@ func (n *node) isolateRuntime(t *testing.T) []string {
 	n.ns = fmt.Sprintf("%s%d", slotPrefix, slot)
 	// A kubelet removes the log directories of pods it does not know. Under /var/log, so that /logs/
 	// (which serves /var/log) follows the /var/log/containers links into it.
-	n.logs = filepath.Join(slotLogsDir, filepath.Base(n.dir))
-	t.Cleanup(func() { _ = os.RemoveAll(n.logs) })
+	if err := os.MkdirAll(slotLogsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := os.MkdirTemp(slotLogsDir, "node-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.logs = logs
+	t.Cleanup(func() { _ = os.RemoveAll(logs) })
 	return []string{"--containerd-namespace", n.ns, "--cgroup-root", "/" + n.ns, "--pod-logs-dir", n.logs}
 }
 
