@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"os"
 	"path"
 	goruntime "runtime"
@@ -24,6 +25,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
+	"github.com/nodeagent/kubelet/pkg/devicemanager"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/eviction"
 	"github.com/nodeagent/kubelet/pkg/imagecreds"
@@ -69,6 +71,9 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err := p.startCgroups(ctx); err != nil {
 		return err
 	}
+	if err := p.newDevices(ctx); err != nil {
+		return err
+	}
 	if err := p.newAgent(); err != nil {
 		return err
 	}
@@ -97,6 +102,7 @@ type nodeParts struct {
 	cg           *cgroups.Manager
 	evictions    *eviction.Manager
 	evictionDeps *evictionDeps
+	devices      *devicemanager.Manager
 	agent        *node.Agent
 	volumes      *volume.Manager
 	logs         *containerlogs.Manager
@@ -106,6 +112,8 @@ type nodeParts struct {
 	collector    *stats.Collector
 	srv          *server.Server
 	shutdownMgr  atomic.Pointer[shutdown.Manager]
+	// agentReady is the node agent once built, for the device manager's changes.
+	agentReady atomic.Pointer[node.Agent]
 }
 
 // startEvents starts the event broadcaster writing to the API server; the caller shuts it down.
@@ -142,6 +150,22 @@ func (p *nodeParts) startCgroups(ctx context.Context) error {
 	return nil
 }
 
+// newDevices builds the device manager (device plugins register on <root-dir>/device-plugins/kubelet.sock
+// once it runs), with the allocations of its checkpoint. Changes of the plugins' resources resync the
+// node's status.
+func (p *nodeParts) newDevices(ctx context.Context) error {
+	var err error
+	p.devices, err = devicemanager.New(ctx, devicemanager.Config{
+		Dir: filepath.Join(p.o.rootDir, "device-plugins"),
+		OnChange: func() {
+			if a := p.agentReady.Load(); a != nil {
+				a.Resync()
+			}
+		},
+	})
+	return err
+}
+
 // newAgent builds the eviction manager and the node agent (registration, node status, lease), whose Ready
 // condition reads the pod sync's PLEG, graceful shutdown and the API server's health.
 func (p *nodeParts) newAgent() error {
@@ -176,6 +200,7 @@ func (p *nodeParts) newAgent() error {
 		Taints:         taints,
 		Eviction:       nodeThresholds(thresholds),
 		Pressure:       p.evictions.Pressure,
+		Devices:        p.devices.Resources,
 		Health: []node.Check{{Name: "pleg", Func: func() error { return p.kl.Healthy() }},
 			{Name: "shutdown", Func: func() error {
 				if m := p.shutdownMgr.Load(); m != nil {
@@ -189,6 +214,7 @@ func (p *nodeParts) newAgent() error {
 		return err
 	}
 	p.evictionDeps.capacity = p.agent.Capacity
+	p.agentReady.Store(p.agent)
 	return nil
 }
 
@@ -238,6 +264,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		MaxPods:               o.maxPods,
 		Host:                  hostFeatures(o),
 		PressureAdmit:         p.evictions.Admit,
+		Devices:               p.devices,
 		SyncFrequency:         o.syncFrequency,
 		MaxParallelImagePulls: o.imagePullParallel,
 		Credentials:           d.credentials,
@@ -318,6 +345,9 @@ func (p *nodeParts) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return followRuntimeEvents(gctx, p.d.runtime, p.events) })
+	if err := p.devices.Start(gctx); err != nil {
+		return err
+	}
 	g.Go(func() error { return p.agent.Run(gctx) })
 	g.Go(func() error { p.services.Run(gctx); return nil })
 	g.Go(func() error { return p.kl.Run(gctx) })

@@ -99,10 +99,37 @@ func New(cfg Config) (*Agent, error) {
 
 // Allocatable returns what pods may use on this node: capacity minus reserved and the hard eviction
 // thresholds. The caller must not modify it.
-func (a *Agent) Allocatable() v1.ResourceList { return a.allocatable }
+// Device plugins' resources are included.
+func (a *Agent) Allocatable() v1.ResourceList {
+	_, alloc := a.withDevices()
+	return alloc
+}
 
-// Capacity returns the node's capacity. The caller must not modify it.
-func (a *Agent) Capacity() v1.ResourceList { return a.capacity }
+// Capacity returns the node's capacity, device plugins' resources included. The caller must not modify it.
+func (a *Agent) Capacity() v1.ResourceList {
+	c, _ := a.withDevices()
+	return c
+}
+
+// withDevices returns capacity and allocatable with the device plugins' resources added (new lists when
+// there are any, the agent's own otherwise).
+func (a *Agent) withDevices() (capacity, allocatable v1.ResourceList) {
+	if a.cfg.Devices == nil {
+		return a.capacity, a.allocatable
+	}
+	dc, da := a.cfg.Devices()
+	if len(dc) == 0 && len(da) == 0 {
+		return a.capacity, a.allocatable
+	}
+	capacity, allocatable = a.capacity.DeepCopy(), a.allocatable.DeepCopy()
+	for name, q := range dc {
+		capacity[name] = q
+	}
+	for name, q := range da {
+		allocatable[name] = q
+	}
+	return capacity, allocatable
+}
 
 // NodeIPs returns the node's IPs (--node-ip, or the address found on the host); empty when there is none.
 func (a *Agent) NodeIPs() []net.IP { return append([]net.IP(nil), a.nodeIPs...) }
@@ -265,8 +292,9 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 		a.pressure.memory, a.pressure.disk, a.pressure.pid = a.cfg.Pressure()
 	}
 	h := a.host
+	capacity, allocatable := a.withDevices()
 	return applyStatus(&n.Status, facts{
-		now: now, addresses: a.addresses, capacity: a.capacity, allocatable: a.allocatable,
+		now: now, addresses: a.addresses, capacity: capacity, allocatable: allocatable,
 		info: v1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.SystemUUID, BootID: h.BootID,
 			KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: a.version,
 			KubeletVersion: a.cfg.KubeletVersion, OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH},

@@ -112,6 +112,9 @@ type Config struct {
 	// Pressure gives the pressure conditions to report (the eviction manager's: memory, disk, PID); nil
 	// reports none.
 	Pressure func() (memory, disk, pid bool)
+	// Devices, when set, gives the resources device plugins offer (pkg/devicemanager): added to capacity
+	// and allocatable. Call Resync when they change.
+	Devices func() (capacity, allocatable v1.ResourceList)
 }
 
 func (c *Config) setDefaults() error {

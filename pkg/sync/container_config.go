@@ -78,11 +78,15 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err := os.MkdirAll(filepath.Join(k.podLogDir(pod), c.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory: %w", err)
 	}
-	return podspec.ContainerConfig(podspec.ContainerInput{
+	cfg := podspec.ContainerConfig(podspec.ContainerInput{
 		Pod: pod, Container: c, Kind: kind, RestartCount: restartCount, ImageRef: imageRef,
 		Env: envs, Mounts: mounts, MessagePath: messagePath, GracePeriod: gracePeriodOf(pod, nil, nil),
 		Resources: k.containerResources(pod, c), SecurityContext: secCtx,
-	}), nil
+	})
+	if k.cfg.Devices != nil {
+		withDevices(cfg, k.cfg.Devices.ContainerOptions(pod.UID, c.Name))
+	}
+	return cfg, nil
 }
 
 // makeMounts maps the container's volume mounts to host paths, and adds the termination message file. It

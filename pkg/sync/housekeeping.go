@@ -71,6 +71,13 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	if err := k.cgroups.CleanupOrphans(ctx, active); err != nil {
 		logger.Error(err, "Failed to clean up orphaned pod cgroups")
 	}
+	if k.cfg.Devices != nil {
+		uids := make([]types.UID, 0, len(active))
+		for uid := range active {
+			uids = append(uids, uid)
+		}
+		k.cfg.Devices.Prune(ctx, uids)
+	}
 	if err := k.alloc.RemoveOrphans(active); err != nil {
 		logger.Error(err, "Failed to forget the allocations of removed pods")
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/allocation"
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
+	"github.com/nodeagent/kubelet/pkg/devicemanager"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/prober"
@@ -59,6 +60,14 @@ type MirrorClient interface {
 }
 
 // Config holds the kubelet's dependencies and settings. Runtime and Images are required.
+// Devices is the device manager as the pod sync uses it: admission allocates a new pod's devices, a
+// container's config carries what the plugins answered, housekeeping frees the devices of pods gone.
+type Devices interface {
+	Allocate(ctx context.Context, pod *v1.Pod, active []types.UID) error
+	ContainerOptions(pod types.UID, container string) *devicemanager.Options
+	Prune(ctx context.Context, active []types.UID)
+}
+
 type Config struct {
 	NodeName   string
 	RootDir    string // default /var/lib/kubelet
@@ -89,6 +98,8 @@ type Config struct {
 	MaxPods int // required: the node's pod capacity
 	// Host is what the node's kernel and runtime can do (sysctls, AppArmor, user namespaces) for admission.
 	Host admission.Host
+	// Devices, when set, gives containers the devices of device plugins (pkg/devicemanager).
+	Devices Devices
 	// PressureAdmit, when set, refuses pods under node pressure after admission's checks (the eviction
 	// manager's Admit): whether the pod may start, else the reason and message.
 	PressureAdmit func(*v1.Pod) (bool, string, string)

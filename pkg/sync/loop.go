@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 
 	v1 "k8s.io/api/core/v1"
@@ -130,12 +131,35 @@ func (k *Kubelet) applyPod(ctx context.Context, pod *v1.Pod) {
 			k.workers.UpdatePod(podUpdate{typ: updateKill, pod: pod})
 			return
 		}
-		if res := k.admit(pod); !res.Admit {
+		if res := k.admitNew(ctx, pod); !res.Admit {
 			k.rejectPod(ctx, pod, res)
 			return
 		}
 	}
 	k.workers.UpdatePod(podUpdate{typ: updateSync, pod: pod})
+}
+
+// admitNew admits a pod the kubelet does not run yet: its containers' devices are allocated first (as
+// upstream's resource allocation handler runs before its predicates), then admit.
+func (k *Kubelet) admitNew(ctx context.Context, pod *v1.Pod) admission.Result {
+	if k.cfg.Devices != nil {
+		// Devices of pods gone are freed only once every source has synced: before, a pod not admitted yet
+		// after a restart is not gone.
+		var active []types.UID
+		if k.sourcesReady.Load() {
+			active = []types.UID{}
+			for uid, info := range k.workers.known() {
+				if info.state == stateSyncing || info.state == stateTerminating {
+					active = append(active, uid)
+				}
+			}
+		}
+		if err := k.cfg.Devices.Allocate(ctx, pod, active); err != nil {
+			return admission.Result{Reason: "UnexpectedAdmissionError",
+				Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
+		}
+	}
+	return k.admit(pod)
 }
 
 // admit runs admission against the pods that are admitted and still running, with their allocated

@@ -1,0 +1,256 @@
+package devicemanager
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// Allocate gives each container of pod the devices it asks for (resources served by a device plugin),
+// as upstream's admission does: init containers first, whose devices the pod's later containers may
+// reuse (a sidecar keeps its own), then the app containers. Devices held by pods not in active are free
+// again; a nil active frees nothing (before the pod sources have synced, a pod not admitted yet is not
+// gone, as upstream waits for its sources before freeing devices). A container that holds its devices already (a restart) keeps them without asking the plugin.
+// An error is upstream's UnexpectedAdmissionError cause; the pod then holds nothing.
+//
+// It holds the manager while it calls the plugin, as upstream's admission is serial.
+func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod, active []types.UID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.asksForDevices(pod) {
+		return nil
+	}
+	if active != nil {
+		m.pruneLocked(active, pod.UID)
+	}
+	uid := string(pod.UID)
+	reusable := map[string][]string{} // devices of the pod's finished init containers, by resource
+	containers := make([]v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	containers = append(containers, pod.Spec.InitContainers...)
+	containers = append(containers, pod.Spec.Containers...)
+	for i := range containers {
+		c := &containers[i]
+		isInit := i < len(pod.Spec.InitContainers)
+		sidecar := isInit && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		for _, name := range m.deviceResources(c) {
+			q := c.Resources.Limits[v1.ResourceName(name)]
+			need := int(q.Value())
+			if need <= 0 {
+				continue
+			}
+			ids, err := m.allocateLocked(ctx, uid, c.Name, name, need, reusable[name])
+			if err != nil {
+				delete(m.allocs, uid)
+				if werr := m.writeCheckpoint(); werr != nil {
+					klog.FromContext(ctx).Error(werr, "Cannot write the device manager's checkpoint")
+				}
+				return err
+			}
+			if isInit && !sidecar {
+				reusable[name] = ids
+			} else {
+				reusable[name] = without(reusable[name], ids)
+			}
+		}
+	}
+	return m.writeCheckpoint()
+}
+
+// asksForDevices reports whether any container of pod asks for a resource served by a device plugin.
+func (m *Manager) asksForDevices(pod *v1.Pod) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if len(m.deviceResources(&cs[i])) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// deviceResources are the resources c asks for that a device plugin serves (or served: a resource whose
+// plugin went away still refuses pods, with upstream's message), in name order.
+func (m *Manager) deviceResources(c *v1.Container) []string {
+	var out []string
+	for name := range c.Resources.Limits {
+		if _, ok := m.resources[string(name)]; ok {
+			out = append(out, string(name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// allocateLocked gives one container need devices of resource and records the plugin's answer.
+func (m *Manager) allocateLocked(ctx context.Context, pod, container, resource string, need int, reusable []string) ([]string, error) {
+	var held []string
+	if a := m.allocs[pod][container][resource]; a != nil {
+		if len(a.ids) >= need {
+			return a.ids, nil // a restart: the container keeps its devices and the plugin's answer
+		}
+		held = a.ids
+	}
+	rs := m.resources[resource]
+	healthy, inUse := map[string]bool{}, m.inUseLocked(resource, pod)
+	if rs.plugin != nil {
+		for id, d := range rs.devices {
+			healthy[id] = d.Health == pluginapi.Healthy
+		}
+	}
+	kept, free, err := plan(resource, need, held, reusable, healthy, inUse)
+	if err != nil {
+		return nil, err
+	}
+	if rs.plugin == nil {
+		return nil, fmt.Errorf("device plugin for %s is not connected", resource)
+	}
+	p := rs.plugin
+	if rest := need - len(kept); rest > 0 && p.opts.GetPreferredAllocationAvailable {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		resp, err := p.client.GetPreferredAllocation(cctx, &pluginapi.PreferredAllocationRequest{
+			ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
+				AvailableDeviceIDs: append(append([]string(nil), kept...), free...), MustIncludeDeviceIDs: kept,
+				AllocationSize: int32(need)}}})
+		cancel()
+		if err != nil {
+			klog.FromContext(ctx).Info("A device plugin's preferred allocation failed; choosing without it", "resource", resource, "err", err)
+		} else if len(resp.GetContainerResponses()) == 1 {
+			free = preferredFirst(free, resp.ContainerResponses[0].DeviceIDs)
+		}
+	}
+	ids := append(kept, free[:need-len(kept)]...)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	resp, err := p.client.Allocate(cctx, &pluginapi.AllocateRequest{
+		ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}}})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("device plugin for %s: Allocate: %w", resource, err)
+	}
+	if n := len(resp.GetContainerResponses()); n != 1 {
+		return nil, fmt.Errorf("device plugin for %s: Allocate answered for %d containers, asked for 1", resource, n)
+	}
+	m.setAlloc(pod, container, resource, &allocation{ids: sorted(ids), resp: resp.ContainerResponses[0]})
+	klog.FromContext(ctx).V(2).Info("Devices allocated", "podUID", pod, "container", container, "resource", resource, "devices", ids)
+	return ids, nil
+}
+
+// inUseLocked are the devices of resource that containers of other pods hold.
+func (m *Manager) inUseLocked(resource, pod string) map[string]bool {
+	out := map[string]bool{}
+	for uid, byContainer := range m.allocs {
+		if uid == pod {
+			continue
+		}
+		for _, byRes := range byContainer {
+			for _, id := range byRes[resource].idsOrNil() {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
+func (a *allocation) idsOrNil() []string {
+	if a == nil {
+		return nil
+	}
+	return a.ids
+}
+
+// Prune frees the devices of pods not in active (deleted or finished pods). The caller calls it only once
+// its pod sources have synced.
+func (m *Manager) Prune(ctx context.Context, active []types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pruneLocked(active, "") {
+		if err := m.writeCheckpoint(); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot write the device manager's checkpoint")
+		}
+	}
+}
+
+func (m *Manager) pruneLocked(active []types.UID, keep types.UID) bool {
+	live := map[string]bool{string(keep): true}
+	for _, uid := range active {
+		live[string(uid)] = true
+	}
+	changed := false
+	for uid := range m.allocs {
+		if !live[uid] {
+			delete(m.allocs, uid)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// Options is what a container's config gains from its devices.
+type Options struct {
+	Envs        map[string]string
+	Mounts      []*pluginapi.Mount
+	Devices     []*pluginapi.DeviceSpec
+	Annotations map[string]string
+	CDIDevices  []string
+}
+
+// ContainerOptions merges the plugins' answers for one container (resources in name order); nil when it
+// holds no device.
+func (m *Manager) ContainerOptions(pod types.UID, container string) *Options {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byRes := m.allocs[string(pod)][container]
+	if len(byRes) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(byRes))
+	for name := range byRes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	o := &Options{Envs: map[string]string{}, Annotations: map[string]string{}}
+	seenMount, seenDev, seenCDI := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, name := range names {
+		r := byRes[name].resp
+		for k, v := range r.Envs {
+			o.Envs[k] = v
+		}
+		for k, v := range r.Annotations {
+			o.Annotations[k] = v
+		}
+		for _, mt := range r.Mounts {
+			if mt != nil && !seenMount[mt.ContainerPath] {
+				seenMount[mt.ContainerPath] = true
+				o.Mounts = append(o.Mounts, mt)
+			}
+		}
+		for _, d := range r.Devices {
+			if d != nil && !seenDev[d.ContainerPath] {
+				seenDev[d.ContainerPath] = true
+				o.Devices = append(o.Devices, d)
+			}
+		}
+		for _, c := range r.CdiDevices {
+			if c != nil && c.Name != "" && !seenCDI[c.Name] {
+				seenCDI[c.Name] = true
+				o.CDIDevices = append(o.CDIDevices, c.Name)
+			}
+		}
+	}
+	return o
+}
+
+// without returns ids minus drop.
+func without(ids, drop []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !contains(drop, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
