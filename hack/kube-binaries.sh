@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds upstream Kubernetes binaries from the Go module proxy at a pinned version:
-# kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager and kubelet named as
-# arguments.
+# kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager, kubelet and
+# sample-device-plugin (upstream's test device plugin, test/images/sample-device-plugin, built static) named
+# as arguments.
 #
 #   hack/kube-binaries.sh                  # kubectl
 #   hack/kube-binaries.sh kube-apiserver   # kubectl and kube-apiserver
@@ -33,10 +34,18 @@ targets=(kubectl)
 for arg in "$@"; do
 	case "$arg" in
 	kubectl) ;;
-	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet) targets+=("$arg") ;;
-	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager or kubelet)" ;;
+	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet | sample-device-plugin) targets+=("$arg") ;;
+	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager, kubelet or sample-device-plugin)" ;;
 	esac
 done
+
+# pkg_of prints the package a binary is built from.
+pkg_of() {
+	case "$1" in
+	sample-device-plugin) echo k8s.io/kubernetes/test/images/sample-device-plugin ;;
+	*) echo "k8s.io/kubernetes/cmd/$1" ;;
+	esac
+}
 
 # built_version prints the k8s.io/kubernetes module version a binary was built from, or nothing.
 built_version() {
@@ -66,7 +75,7 @@ if [ ${#todo[@]} -gt 0 ]; then
 
 	# Every binary built here so far stays a tool of the module, so one go.sum serves them all.
 	tools=("${todo[@]}")
-	for t in kubectl kube-apiserver kube-scheduler kube-controller-manager kubelet; do
+	for t in kubectl kube-apiserver kube-scheduler kube-controller-manager kubelet sample-device-plugin; do
 		if [ -x "$KUBE_BIN_DIR/$t" ]; then tools+=("$t"); fi
 	done
 	mapfile -t tools < <(printf '%s\n' "${tools[@]}" | sort -u)
@@ -81,7 +90,7 @@ if [ ${#todo[@]} -gt 0 ]; then
 		echo "require k8s.io/kubernetes $KUBE_VERSION"
 		echo
 		for t in "${tools[@]}"; do
-			echo "tool k8s.io/kubernetes/cmd/$t"
+			echo "tool $(pkg_of "$t")"
 		done
 		echo
 		for m in $staging; do
@@ -106,7 +115,10 @@ if [ ${#todo[@]} -gt 0 ]; then
 	for t in "${todo[@]}"; do
 		say "building $t $KUBE_VERSION (the first build takes several minutes)"
 		start=$(date +%s)
-		nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$KUBE_BIN_DIR/$t.tmp" "k8s.io/kubernetes/cmd/$t" ||
+		# The test device plugin runs in a busybox container: static.
+		cgo=${CGO_ENABLED:-}
+		if [ "$t" = sample-device-plugin ]; then cgo=0; fi
+		CGO_ENABLED=$cgo nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$KUBE_BIN_DIR/$t.tmp" "$(pkg_of "$t")" ||
 			die "building $t failed"
 		mv -f "$KUBE_BIN_DIR/$t.tmp" "$KUBE_BIN_DIR/$t"
 		say "built $t in $(($(date +%s) - start)) s"

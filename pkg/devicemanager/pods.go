@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -187,6 +188,32 @@ func (m *Manager) pruneLocked(active []types.UID, keep types.UID) bool {
 		}
 	}
 	return changed
+}
+
+// Allocated returns how many devices of each resource containers hold. Admission counts at least these as
+// allocatable (upstream's sanitizeNodeAllocatable): a restarted kubelet re-admits its running pods before
+// their plugins have registered again, and must not refuse them for devices they hold.
+func (m *Manager) Allocated() v1.ResourceList {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	held := map[string]map[string]bool{}
+	for _, byContainer := range m.allocs {
+		for _, byRes := range byContainer {
+			for res, a := range byRes {
+				if held[res] == nil {
+					held[res] = map[string]bool{}
+				}
+				for _, id := range a.ids {
+					held[res][id] = true
+				}
+			}
+		}
+	}
+	out := v1.ResourceList{}
+	for res, ids := range held {
+		out[v1.ResourceName(res)] = *resource.NewQuantity(int64(len(ids)), resource.DecimalSI)
+	}
+	return out
 }
 
 // Options is what a container's config gains from its devices.

@@ -66,6 +66,7 @@ type Devices interface {
 	Allocate(ctx context.Context, pod *v1.Pod, active []types.UID) error
 	ContainerOptions(pod types.UID, container string) *devicemanager.Options
 	Prune(ctx context.Context, active []types.UID)
+	Allocated() v1.ResourceList
 }
 
 type Config struct {

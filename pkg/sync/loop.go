@@ -204,7 +204,30 @@ func (k *Kubelet) nodeInfo() admission.Node {
 			n.Allocatable = withExtended(n.Allocatable, node.Status.Allocatable)
 		}
 	}
+	if k.cfg.Devices != nil {
+		n.Allocatable = atLeastHeld(n.Allocatable, k.cfg.Devices.Allocated())
+	}
 	return n
+}
+
+// atLeastHeld raises each device resource's allocatable to the devices containers hold of it, as upstream's
+// sanitizeNodeAllocatable: a restarted kubelet re-admits its running pods before their device plugins have
+// registered again, and must not refuse them for the devices they hold.
+func atLeastHeld(alloc, held v1.ResourceList) v1.ResourceList {
+	out, copied := alloc, false
+	for name, q := range held {
+		if cur, ok := alloc[name]; ok && cur.Cmp(q) >= 0 {
+			continue
+		}
+		if !copied {
+			out, copied = alloc.DeepCopy(), true
+			if out == nil {
+				out = v1.ResourceList{}
+			}
+		}
+		out[name] = q.DeepCopy()
+	}
+	return out
 }
 
 // withExtended is the kubelet's allocatable with the extended resources the Node lists (advertised by an
