@@ -7,6 +7,7 @@ import (
 	"github.com/containerd/containerd/v2/contrib/seccomp"
 	"github.com/containerd/containerd/v2/core/containers"
 	capability "github.com/containerd/containerd/v2/pkg/cap"
+	cdispec "github.com/containerd/containerd/v2/pkg/cdi"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	osinterface "github.com/containerd/containerd/v2/pkg/os"
 	"github.com/containerd/errdefs"
@@ -110,7 +111,24 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb 
 		specopts.WithSupplementalGroups(sc.GetSupplementalGroups()),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: meta.SandboxID}),
 	)
+	// CDI devices last, as containerd's CRI plugin applies them: their edits (environment, device nodes,
+	// mounts, hooks) must not be reset by an option after them. Specs are read from /etc/cdi and
+	// /var/run/cdi at each container's creation; an unknown device fails the creation.
+	if names := cdiDeviceNames(config); len(names) > 0 {
+		opts = append(opts, cdispec.WithCDIDevices(names...))
+	}
 	return opts, nil
+}
+
+// cdiDeviceNames are the fully qualified CDI device names the container asks for (vendor.com/class=name).
+func cdiDeviceNames(config *runtimeapi.ContainerConfig) []string {
+	var out []string
+	for _, d := range config.GetCDIDevices() {
+		if d.GetName() != "" {
+			out = append(out, d.GetName())
+		}
+	}
+	return out
 }
 
 func hasMount(ms []*runtimeapi.Mount, dest string) bool {

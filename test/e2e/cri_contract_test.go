@@ -275,6 +275,16 @@ func TestCreateContainerFailures(t *testing.T) {
 			if _, err := b.rt.CreateContainer(ctxT(t), p.id, cfg, p.cfg); err == nil || !strings.Contains(err.Error(), "without") {
 				t.Errorf("runAsGroup without a user: %v, want an error", err)
 			}
+			// A CDI device no spec describes (containerd's CRI plugin gained CDI in 1.7: the compatibility
+			// lane's 1.6 ignores the field).
+			if b.name == "builtin" {
+				cdi := containerConfig("cdi-unknown", "true")
+				cdi.CDIDevices = []*runtimeapi.CDIDevice{{Name: "example.com/none=dev0"}}
+				if _, err := b.rt.CreateContainer(ctxT(t), p.id, cdi, p.cfg); err == nil ||
+					!strings.Contains(err.Error(), `unresolvable CDI devices example.com/none=dev0`) {
+					t.Errorf("an unknown CDI device: %v, want the device named in the error", err)
+				}
+			}
 
 			// Any shared lease exists from here. (A long-lived container: stopping the sandbox of one whose task
 			// is just exiting races its shim on containerd 1.6's CRI plugin.)

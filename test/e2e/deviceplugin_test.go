@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +21,14 @@ import (
 const samplePluginPath = "/var/lib/nodeagent/bin/sample-device-plugin"
 
 // sampleResource is what upstream's sample device plugin serves: two devices, Dev-1 and Dev-2, whose
-// Allocate answer mounts the file /tmp/<device> (which the plugin creates) into the container.
+// Allocate answer mounts the file /tmp/<device> (which the plugin creates) into the container. With
+// CDI_ENABLED it also writes a CDI spec (/var/run/cdi/example.com.json: an environment variable and a device
+// node per device) and names the CDI device in its answer.
 const sampleResource = "example.com/resource"
 
 // Upstream's sample device plugin, run as a pod on the node as users run device plugins (privileged, the
 // device plugins' directory as a hostPath), on both runtime backends: the node offers its two devices; a pod
-// asking for one runs with the device's mount; a pod asking for more than are free is refused with
+// asking for one runs with the device's mount and the CDI device's edits (its environment and device node); a pod asking for more than are free is refused with
 // upstream's UnexpectedAdmissionError; a restarted kubelet keeps the running container (not restarted) and its
 // device, the plugin registers again and the next pod gets the other device; the plugin gone, the node
 // offers no device while the running pod keeps its own.
@@ -40,6 +43,7 @@ func TestDevicePlugin(t *testing.T) {
 			for _, d := range []string{"Dev-1", "Dev-2"} {
 				_ = os.Remove(filepath.Join("/tmp", d))
 			}
+			_ = os.Remove("/var/run/cdi/example.com.json")
 		})
 		n.createPod(devicePluginPod(n))
 		waitDevices(t, n, 2, 2, time.Time{})
@@ -47,8 +51,12 @@ func TestDevicePlugin(t *testing.T) {
 		consumer := devicePod(n, "consumer", 1)
 		n.createPod(consumer)
 		before := n.waitPod("consumer", 60*time.Second, "the pod with a device ready", ready)
-		if out := n.podLogs(t, "consumer", "main"); !strings.Contains(out, "/tmp/Dev-1") {
+		out := n.podLogs(t, "consumer", "main")
+		if !strings.Contains(out, "/tmp/Dev-1") {
 			t.Errorf("the container does not see its device's mount:\n%s", out)
+		}
+		if !strings.Contains(out, "CDI_DEVICE=CDI-Dev-1") || !regexp.MustCompile(`(?m)^b\S* /tmp/CDI-Dev-1$`).MatchString(out) {
+			t.Errorf("the container lacks the CDI device's environment or device node:\n%s", out)
 		}
 
 		n.createPod(devicePod(n, "greedy", 2))
@@ -89,22 +97,25 @@ func TestDevicePlugin(t *testing.T) {
 func devicePluginPod(n *node) *v1.Pod {
 	p := busyboxPod("device-plugin", "/plugin/"+filepath.Base(samplePluginPath))
 	p.Spec.NodeName = n.name
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "CDI_ENABLED", Value: "1"}}
 	privileged := true
 	p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &privileged}
+	dirOrCreate := v1.HostPathDirectoryOrCreate
 	hostPath := func(name, path, mountPath string) {
-		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path}}})
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: &dirOrCreate}}})
 		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: name, MountPath: mountPath})
 	}
 	hostPath("registration", filepath.Join(n.dir, "root", "device-plugins"), "/var/lib/kubelet/device-plugins")
 	hostPath("plugin", filepath.Dir(samplePluginPath), "/plugin")
 	hostPath("tmp", "/tmp", "/tmp")
+	hostPath("cdi", "/var/run/cdi", "/var/run/cdi")
 	return p
 }
 
 // devicePod asks for count of the sample plugin's devices, bound to the node by hand (the kubelet's
 // admission decides), and lists the device files it sees.
 func devicePod(n *node, name string, count int64) *v1.Pod {
-	p := busyboxPod(name, "sh", "-c", "ls /tmp/Dev-* 2>&1; exec sleep 3600")
+	p := busyboxPod(name, "sh", "-c", `ls /tmp/Dev-* 2>&1; echo CDI_DEVICE=$CDI_DEVICE; stat -c "%A %n" /tmp/CDI-Dev-* 2>&1; exec sleep 3600`)
 	p.Spec.NodeName = n.name
 	p.Spec.Containers[0].Resources.Limits = v1.ResourceList{sampleResource: *resource.NewQuantity(count, resource.DecimalSI)}
 	return p
