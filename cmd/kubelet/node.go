@@ -27,6 +27,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/devicemanager"
+	"github.com/nodeagent/kubelet/pkg/podresources"
 	"github.com/nodeagent/kubelet/pkg/eviction"
 	"github.com/nodeagent/kubelet/pkg/imagecreds"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
@@ -348,6 +349,12 @@ func (p *nodeParts) run(ctx context.Context) error {
 	if err := p.devices.Start(gctx); err != nil {
 		return err
 	}
+	podResources, err := podresources.New(podresources.Config{
+		Socket: filepath.Join(p.o.rootDir, "pod-resources", "kubelet.sock"), Pods: p.kl.ActivePods, Devices: p.devices})
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return podResources.Run(gctx) })
 	g.Go(func() error { return p.agent.Run(gctx) })
 	g.Go(func() error { p.services.Run(gctx); return nil })
 	g.Go(func() error { return p.kl.Run(gctx) })
@@ -365,7 +372,7 @@ func (p *nodeParts) run(ctx context.Context) error {
 		})
 	}
 	g.Go(func() error { p.logs.Run(gctx); return nil })
-	err := g.Wait()
+	err = g.Wait()
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return nil
 	}

@@ -281,3 +281,40 @@ func without(ids, drop []string) []string {
 	}
 	return out
 }
+
+// ContainerDevices returns the device IDs a container holds, by resource (the pod-resources API's view).
+func (m *Manager) ContainerDevices(pod types.UID, container string) map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byRes := m.allocs[string(pod)][container]
+	if len(byRes) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(byRes))
+	for name, a := range byRes {
+		out[name] = append([]string(nil), a.ids...)
+	}
+	return out
+}
+
+// AllocatableDevices returns the healthy devices of each resource whose plugin is connected, by resource.
+func (m *Manager) AllocatableDevices() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]string{}
+	for name, rs := range m.resources {
+		if rs.plugin == nil {
+			continue
+		}
+		var ids []string
+		for id, d := range rs.devices {
+			if d.Health == pluginapi.Healthy {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			out[name] = sorted(ids)
+		}
+	}
+	return out
+}

@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
 // samplePluginPath is upstream's test device plugin, built by `hack/kube-binaries.sh sample-device-plugin`.
@@ -31,7 +34,7 @@ const sampleResource = "example.com/resource"
 // asking for one runs with the device's mount and the CDI device's edits (its environment and device node); a pod asking for more than are free is refused with
 // upstream's UnexpectedAdmissionError; a restarted kubelet keeps the running container (not restarted) and its
 // device, the plugin registers again and the next pod gets the other device; the plugin gone, the node
-// offers no device while the running pod keeps its own.
+// offers no device while the running pod keeps its own. The pod-resources API names the pod's device.
 func TestDevicePlugin(t *testing.T) {
 	parallel(t)
 	if _, err := os.Stat(samplePluginPath); err != nil {
@@ -58,6 +61,9 @@ func TestDevicePlugin(t *testing.T) {
 		if !strings.Contains(out, "CDI_DEVICE=CDI-Dev-1") || !regexp.MustCompile(`(?m)^b\S* /tmp/CDI-Dev-1$`).MatchString(out) {
 			t.Errorf("the container lacks the CDI device's environment or device node:\n%s", out)
 		}
+
+		// The pod-resources API, through upstream's generated client, as a monitoring agent reads it.
+		checkPodResources(t, n)
 
 		n.createPod(devicePod(n, "greedy", 2))
 		p := n.waitPod("greedy", 30*time.Second, "the pod asking for more devices than are free refused", func(p *v1.Pod) error {
@@ -92,6 +98,37 @@ func TestDevicePlugin(t *testing.T) {
 		waitDevices(t, n, 2, 0, time.Time{})
 		n.waitPod("consumer", 10*time.Second, "the pod with a device still ready", ready)
 	})
+}
+
+// checkPodResources reads the node's pod-resources socket: the consumer's container holds Dev-1, and the
+// node offers both devices.
+func checkPodResources(t *testing.T, n *node) {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+filepath.Join(n.dir, "root", "pod-resources", "kubelet.sock"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := podresourcesapi.NewPodResourcesListerClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := client.Get(ctx, &podresourcesapi.GetPodResourcesRequest{PodName: "consumer", PodNamespace: "default"})
+	if err != nil {
+		t.Fatalf("pod-resources Get: %v", err)
+	}
+	if cs := got.PodResources.GetContainers(); len(cs) != 1 || len(cs[0].Devices) != 1 || cs[0].Devices[0].ResourceName != sampleResource ||
+		strings.Join(cs[0].Devices[0].DeviceIds, ",") != "Dev-1" {
+		t.Errorf("pod-resources Get consumer: %+v", got.PodResources)
+	}
+	list, err := client.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	if err != nil || len(list.PodResources) != 2 { // the plugin's pod and the consumer
+		t.Errorf("pod-resources List: %+v %v", list, err)
+	}
+	alloc, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+	if err != nil || len(alloc.Devices) != 1 || strings.Join(alloc.Devices[0].DeviceIds, ",") != "Dev-1,Dev-2" {
+		t.Errorf("pod-resources GetAllocatableResources: %+v %v", alloc, err)
+	}
 }
 
 func devicePluginPod(n *node) *v1.Pod {

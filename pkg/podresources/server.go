@@ -1,0 +1,152 @@
+package podresources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// Upstream's limits of the pod-resources API: 100 calls a second, bursts of 10.
+const (
+	qps   = 100
+	burst = 10
+)
+
+// Devices is what the device manager tells the API.
+type Devices interface {
+	// ContainerDevices returns the device IDs a container holds, by resource.
+	ContainerDevices(pod types.UID, container string) map[string][]string
+	// AllocatableDevices returns the healthy devices of every resource, by resource.
+	AllocatableDevices() map[string][]string
+}
+
+// Config is what a Server needs. Socket, Pods and Devices are required.
+type Config struct {
+	Socket string
+	// Pods returns the pods the kubelet runs.
+	Pods    func() []*v1.Pod
+	Devices Devices
+}
+
+// Server serves the API.
+type Server struct {
+	podresourcesapi.UnimplementedPodResourcesListerServer
+	cfg Config
+}
+
+// New returns a server; Run serves it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Socket == "" || cfg.Pods == nil || cfg.Devices == nil {
+		return nil, errors.New("podresources: socket, pods and devices are required")
+	}
+	return &Server{cfg: cfg}, nil
+}
+
+// Run serves the socket until ctx ends. A socket left by an earlier kubelet is replaced.
+func (s *Server) Run(ctx context.Context) error {
+	if err := os.MkdirAll(filepath.Dir(s.cfg.Socket), 0o750); err != nil {
+		return fmt.Errorf("podresources: %w", err)
+	}
+	if err := os.Remove(s.cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("podresources: %w", err)
+	}
+	l, err := net.Listen("unix", s.cfg.Socket)
+	if err != nil {
+		return fmt.Errorf("podresources: %w", err)
+	}
+	if err := os.Chmod(s.cfg.Socket, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("podresources: %w", err)
+	}
+	limiter := rate.NewLimiter(qps, burst)
+	g := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if !limiter.Allow() {
+			return nil, status.Error(codes.ResourceExhausted, "rejected by rate limit")
+		}
+		return h(ctx, req)
+	}))
+	podresourcesapi.RegisterPodResourcesListerServer(g, s)
+	go func() {
+		<-ctx.Done()
+		g.Stop()
+	}()
+	klog.FromContext(ctx).Info("Serving the pod-resources API", "socket", s.cfg.Socket)
+	if err := g.Serve(l); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("podresources: %w", err)
+	}
+	return nil
+}
+
+// List answers the active pods' containers and their devices.
+func (s *Server) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
+	pods := s.cfg.Pods()
+	out := &podresourcesapi.ListPodResourcesResponse{PodResources: make([]*podresourcesapi.PodResources, 0, len(pods))}
+	for _, p := range pods {
+		out.PodResources = append(out.PodResources, s.podResources(p))
+	}
+	return out, nil
+}
+
+// Get answers one active pod; a pod the kubelet does not run is NotFound.
+func (s *Server) Get(_ context.Context, req *podresourcesapi.GetPodResourcesRequest) (*podresourcesapi.GetPodResourcesResponse, error) {
+	for _, p := range s.cfg.Pods() {
+		if p.Name == req.PodName && p.Namespace == req.PodNamespace {
+			return &podresourcesapi.GetPodResourcesResponse{PodResources: s.podResources(p)}, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "pod %s in namespace %s not found", req.PodName, req.PodNamespace)
+}
+
+// GetAllocatableResources answers every device the node offers.
+func (s *Server) GetAllocatableResources(context.Context, *podresourcesapi.AllocatableResourcesRequest) (*podresourcesapi.AllocatableResourcesResponse, error) {
+	return &podresourcesapi.AllocatableResourcesResponse{Devices: containerDevices(s.cfg.Devices.AllocatableDevices())}, nil
+}
+
+// podResources lists a pod's app containers and its sidecars (restartable init containers), as upstream.
+func (s *Server) podResources(p *v1.Pod) *podresourcesapi.PodResources {
+	out := &podresourcesapi.PodResources{Name: p.Name, Namespace: p.Namespace}
+	add := func(c *v1.Container) {
+		out.Containers = append(out.Containers, &podresourcesapi.ContainerResources{
+			Name: c.Name, Devices: containerDevices(s.cfg.Devices.ContainerDevices(p.UID, c.Name)),
+		})
+	}
+	for i := range p.Spec.InitContainers {
+		if c := &p.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for i := range p.Spec.Containers {
+		add(&p.Spec.Containers[i])
+	}
+	return out
+}
+
+// containerDevices is one entry per resource, in name order (no NUMA topology: plugins' topology is not
+// kept).
+func containerDevices(byResource map[string][]string) []*podresourcesapi.ContainerDevices {
+	names := make([]string, 0, len(byResource))
+	for name := range byResource {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []*podresourcesapi.ContainerDevices
+	for _, name := range names {
+		ids := append([]string(nil), byResource[name]...)
+		sort.Strings(ids)
+		out = append(out, &podresourcesapi.ContainerDevices{ResourceName: name, DeviceIds: ids})
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package podresources
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+type fakeDevices struct{}
+
+func (fakeDevices) ContainerDevices(pod types.UID, container string) map[string][]string {
+	if pod == "uid-gpu" && container == "main" {
+		return map[string][]string{"example.com/gpu": {"g2", "g1"}, "example.com/nic": {"n1"}}
+	}
+	return nil
+}
+
+func (fakeDevices) AllocatableDevices() map[string][]string {
+	return map[string][]string{"example.com/gpu": {"g1", "g2", "g3"}}
+}
+
+func serve(t *testing.T) podresourcesapi.PodResourcesListerClient {
+	t.Helper()
+	always := v1.ContainerRestartPolicyAlways
+	pods := []*v1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "ml", UID: "uid-gpu"}, Spec: v1.PodSpec{
+			InitContainers: []v1.Container{{Name: "setup"}, {Name: "sidecar", RestartPolicy: &always}},
+			Containers:     []v1.Container{{Name: "main"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default", UID: "uid-plain"}, Spec: v1.PodSpec{
+			Containers: []v1.Container{{Name: "app"}}}},
+	}
+	sock := filepath.Join(t.TempDir(), "pod-resources", "kubelet.sock")
+	s, err := New(Config{Socket: sock, Pods: func() []*v1.Pod { return pods }, Devices: fakeDevices{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if fi, err := os.Stat(sock); err == nil {
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("socket mode %v, want root's alone", fi.Mode().Perm())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no socket")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return podresourcesapi.NewPodResourcesListerClient(conn)
+}
+
+func TestListGetAllocatable(t *testing.T) {
+	c := serve(t)
+	ctx := context.Background()
+	list, err := c.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.PodResources) != 2 {
+		t.Fatalf("%d pods, want 2", len(list.PodResources))
+	}
+	gpu := list.PodResources[0]
+	// The sidecar and the app container; a plain init container is not listed, as upstream.
+	if gpu.Name != "gpu" || gpu.Namespace != "ml" || len(gpu.Containers) != 2 || gpu.Containers[0].Name != "sidecar" || gpu.Containers[1].Name != "main" {
+		t.Fatalf("pod %+v", gpu)
+	}
+	devs := gpu.Containers[1].Devices
+	if len(devs) != 2 || devs[0].ResourceName != "example.com/gpu" || len(devs[0].DeviceIds) != 2 || devs[0].DeviceIds[0] != "g1" ||
+		devs[1].ResourceName != "example.com/nic" {
+		t.Errorf("main's devices %+v", devs)
+	}
+	if len(gpu.Containers[0].Devices) != 0 || len(list.PodResources[1].Containers[0].Devices) != 0 {
+		t.Errorf("containers without devices list some: %+v", list.PodResources)
+	}
+	got, err := c.Get(ctx, &podresourcesapi.GetPodResourcesRequest{PodName: "gpu", PodNamespace: "ml"})
+	if err != nil || got.PodResources.Name != "gpu" {
+		t.Errorf("get: %+v %v", got, err)
+	}
+	if _, err := c.Get(ctx, &podresourcesapi.GetPodResourcesRequest{PodName: "gpu", PodNamespace: "default"}); status.Code(err) != codes.NotFound {
+		t.Errorf("get a pod not here: %v, want NotFound", err)
+	}
+	alloc, err := c.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+	if err != nil || len(alloc.Devices) != 1 || len(alloc.Devices[0].DeviceIds) != 3 || len(alloc.CpuIds) != 0 {
+		t.Errorf("allocatable: %+v %v", alloc, err)
+	}
+}
+
+func TestRateLimited(t *testing.T) {
+	c := serve(t)
+	limited := 0
+	for i := 0; i < 200; i++ {
+		if _, err := c.List(context.Background(), &podresourcesapi.ListPodResourcesRequest{}); status.Code(err) == codes.ResourceExhausted {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Error("200 calls at once were all answered: no rate limit")
+	}
+}
