@@ -29,6 +29,7 @@ type fakePlugin struct {
 	devices   []*pluginapi.Device
 	updates   chan struct{}
 	allocates int
+	preStarts [][]string
 	extra     bool // Allocate answers for one container more than asked
 	server    *grpc.Server
 }
@@ -68,6 +69,13 @@ func (p *fakePlugin) Allocate(_ context.Context, r *pluginapi.AllocateRequest) (
 	return out, nil
 }
 
+func (p *fakePlugin) PreStartContainer(_ context.Context, r *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.preStarts = append(p.preStarts, r.DevicesIds)
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
 func (p *fakePlugin) setDevices(devs ...*pluginapi.Device) {
 	p.mu.Lock()
 	p.devices = devs
@@ -78,6 +86,11 @@ func (p *fakePlugin) setDevices(devs ...*pluginapi.Device) {
 // startPlugin serves a plugin on dir/name and registers it for resource through the kubelet's socket.
 func startPlugin(t *testing.T, dir, name, resource string, devs ...*pluginapi.Device) *fakePlugin {
 	t.Helper()
+	return startPluginWith(t, dir, name, resource, nil, devs...)
+}
+
+func startPluginWith(t *testing.T, dir, name, resource string, opts *pluginapi.DevicePluginOptions, devs ...*pluginapi.Device) *fakePlugin {
+	t.Helper()
 	p := &fakePlugin{devices: devs, updates: make(chan struct{}, 1), server: grpc.NewServer()}
 	pluginapi.RegisterDevicePluginServer(p.server, p)
 	l, err := net.Listen("unix", filepath.Join(dir, name))
@@ -86,7 +99,7 @@ func startPlugin(t *testing.T, dir, name, resource string, devs ...*pluginapi.De
 	}
 	go func() { _ = p.server.Serve(l) }()
 	t.Cleanup(p.server.Stop)
-	if err := register(dir, &pluginapi.RegisterRequest{Version: pluginapi.Version, Endpoint: name, ResourceName: resource}); err != nil {
+	if err := register(dir, &pluginapi.RegisterRequest{Version: pluginapi.Version, Endpoint: name, ResourceName: resource, Options: opts}); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -102,6 +115,15 @@ func register(dir string, req *pluginapi.RegisterRequest) error {
 	defer cancel()
 	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, req)
 	return err
+}
+
+func containerOptions(t *testing.T, m *Manager, pod types.UID, container string) *Options {
+	t.Helper()
+	o, err := m.ContainerOptions(context.Background(), pod, container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 func dev(id string, healthy bool) *pluginapi.Device {
@@ -169,7 +191,7 @@ func TestPluginDevicesAllocationAndCheckpoint(t *testing.T) {
 	if err := m.Allocate(ctx, podAsking("pod-a", res, 1), nil); err != nil {
 		t.Fatal(err)
 	}
-	o := m.ContainerOptions("pod-a", "main")
+	o := containerOptions(t, m, "pod-a", "main")
 	if o == nil || o.Envs["DEVICES"] != "d1" || len(o.Mounts) != 1 || len(o.Devices) != 1 || len(o.CDIDevices) != 1 ||
 		o.CDIDevices[0] != "example.com/dev=d1" {
 		t.Fatalf("options %+v", o)
@@ -179,7 +201,7 @@ func TestPluginDevicesAllocationAndCheckpoint(t *testing.T) {
 	if err == nil || err.Error() != "requested number of devices unavailable for example.com/dev. Requested: 2, Available: 1" {
 		t.Fatalf("allocate 2 of 1 free: %v", err)
 	}
-	if o := m.ContainerOptions("pod-b", "main"); o != nil {
+	if o := containerOptions(t, m, "pod-b", "main"); o != nil {
 		t.Errorf("a refused pod holds %+v", o)
 	}
 	// A device turned healthy is free at once; pod-a's device stays its own.
@@ -188,7 +210,7 @@ func TestPluginDevicesAllocationAndCheckpoint(t *testing.T) {
 	if err := m.Allocate(ctx, podAsking("pod-b", res, 2), nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := m.ContainerOptions("pod-b", "main").Envs["DEVICES"]; got != "d2,d3" {
+	if got := containerOptions(t, m, "pod-b", "main").Envs["DEVICES"]; got != "d2,d3" {
 		t.Errorf("pod-b got %s, want d2,d3", got)
 	}
 	allocates := p.allocates
@@ -199,7 +221,7 @@ func TestPluginDevicesAllocationAndCheckpoint(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	m2, _ := startManager(t, ctx2, dir, nil)
-	if got := m2.ContainerOptions("pod-a", "main"); got == nil || got.Envs["DEVICES"] != "d1" {
+	if got := containerOptions(t, m2, "pod-a", "main"); got == nil || got.Envs["DEVICES"] != "d1" {
 		t.Fatalf("after a restart pod-a holds %+v", got)
 	}
 	// Until the plugin registers again, its resource offers nothing.
@@ -216,7 +238,7 @@ func TestPluginDevicesAllocationAndCheckpoint(t *testing.T) {
 	if err := m2.Allocate(ctx2, podAsking("pod-c", res, 2), []types.UID{"pod-a"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := m2.ContainerOptions("pod-c", "main").Envs["DEVICES"]; got != "d2,d3" {
+	if got := containerOptions(t, m2, "pod-c", "main").Envs["DEVICES"]; got != "d2,d3" {
 		t.Errorf("pod-c got %s, want pod-b's d2,d3", got)
 	}
 }
@@ -235,7 +257,7 @@ func TestPluginGoneKeepsCapacityForTheGracePeriod(t *testing.T) {
 	}
 	p.server.Stop()
 	waitResources(t, m, res, 2, 0)
-	if o := m.ContainerOptions("pod-a", "main"); o == nil {
+	if o := containerOptions(t, m, "pod-a", "main"); o == nil {
 		t.Error("a running container lost its devices with the plugin")
 	}
 	err := m.Allocate(ctx, podAsking("pod-b", res, 1), nil)
@@ -281,7 +303,7 @@ func TestBadRegistrationsAndAnswers(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "answered for 2 containers") {
 		t.Errorf("allocate: %v", err)
 	}
-	if o := m.ContainerOptions("pod-a", "main"); o != nil {
+	if o := containerOptions(t, m, "pod-a", "main"); o != nil {
 		t.Errorf("holds %+v", o)
 	}
 }
@@ -304,10 +326,30 @@ func TestDamagedCheckpointStartsEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := m.ContainerOptions("p", "c"); o != nil {
+	if o := containerOptions(t, m, "p", "c"); o != nil {
 		t.Errorf("a damaged checkpoint's allocation was kept: %+v", o)
 	}
 	if c, _ := m.Resources(); len(c) != 0 {
 		t.Errorf("a damaged checkpoint's devices are offered: %v", c)
+	}
+}
+
+func TestPreStartContainerWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, _ := startManager(t, ctx, dir, nil)
+	p := startPluginWith(t, dir, "dev.sock", "example.com/dev", &pluginapi.DevicePluginOptions{PreStartRequired: true}, dev("d1", true))
+	waitResources(t, m, "example.com/dev", 1, 1)
+	if err := m.Allocate(ctx, podAsking("pod-a", "example.com/dev", 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if o := containerOptions(t, m, "pod-a", "main"); o == nil {
+		t.Fatal("no options")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.preStarts) != 1 || len(p.preStarts[0]) != 1 || p.preStarts[0][0] != "d1" {
+		t.Errorf("PreStartContainer calls %v, want one with d1", p.preStarts)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -226,13 +227,35 @@ type Options struct {
 }
 
 // ContainerOptions merges the plugins' answers for one container (resources in name order); nil when it
-// holds no device.
-func (m *Manager) ContainerOptions(pod types.UID, container string) *Options {
+// holds no device. Plugins that asked for it at registration are called with PreStartContainer first (as
+// upstream calls them when it builds the container's options); a failure is the container's error.
+func (m *Manager) ContainerOptions(ctx context.Context, pod types.UID, container string) (*Options, error) {
+	type preStart struct {
+		p   *plugin
+		ids []string
+	}
+	m.mu.Lock()
+	byRes := m.allocs[string(pod)][container]
+	var calls []preStart
+	for name, a := range byRes {
+		if rs := m.resources[name]; rs != nil && rs.plugin != nil && rs.plugin.opts.PreStartRequired {
+			calls = append(calls, preStart{rs.plugin, a.ids})
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range calls {
+		cctx, cancel := context.WithTimeout(ctx, pluginapi.KubeletPreStartContainerRPCTimeoutInSecs*time.Second)
+		_, err := c.p.client.PreStartContainer(cctx, &pluginapi.PreStartContainerRequest{DevicesIds: c.ids})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("device plugin for %s: PreStartContainer: %w", c.p.resource, err)
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	byRes := m.allocs[string(pod)][container]
+	byRes = m.allocs[string(pod)][container]
 	if len(byRes) == 0 {
-		return nil
+		return nil, nil
 	}
 	names := make([]string, 0, len(byRes))
 	for name := range byRes {
@@ -268,7 +291,7 @@ func (m *Manager) ContainerOptions(pod types.UID, container string) *Options {
 			}
 		}
 	}
-	return o
+	return o, nil
 }
 
 // without returns ids minus drop.

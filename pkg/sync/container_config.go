@@ -84,7 +84,11 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		Resources: k.containerResources(pod, c), SecurityContext: secCtx,
 	})
 	if k.cfg.Devices != nil {
-		withDevices(cfg, k.cfg.Devices.ContainerOptions(pod.UID, c.Name))
+		o, err := k.cfg.Devices.ContainerOptions(ctx, pod.UID, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		withDevices(cfg, o)
 	}
 	return cfg, nil
 }

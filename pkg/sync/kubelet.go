@@ -64,7 +64,7 @@ type MirrorClient interface {
 // container's config carries what the plugins answered, housekeeping frees the devices of pods gone.
 type Devices interface {
 	Allocate(ctx context.Context, pod *v1.Pod, active []types.UID) error
-	ContainerOptions(pod types.UID, container string) *devicemanager.Options
+	ContainerOptions(ctx context.Context, pod types.UID, container string) (*devicemanager.Options, error)
 	Prune(ctx context.Context, active []types.UID)
 	Allocated() v1.ResourceList
 }
