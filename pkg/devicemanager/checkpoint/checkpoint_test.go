@@ -42,7 +42,7 @@ func TestRefusesDamagedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, damaged := range map[string][]byte{
-		"a device ID changed": bytes.Replace(b, []byte(`"Dev-2"`), []byte(`"Dev-3"`), 1),
+		"a device ID changed":  bytes.Replace(b, []byte(`"Dev-2"`), []byte(`"Dev-3"`), 1),
 		"the checksum changed": bytes.Replace(b, []byte(`"Checksum":1`), []byte(`"Checksum":2`), 1),
 		"not JSON":             b[:20],
 	} {
