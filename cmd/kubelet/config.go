@@ -88,6 +88,11 @@ var configFields = map[string]configField{
 	"imageMinimumGCAge": {"image-minimum-gc-age", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.imageGCMinAge = c.ImageMinimumGCAge.Duration
 	}},
+	"crashLoopBackOff.maxContainerRestartPeriod": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
+		if p := c.CrashLoopBackOff.MaxContainerRestartPeriod; p != nil {
+			o.crashLoopBackOffMax = p.Duration
+		}
+	}},
 	"imageMaximumGCAge": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.imageGCMaxAge = c.ImageMaximumGCAge.Duration
 	}},

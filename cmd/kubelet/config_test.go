@@ -62,6 +62,7 @@ enableServer: true
 shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 10s
 nodeLeaseDurationSeconds: 8
+crashLoopBackOff: {maxContainerRestartPeriod: 1m}
 `, map[string]string{"10-pool.conf": header + "maxPods: 60\n", "20-later.conf": header + "maxPods: 70\nsyncFrequency: 20s\n"},
 		"--sync-frequency", "45s")
 	if err != nil {
@@ -82,6 +83,8 @@ nodeLeaseDurationSeconds: 8
 		t.Errorf("shutdown %v %v", o.shutdownGracePeriod, o.shutdownGracePeriodCriticalPods)
 	case o.nodeLeaseDuration != 8*time.Second:
 		t.Errorf("node lease duration %v", o.nodeLeaseDuration)
+	case o.crashLoopBackOffMax != time.Minute:
+		t.Errorf("crash loop back-off ceiling %v", o.crashLoopBackOffMax)
 	}
 	if c := o.kubeletConfiguration(); c.MaxPods != 70 || c.CgroupDriver != "systemd" || c.ShutdownGracePeriod.Duration != 30*time.Second ||
 		c.NodeLeaseDurationSeconds != 8 {
@@ -111,6 +114,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"not yaml", header + "maxPods: [\n", "kubelet config"},
 		{"critical longer", header + "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n", "must not be longer"},
 		{"negative lease", header + "nodeLeaseDurationSeconds: -1\n", "nodeLeaseDurationSeconds must not be negative"},
+		{"crash loop ceiling too long", header + "crashLoopBackOff: {maxContainerRestartPeriod: 10m}\n", "crashLoopBackOff.maxContainerRestartPeriod (got: 10m0s) must be set between 1s and 300s"},
+		{"crash loop ceiling too short", header + "crashLoopBackOff: {maxContainerRestartPeriod: 500ms}\n", "must be set between 1s and 300s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.file, nil)

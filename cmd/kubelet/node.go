@@ -267,6 +267,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		PressureAdmit:         p.evictions.Admit,
 		Devices:               p.devices,
 		SyncFrequency:         o.syncFrequency,
+		CrashLoopBackOffMax:   o.crashLoopBackOffMax,
 		MaxParallelImagePulls: o.imagePullParallel,
 		Credentials:           d.credentials,
 		ManifestDir:           o.podManifestPath,

@@ -94,6 +94,9 @@ type options struct {
 	imageGCHigh, imageGCLow int
 	imageGCMinAge           time.Duration
 	imageGCMaxAge           time.Duration // configuration file only, as upstream
+	// crashLoopBackOffMax is crashLoopBackOff.maxContainerRestartPeriod (configuration file only, as upstream):
+	// the longest CrashLoopBackOff delay, 1 s to 300 s; 0 is upstream's 300 s.
+	crashLoopBackOffMax time.Duration
 
 	debugTimelines bool
 
@@ -249,6 +252,9 @@ func (o *options) validate() error {
 	}
 	if o.imageGCMinAge < 0 || o.imageGCMaxAge < 0 || o.imageGCMaxAge > 0 && o.imageGCMaxAge < o.imageGCMinAge {
 		return flagErrorf([]string{"image-minimum-gc-age"}, "--image-minimum-gc-age (%v) must not be negative, nor above imageMaximumGCAge (%v)", o.imageGCMinAge, o.imageGCMaxAge)
+	}
+	if o.crashLoopBackOffMax != 0 && (o.crashLoopBackOffMax < time.Second || o.crashLoopBackOffMax > 300*time.Second) {
+		return fmt.Errorf("invalid configuration: crashLoopBackOff.maxContainerRestartPeriod (got: %v) must be set between 1s and 300s", o.crashLoopBackOffMax)
 	}
 	if o.evictionTransition < 0 {
 		return flagErrorf([]string{"eviction-pressure-transition-period"}, "--eviction-pressure-transition-period must not be negative, got %v", o.evictionTransition)

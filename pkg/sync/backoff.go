@@ -30,13 +30,18 @@ type backoffEntry struct {
 	last  time.Time // the event time of the last Next
 }
 
-// newKubeletBackoff is the back-off of crash loops and image pulls: upstream's numbers, or, under the fault
-// suite's crash-backoff-max failpoint, that duration at most.
-func newKubeletBackoff() *Backoff {
+// newKubeletBackoff is the back-off of crash loops: upstream's numbers with max as the longest delay
+// (crashLoopBackOff.maxContainerRestartPeriod; 0 is 300 s), starting at 10 s or max when shorter, an entry
+// reset after twice max, as upstream's KubeletCrashLoopBackOffMax; under the fault suite's
+// crash-backoff-max failpoint, that duration at most.
+func newKubeletBackoff(max time.Duration) *Backoff {
 	if d := failpoint.Duration(failpoint.CrashBackoffMax); d > 0 {
 		return NewBackoff(min(backoffInitial, d), d, backoffReset)
 	}
-	return NewBackoff(backoffInitial, backoffMax, backoffReset)
+	if max <= 0 {
+		return NewBackoff(backoffInitial, backoffMax, backoffReset)
+	}
+	return NewBackoff(min(backoffInitial, max), max, 2*max)
 }
 
 // NewBackoff returns a Backoff with the given initial and maximum delays, reset after reset.

@@ -124,3 +124,26 @@ func checkGolden(t *testing.T, name, got string) {
 		t.Errorf("%s differs (run with -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
 }
+
+// crashLoopBackOff.maxContainerRestartPeriod caps the delays as upstream's KubeletCrashLoopBackOffMax: 10 s
+// doubling to the ceiling, or the ceiling from the start when it is shorter than 10 s.
+func TestCrashLoopBackOffCeiling(t *testing.T) {
+	for _, tc := range []struct {
+		max  time.Duration
+		want []time.Duration
+	}{
+		{0, []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second, 300 * time.Second}},
+		{time.Minute, []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
+		{5 * time.Second, []time.Duration{5 * time.Second, 5 * time.Second}},
+	} {
+		b := newKubeletBackoff(tc.max)
+		now := time.Unix(1000, 0)
+		for i, want := range tc.want {
+			b.Next("c", now)
+			if got := b.Remaining("c", now); got != want {
+				t.Errorf("max %v: delay %d is %v, want %v", tc.max, i, got, want)
+			}
+			now = now.Add(time.Second) // the next crash comes soon after the restart
+		}
+	}
+}

@@ -104,6 +104,9 @@ type Config struct {
 	// PressureAdmit, when set, refuses pods under node pressure after admission's checks (the eviction
 	// manager's Admit): whether the pod may start, else the reason and message.
 	PressureAdmit func(*v1.Pod) (bool, string, string)
+	// CrashLoopBackOffMax is the longest CrashLoopBackOff delay (crashLoopBackOff.maxContainerRestartPeriod);
+	// 0 is upstream's 300 s.
+	CrashLoopBackOffMax time.Duration
 	// SyncFrequency is the most time between two syncs of a running pod (--sync-frequency); default 1 min.
 	SyncFrequency         time.Duration
 	MaxParallelImagePulls int // default 5
@@ -219,7 +222,7 @@ func New(cfg Config) (*Kubelet, error) {
 		volumes:  cfg.Volumes,
 		status:   status.NewManager(cfg.Client, cfg.Clock),
 		pods:     newPodManager(),
-		backoff:  newKubeletBackoff(),
+		backoff:  newKubeletBackoff(cfg.CrashLoopBackOffMax),
 		reasons:  newReasonCache(),
 		starts:   newStartTracker(),
 		debug:    debugState{off: cfg.NoTimelines, clock: cfg.Clock},

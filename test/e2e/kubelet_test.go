@@ -120,6 +120,28 @@ func TestKubeletCrashLoopBackOff(t *testing.T) {
 	}
 }
 
+// crashLoopBackOff.maxContainerRestartPeriod (KubeletCrashLoopBackOffMax, on in 1.35) caps the back-off: with
+// a 2 s ceiling a crashing container restarts every 2 s or so, where upstream's default gives it 10 s, then 20.
+func TestKubeletCrashLoopBackOffCeiling(t *testing.T) {
+	parallel(t)
+	cfg := filepath.Join(t.TempDir(), "kubelet.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+
+		"crashLoopBackOff:\n  maxContainerRestartPeriod: 2s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, "--config", cfg)
+	n.createPod(busyboxPod("crasher", "sh", "-c", "exit 1"))
+	start := time.Now()
+	p := n.waitPod("crasher", 60*time.Second, "five restarts", func(p *v1.Pod) error {
+		if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount < 5 {
+			return fmt.Errorf("restarts so far: %+v", p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	// Five restarts take 10+20+40+80+160 s with the default ceiling.
+	t.Logf("5 restarts in %v (restart count %d)", time.Since(start).Round(time.Second), p.Status.ContainerStatuses[0].RestartCount)
+}
+
 // A missing image gives ErrImagePull, then ImagePullBackOff.
 func TestKubeletMissingImage(t *testing.T) {
 	parallel(t)
