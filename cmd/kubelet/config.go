@@ -93,6 +93,7 @@ var configFields = map[string]configField{
 			o.crashLoopBackOffMax = p.Duration
 		}
 	}},
+	"failCgroupV1": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) { o.failCgroupV1 = deref(c.FailCgroupV1) }},
 	"imageMaximumGCAge": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.imageGCMaxAge = c.ImageMaximumGCAge.Duration
 	}},

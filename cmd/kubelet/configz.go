@@ -72,5 +72,8 @@ func (o *options) kubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		ShutdownGracePeriod:              metav1.Duration{Duration: o.shutdownGracePeriod},
 		ShutdownGracePeriodCriticalPods:  metav1.Duration{Duration: o.shutdownGracePeriodCriticalPods},
 		ShutdownGracePeriodByPodPriority: o.shutdownByPriority,
+		FailCgroupV1:                     ptr.To(o.failCgroupV1),
+		CrashLoopBackOff: kubeletconfig.CrashLoopBackOffConfig{
+			MaxContainerRestartPeriod: &metav1.Duration{Duration: cmp.Or(o.crashLoopBackOffMax, 300*time.Second)}},
 	}
 }

@@ -144,10 +144,31 @@ func (p *nodeParts) startCgroups(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before anything is created: a host refused leaves no cgroup behind.
+	if err := p.checkCgroupVersion(ctx); err != nil {
+		return err
+	}
 	if err := p.cg.Start(ctx); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Cgroups ready", "mode", p.cg.Mode().String(), "driver", p.o.cgroupDriver)
+	return nil
+}
+
+// cgroupV1Warning is upstream 1.35's message for a host on cgroup v1 (cm.CgroupV1DeprecatedWarning).
+const cgroupV1Warning = "cgroup v1 detected. cgroup v1 support is deprecated and will be removed in a future release. Please migrate to cgroup v2. More information at https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1"
+
+// checkCgroupVersion does what upstream 1.35 does on a cgroup v1 host (a hybrid one counts as v1) when
+// failCgroupV1 is false (options.validate refused to start when it is true): it logs upstream's warning
+// once and records it as a CgroupV1 event on the Node. kubelet_cgroup_version says which.
+func (p *nodeParts) checkCgroupVersion(ctx context.Context) error {
+	if p.cg.Mode() == cgroups.ModeV2 {
+		metrics.CgroupVersion.Set(2)
+		return nil
+	}
+	metrics.CgroupVersion.Set(1)
+	klog.FromContext(ctx).Info("Warning: cgroup check", "error", cgroupV1Warning)
+	p.recorder.Eventf(nodeRef(p.d.name), v1.EventTypeWarning, "CgroupV1", cgroupV1Warning)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -15,6 +16,7 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodeagent/kubelet/pkg/admission"
+	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/eviction"
 	"github.com/nodeagent/kubelet/pkg/imagegc"
 	"github.com/nodeagent/kubelet/pkg/node"
@@ -97,6 +99,8 @@ type options struct {
 	// crashLoopBackOffMax is crashLoopBackOff.maxContainerRestartPeriod (configuration file only, as upstream):
 	// the longest CrashLoopBackOff delay, 1 s to 300 s; 0 is upstream's 300 s.
 	crashLoopBackOffMax time.Duration
+	// failCgroupV1 refuses to start on a cgroup v1 host (configuration file only; false here, true upstream).
+	failCgroupV1 bool
 
 	debugTimelines bool
 
@@ -255,6 +259,13 @@ func (o *options) validate() error {
 	}
 	if o.crashLoopBackOffMax != 0 && (o.crashLoopBackOffMax < time.Second || o.crashLoopBackOffMax > 300*time.Second) {
 		return fmt.Errorf("invalid configuration: crashLoopBackOff.maxContainerRestartPeriod (got: %v) must be set between 1s and 300s", o.crashLoopBackOffMax)
+	}
+	// Upstream validates it with the configuration, before anything starts. failCgroupV1 is false unless the
+	// configuration file sets it (upstream defaults it to true), because this node supports v1 hosts.
+	if o.failCgroupV1 {
+		if mode, err := cgroups.DetectMode("/sys/fs/cgroup"); err == nil && mode != cgroups.ModeV2 {
+			return errors.New("kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release")
+		}
 	}
 	if o.evictionTransition < 0 {
 		return flagErrorf([]string{"eviction-pressure-transition-period"}, "--eviction-pressure-transition-period must not be negative, got %v", o.evictionTransition)

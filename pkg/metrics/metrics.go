@@ -32,6 +32,8 @@ var (
 	PodWorkerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: subsystem, Name: "pod_worker_duration_seconds",
 		Help: "[ALPHA] Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", Buckets: prometheus.DefBuckets},
 		[]string{"operation_type"})
+	CgroupVersion = prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: subsystem, Name: "cgroup_version",
+		Help: "[ALPHA] cgroup version on the hosts."})
 	RunningPods = prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: subsystem, Name: "running_pods",
 		Help: "[ALPHA] Number of pods that have a running pod sandbox"})
 	RunningContainers = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: subsystem, Name: "running_containers",
@@ -74,7 +76,7 @@ var registerOnce sync.Once
 func Registry(node string) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PodStartDuration, PodStartSLIDuration,
-		PodWorkerDuration, RunningPods, RunningContainers, RuntimeOperations, RuntimeOperationsDuration,
+		PodWorkerDuration, CgroupVersion, RunningPods, RunningContainers, RuntimeOperations, RuntimeOperationsDuration,
 		RuntimeOperationsErrors, StartedContainers, StartedContainersErrors, StartedPods, StartedPodsErrors, Evictions,
 		ImagePullDuration, StatsGatheringDuration, StatsGatheringCPU, nodeName, restRequests, restLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
