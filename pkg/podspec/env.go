@@ -2,10 +2,13 @@ package podspec
 
 import (
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -25,6 +28,8 @@ type EnvSources struct {
 	Secret func(name string, optional bool) (*v1.Secret, error)
 	// Node is what the downward API reads beyond the pod object; called only when a reference needs it.
 	Node func() podfacts.NodeFacts
+	// VolumePath returns the host path of the pod's volume (for env files); false when it is not set up.
+	VolumePath func(name string) (string, bool)
 }
 
 // Env resolves a container's environment, in upstream's order: envFrom first, then env (later entries win;
@@ -146,9 +151,50 @@ func valueFrom(pod *v1.Pod, c *v1.Container, from *v1.EnvVarSource, src EnvSourc
 		ref := from.SecretKeyRef
 		return keyFrom(src.Secret, "Secret", pod.Namespace, ref.Name, ref.Key, ref.Optional,
 			func(s *v1.Secret) map[string][]byte { return s.Data })
+	case from.FileKeyRef != nil:
+		return fileKey(from.FileKeyRef, src)
 	}
 	return "", false, fmt.Errorf("%w: unsupported env source", ErrConfigRef)
 }
+
+// fileKey resolves an env file's key (fileKeyRef) as upstream's kubelet 1.35: the file is read from the
+// named volume's host directory (joined without leaving it), its format is EnvFileValue's; a missing or
+// empty key is skipped when optional and an error otherwise, as is a file that cannot be read or parsed
+// (the container waits: an init container may not have written it yet).
+func fileKey(ref *v1.FileKeySelector, src EnvSources) (string, bool, error) {
+	var dir string
+	ok := false
+	if src.VolumePath != nil {
+		dir, ok = src.VolumePath(ref.VolumeName)
+	}
+	if !ok {
+		return "", false, fmt.Errorf("%w: cannot find the volume %q referenced by FileKeyRef", ErrConfigRef, ref.VolumeName)
+	}
+	path, err := securejoin.SecureJoin(dir, ref.Path)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: %v", ErrConfigRef, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: couldn't parse env file: %v", ErrConfigRef, err)
+	}
+	defer f.Close()
+	v, _, err := EnvFileValue(io.LimitReader(f, maxEnvFile), ref.Key)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: couldn't parse env file %q: %v", ErrConfigRef, ref.Path, err)
+	}
+	if v == "" { // upstream treats an empty value as a missing key
+		if optional(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("%w: environment variable key %q not found in file %q", ErrConfigRef, ref.Key, ref.Path)
+	}
+	return v, true, nil
+}
+
+// maxEnvFile bounds what is read of an env file (a pod's own emptyDir may hold anything): the environment of a
+// process is bounded far below it anyway.
+const maxEnvFile = 1 << 20
 
 // expand replaces $(VAR) references as upstream's expansion package does: defined variables are replaced,
 // undefined ones are left as written, and $$ escapes a $.

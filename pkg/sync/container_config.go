@@ -28,7 +28,7 @@ type startEnv struct {
 // env, sets up the mounts, asks the runtime for the image's user where runAsNonRoot or a lone runAsGroup
 // needs it, and writes the pod's /etc/hosts and the container's log directory.
 func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, kind string, restartCount int32, imageRef string, env *startEnv) (*runtimeapi.ContainerConfig, error) {
-	envs, err := k.makeEnv(ctx, pod, c, env.podIPs)
+	envs, err := k.makeEnv(ctx, pod, c, env.podIPs, env.volumes)
 	if err != nil {
 		return nil, err
 	}

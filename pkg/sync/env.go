@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/podspec"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // envResolver reads the API objects env refers to, once per container start.
@@ -23,8 +24,9 @@ type envResolver struct {
 }
 
 // makeEnv resolves a container's environment (podspec.Env) against the service variables of the pod's
-// namespace and the configMaps and secrets it refers to, read from the API server.
-func (k *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
+// namespace, the configMaps and secrets it refers to, read from the API server, and the env files in its
+// volumes.
+func (k *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, volumes map[string]volume.Mounted) ([]*runtimeapi.KeyValue, error) {
 	r := &envResolver{k: k, pod: pod, podIPs: podIPs, configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}
 	var services map[string]string
 	if k.cfg.ServiceEnv != nil {
@@ -38,6 +40,10 @@ func (k *Kubelet) makeEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, pod
 		ConfigMap: func(name string, opt bool) (*v1.ConfigMap, error) { return r.configMap(ctx, name, opt) },
 		Secret:    func(name string, opt bool) (*v1.Secret, error) { return r.secret(ctx, name, opt) },
 		Node:      r.nodeFacts,
+		VolumePath: func(name string) (string, bool) {
+			v, ok := volumes[name]
+			return v.Path, ok
+		},
 	})
 }
 

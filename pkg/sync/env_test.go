@@ -84,7 +84,7 @@ func TestMakeEnv(t *testing.T) {
 				Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")},
 				Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")},
 			}
-			got, err := h.k.makeEnv(h.ctx, pod, c, []string{"10.88.0.9"})
+			got, err := h.k.makeEnv(h.ctx, pod, c, []string{"10.88.0.9"}, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, podspec.ErrConfigRef) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -118,7 +118,7 @@ func TestStaticPodsCannotReadSecrets(t *testing.T) {
 	pod.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "P", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
 		LocalObjectReference: v1.LocalObjectReference{Name: "sec"}, Key: "pw"}}}}
-	if _, err := h.k.makeEnv(h.ctx, pod, &pod.Spec.Containers[0], nil); err == nil || !strings.Contains(err.Error(), "static pods") {
+	if _, err := h.k.makeEnv(h.ctx, pod, &pod.Spec.Containers[0], nil, nil); err == nil || !strings.Contains(err.Error(), "static pods") {
 		t.Fatalf("err %v", err)
 	}
 }

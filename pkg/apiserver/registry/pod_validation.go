@@ -1,6 +1,10 @@
 package registry
 
 import (
+	"path/filepath"
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -57,6 +61,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validateProbes(&s.Containers[i], path.Child("containers").Index(i), false)...)
 	}
 	errs = append(errs, validateEphemeralContainers(s, path.Child("ephemeralContainers"), names, vols)...)
+	errs = append(errs, validateFileKeyRefs(s, path)...)
 	switch s.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
@@ -100,6 +105,54 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		default:
 			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
 		}
+	}
+	return errs
+}
+
+// validateFileKeyRefs checks env files (env[].valueFrom.fileKeyRef) as kube-apiserver 1.35 does: a key
+// (printable ASCII but '='), a volume name that names an emptyDir volume of the pod, and a relative path
+// without '..'.
+func validateFileKeyRefs(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	sources := map[string]*corev1.VolumeSource{}
+	for i := range s.Volumes {
+		sources[s.Volumes[i].Name] = &s.Volumes[i].VolumeSource
+	}
+	check := func(c *corev1.Container, cp *field.Path) {
+		for j, e := range c.Env {
+			if e.ValueFrom == nil || e.ValueFrom.FileKeyRef == nil {
+				continue
+			}
+			f, fp := e.ValueFrom.FileKeyRef, cp.Child("env").Index(j).Child("valueFrom", "fileKeyRef")
+			if f.Key == "" {
+				errs = append(errs, field.Required(fp.Child("key"), ""))
+			} else {
+				for _, msg := range validation.IsRelaxedEnvVarName(f.Key) {
+					errs = append(errs, field.Invalid(fp.Child("key"), f.Key, msg))
+				}
+			}
+			if f.VolumeName == "" {
+				errs = append(errs, field.Required(fp.Child("volumeName"), ""))
+			} else {
+				errs = append(errs, validateDNSLabel(f.VolumeName, fp.Child("volumeName"))...)
+			}
+			if f.Path == "" {
+				errs = append(errs, field.Required(fp.Child("path"), ""))
+			} else if slices.Contains(strings.Split(filepath.ToSlash(f.Path), "/"), "..") {
+				errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "must not contain '..'"))
+			}
+			if src, ok := sources[f.VolumeName]; !ok {
+				errs = append(errs, field.NotFound(fp.Child("volumeName"), f.VolumeName))
+			} else if src.EmptyDir == nil {
+				errs = append(errs, field.Invalid(fp.Child("volumeName"), f.VolumeName, "referenced volume must be of type emptyDir"))
+			}
+		}
+	}
+	for i := range s.InitContainers {
+		check(&s.InitContainers[i], path.Child("initContainers").Index(i))
+	}
+	for i := range s.Containers {
+		check(&s.Containers[i], path.Child("containers").Index(i))
 	}
 	return errs
 }
