@@ -62,6 +62,9 @@ func TestPodHostname(t *testing.T) {
 		{"bad hostname", v1.PodSpec{Hostname: "Not_A_Label"}, "web", "", "web", "", true},
 		{"bad subdomain", v1.PodSpec{Subdomain: "a.b"}, "web", "", "web", "", true},
 		{"host network", v1.PodSpec{HostNetwork: true}, "web", "web", "", "", false},
+		{"hostnameOverride over hostname and subdomain", v1.PodSpec{HostnameOverride: ptrTo("my-host.example"), Hostname: "db", Subdomain: "sub"},
+			"web", "my-host.example", "my-host.example", "", false},
+		{"bad hostnameOverride", v1.PodSpec{HostnameOverride: ptrTo("Not_A_Subdomain")}, "web", "", "web", "", true},
 	}
 	for _, tt := range tests {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tt.podName, Namespace: "ns"}, Spec: tt.spec}
@@ -74,3 +77,5 @@ func TestPodHostname(t *testing.T) {
 		}
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

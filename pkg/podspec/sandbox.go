@@ -53,8 +53,8 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent, logDirectory strin
 	return cfg, warnings
 }
 
-// Hostname is the pod's hostname for its UTS namespace: spec.hostname or the pod name, cut to a DNS
-// label, or with setHostnameAsFQDN its fully qualified name under spec.subdomain; empty for host-network
+// Hostname is the pod's hostname for its UTS namespace: spec.hostnameOverride, else spec.hostname or the
+// pod name, cut to a DNS label, or with setHostnameAsFQDN its fully qualified name under spec.subdomain; empty for host-network
 // pods (the runtime uses the node's). A pod whose hostname or subdomain is not a DNS label gets its name
 // (the API refuses such pods; its containers then fail with the reason, see pkg/sync's hostsMount).
 func Hostname(pod *v1.Pod, clusterDomain string) string {
@@ -79,7 +79,20 @@ const maxFQDNHostname = 64
 
 // HostnameAndDomain are the pod's hostname and, under spec.subdomain, its domain
 // (<subdomain>.<namespace>.svc.<cluster domain>), as upstream's kubelet derives them.
+//
+// spec.hostnameOverride (HostnameOverride, on in 1.35) takes precedence over both: the hostname is the override
+// (a DNS subdomain, so it may hold dots), with no domain.
 func HostnameAndDomain(pod *v1.Pod, clusterDomain string) (string, string, error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) > 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, ";"))
+		}
+		hostname, err := truncateHostname(*o)
+		if err != nil {
+			return "", "", fmt.Errorf("pod %q: %w", pod.Name, err)
+		}
+		return hostname, "", nil
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) > 0 {

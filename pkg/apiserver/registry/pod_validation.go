@@ -62,6 +62,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateEphemeralContainers(s, path.Child("ephemeralContainers"), names, vols)...)
 	errs = append(errs, validateFileKeyRefs(s, path)...)
+	errs = append(errs, validateHostnameOverride(s, path)...)
 	switch s.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
@@ -105,6 +106,30 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		default:
 			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
 		}
+	}
+	return errs
+}
+
+// validateHostnameOverride checks spec.hostnameOverride as kube-apiserver 1.35 does: not with
+// setHostnameAsFQDN or hostNetwork, a DNS subdomain of at most 64 characters.
+func validateHostnameOverride(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	o := s.HostnameOverride
+	if o == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	p := path.Child("hostnameOverride")
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(p, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if s.HostNetwork {
+		errs = append(errs, field.Forbidden(p, "may not be specified when hostNetwork is true"))
+	}
+	if len(*o) > 64 {
+		errs = append(errs, field.TooLong(p, "", 64))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(*o) {
+		errs = append(errs, field.Invalid(p, *o, msg))
 	}
 	return errs
 }
