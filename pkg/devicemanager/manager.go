@@ -45,6 +45,9 @@ type Config struct {
 type Manager struct {
 	cfg    Config
 	server *grpc.Server
+	// allocMu serializes Allocate (admission is serial); mu guards the state below and is not held while a
+	// plugin is called.
+	allocMu sync.Mutex
 
 	mu        sync.Mutex
 	resources map[string]*resourceState

@@ -30,7 +30,8 @@ type fakePlugin struct {
 	updates   chan struct{}
 	allocates int
 	preStarts [][]string
-	extra     bool // Allocate answers for one container more than asked
+	extra     bool          // Allocate answers for one container more than asked
+	hold      chan struct{} // when set, Allocate waits for it to close
 	server    *grpc.Server
 }
 
@@ -53,7 +54,11 @@ func (p *fakePlugin) ListAndWatch(_ *pluginapi.Empty, s grpc.ServerStreamingServ
 func (p *fakePlugin) Allocate(_ context.Context, r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	p.mu.Lock()
 	p.allocates++
+	hold := p.hold
 	p.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	out := &pluginapi.AllocateResponse{}
 	for _, c := range r.ContainerRequests {
 		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerAllocateResponse{
@@ -352,4 +357,41 @@ func TestPreStartContainerWhenAsked(t *testing.T) {
 	if len(p.preStarts) != 1 || len(p.preStarts[0]) != 1 || p.preStarts[0][0] != "d1" {
 		t.Errorf("PreStartContainer calls %v, want one with d1", p.preStarts)
 	}
+}
+
+// A plugin slow to answer Allocate holds up admission (serial, as upstream's) but not the node's view of
+// its resources.
+func TestSlowAllocateDoesNotStallResources(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, _ := startManager(t, ctx, dir, nil)
+	p := startPlugin(t, dir, "dev.sock", "example.com/dev", dev("d1", true))
+	waitResources(t, m, "example.com/dev", 1, 1)
+	hold := make(chan struct{})
+	p.mu.Lock()
+	p.hold = hold
+	p.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- m.Allocate(ctx, podAsking("pod-a", "example.com/dev", 1), nil) }()
+	for p.calls() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	answered := make(chan struct{})
+	go func() { m.Resources(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Resources waited for a plugin's Allocate")
+	}
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *fakePlugin) calls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.allocates
 }

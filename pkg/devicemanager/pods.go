@@ -17,62 +17,74 @@ import (
 // as upstream's admission does: init containers first, whose devices the pod's later containers may
 // reuse (a sidecar keeps its own), then the app containers. Devices held by pods not in active are free
 // again; a nil active frees nothing (before the pod sources have synced, a pod not admitted yet is not
-// gone, as upstream waits for its sources before freeing devices). A container that holds its devices already (a restart) keeps them without asking the plugin.
-// An error is upstream's UnexpectedAdmissionError cause; the pod then holds nothing.
+// gone, as upstream waits for its sources before freeing devices). A container that holds its devices
+// already (a restart) keeps them without asking the plugin. An error is upstream's UnexpectedAdmissionError
+// cause; the pod then holds nothing.
 //
-// It holds the manager while it calls the plugin, as upstream's admission is serial.
+// Allocations run one at a time (allocMu), as upstream's admission is serial; the manager's state is not
+// held while a plugin is called, so a slow plugin does not stall the node's status or the other plugins.
 func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod, active []types.UID) error {
+	m.allocMu.Lock()
+	defer m.allocMu.Unlock()
+	type request struct {
+		container string
+		isInit    bool
+		sidecar   bool
+		resources []string
+		need      []int
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.asksForDevices(pod) {
-		return nil
-	}
-	if active != nil {
-		m.pruneLocked(active, pod.UID)
-	}
-	uid := string(pod.UID)
-	reusable := map[string][]string{} // devices of the pod's finished init containers, by resource
+	var requests []request
 	containers := make([]v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
 	containers = append(containers, pod.Spec.InitContainers...)
 	containers = append(containers, pod.Spec.Containers...)
 	for i := range containers {
 		c := &containers[i]
-		isInit := i < len(pod.Spec.InitContainers)
-		sidecar := isInit && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		r := request{container: c.Name, isInit: i < len(pod.Spec.InitContainers)}
+		r.sidecar = r.isInit && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 		for _, name := range m.deviceResources(c) {
 			q := c.Resources.Limits[v1.ResourceName(name)]
-			need := int(q.Value())
-			if need <= 0 {
-				continue
+			if need := int(q.Value()); need > 0 {
+				r.resources, r.need = append(r.resources, name), append(r.need, need)
 			}
-			ids, err := m.allocateLocked(ctx, uid, c.Name, name, need, reusable[name])
+		}
+		if len(r.resources) > 0 {
+			requests = append(requests, r)
+		}
+	}
+	if len(requests) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	if active != nil {
+		m.pruneLocked(active, pod.UID)
+	}
+	m.mu.Unlock()
+
+	uid := string(pod.UID)
+	reusable := map[string][]string{} // devices of the pod's finished init containers, by resource
+	for _, r := range requests {
+		for j, name := range r.resources {
+			ids, err := m.allocateOne(ctx, uid, r.container, name, r.need[j], reusable[name])
 			if err != nil {
+				m.mu.Lock()
 				delete(m.allocs, uid)
 				if werr := m.writeCheckpoint(); werr != nil {
 					klog.FromContext(ctx).Error(werr, "Cannot write the device manager's checkpoint")
 				}
+				m.mu.Unlock()
 				return err
 			}
-			if isInit && !sidecar {
+			if r.isInit && !r.sidecar {
 				reusable[name] = ids
 			} else {
 				reusable[name] = without(reusable[name], ids)
 			}
 		}
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return m.writeCheckpoint()
-}
-
-// asksForDevices reports whether any container of pod asks for a resource served by a device plugin.
-func (m *Manager) asksForDevices(pod *v1.Pod) bool {
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			if len(m.deviceResources(&cs[i])) > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // deviceResources are the resources c asks for that a device plugin serves (or served: a resource whose
@@ -88,30 +100,38 @@ func (m *Manager) deviceResources(c *v1.Container) []string {
 	return out
 }
 
-// allocateLocked gives one container need devices of resource and records the plugin's answer.
-func (m *Manager) allocateLocked(ctx context.Context, pod, container, resource string, need int, reusable []string) ([]string, error) {
+// allocateOne gives one container need devices of resource and records the plugin's answer. The caller
+// holds allocMu, not mu: the plugin is called without the manager's state held.
+func (m *Manager) allocateOne(ctx context.Context, pod, container, resource string, need int, reusable []string) ([]string, error) {
+	m.mu.Lock()
 	var held []string
 	if a := m.allocs[pod][container][resource]; a != nil {
 		if len(a.ids) >= need {
+			m.mu.Unlock()
 			return a.ids, nil // a restart: the container keeps its devices and the plugin's answer
 		}
 		held = a.ids
 	}
 	rs := m.resources[resource]
+	if rs == nil {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("device plugin for %s is not registered", resource)
+	}
 	healthy, inUse := map[string]bool{}, m.inUseLocked(resource, pod)
 	if rs.plugin != nil {
 		for id, d := range rs.devices {
 			healthy[id] = d.Health == pluginapi.Healthy
 		}
 	}
+	p := rs.plugin
+	m.mu.Unlock()
 	kept, free, err := plan(resource, need, held, reusable, healthy, inUse)
 	if err != nil {
 		return nil, err
 	}
-	if rs.plugin == nil {
+	if p == nil {
 		return nil, fmt.Errorf("device plugin for %s is not connected", resource)
 	}
-	p := rs.plugin
 	if rest := need - len(kept); rest > 0 && p.opts.GetPreferredAllocationAvailable {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		resp, err := p.client.GetPreferredAllocation(cctx, &pluginapi.PreferredAllocationRequest{
@@ -136,7 +156,9 @@ func (m *Manager) allocateLocked(ctx context.Context, pod, container, resource s
 	if n := len(resp.GetContainerResponses()); n != 1 {
 		return nil, fmt.Errorf("device plugin for %s: Allocate answered for %d containers, asked for 1", resource, n)
 	}
+	m.mu.Lock()
 	m.setAlloc(pod, container, resource, &allocation{ids: sorted(ids), resp: resp.ContainerResponses[0]})
+	m.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Devices allocated", "podUID", pod, "container", container, "resource", resource, "devices", ids)
 	return ids, nil
 }
