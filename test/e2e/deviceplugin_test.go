@@ -62,6 +62,13 @@ func TestDevicePlugin(t *testing.T) {
 			t.Errorf("the container lacks the CDI device's environment or device node:\n%s", out)
 		}
 
+		// The API server's placement counts the plugin's devices: a pod asking for more than are free stays
+		// Pending (on a standalone node; bound by hand below, the kubelet's admission decides).
+		unbound := devicePod(n, "unplaced", 2)
+		unbound.Spec.NodeName = ""
+		n.createPod(unbound)
+		n.waitPod("unplaced", 30*time.Second, "Pending: one device free", pending("unplaced", "Insufficient example.com/resource"))
+
 		// The pod-resources API, through upstream's generated client, as a monitoring agent reads it.
 		checkPodResources(t, n)
 

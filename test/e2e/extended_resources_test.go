@@ -29,17 +29,6 @@ func TestExtendedResources(t *testing.T) {
 		p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: l, Limits: l}
 		return p
 	}
-	pending := func(name, reason string) func(*v1.Pod) error {
-		return func(p *v1.Pod) error {
-			for _, c := range p.Status.Conditions {
-				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, reason) {
-					return nil
-				}
-			}
-			return fmt.Errorf("%s: phase %s, node %q, conditions %v", name, p.Status.Phase, p.Spec.NodeName, p.Status.Conditions)
-		}
-	}
-
 	n.createPod(asking("gpu", "example.com/gpu", "1"))
 	n.waitPod("gpu", 30*time.Second, "Pending: no node has the resource", pending("gpu", "Insufficient example.com/gpu"))
 
@@ -80,5 +69,18 @@ func TestExtendedResources(t *testing.T) {
 	})
 	if p, err := n.client.CoreV1().Pods("default").Get(ctx, "two", metav1.GetOptions{}); err != nil || ready(p) != nil {
 		t.Errorf("the pod with two dongles after the restart: %v", err)
+	}
+}
+
+// pending is a waitPod condition: the pod is not placed, its PodScheduled condition false with reason in
+// its message.
+func pending(name, reason string) func(*v1.Pod) error {
+	return func(p *v1.Pod) error {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, reason) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: phase %s, node %q, conditions %v", name, p.Status.Phase, p.Spec.NodeName, p.Status.Conditions)
 	}
 }
