@@ -5,13 +5,14 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
+	"github.com/nodeagent/kubelet/pkg/devicemanager"
 	"github.com/nodeagent/kubelet/pkg/node"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
 )
 
-// debugPage builds the node's debug page from what the kubelet, the PLEG, the node agent and the cgroup
-// manager hold in memory: no runtime or API call.
-func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.Manager, driver string) func() *debugpage.Page {
+// debugPage builds the node's debug page from what the kubelet, the PLEG, the node agent, the cgroup
+// manager and the device manager hold in memory: no runtime or API call.
+func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.Manager, driver string, devices *devicemanager.Manager) func() *debugpage.Page {
 	return func() *debugpage.Page {
 		h := agent.Health()
 		relist, took, stuck := kl.PLEGStatus()
@@ -26,6 +27,13 @@ func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.
 		}}
 		if len(h.Failures) > 0 {
 			p.Node.ReadyMessage = h.Failures[0]
+		}
+		for _, r := range devices.Summary() {
+			d := debugpage.DeviceResource{Name: r.Name, Plugin: r.Endpoint, Devices: r.Devices, Healthy: r.Healthy, Held: r.Held}
+			if r.Endpoint == "" && !r.StoppedAt.IsZero() {
+				d.PluginGone = now.Sub(r.StoppedAt)
+			}
+			p.Node.Devices = append(p.Node.Devices, d)
 		}
 		for _, s := range stuck {
 			p.Node.Stuck = append(p.Node.Stuck, debugpage.Stuck{Pod: s.Namespace + "/" + s.Name, Call: "runtime status call",

@@ -357,7 +357,7 @@ func (p *nodeParts) newServer() error {
 			RunningPods: kl.RunningPods,
 			Configz:     func() any { return o.kubeletConfiguration() },
 			NodeLogsDir: nodeLogsDir,
-			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver)),
+			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver, p.devices)),
 		},
 	})
 	return err

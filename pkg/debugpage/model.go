@@ -31,6 +31,19 @@ type Node struct {
 	LastLease    time.Time `json:"lastLease"`
 	CgroupMode   string    `json:"cgroupMode"`
 	CgroupDriver string    `json:"cgroupDriver"`
+	// Devices are the device plugins' resources.
+	Devices []DeviceResource `json:"devices,omitempty"`
+}
+
+// DeviceResource is a device plugin's resource: its plugin (the socket name; empty once the plugin went
+// away, PluginGone ago) and its devices.
+type DeviceResource struct {
+	Name       string        `json:"name"`
+	Plugin     string        `json:"plugin,omitempty"`
+	PluginGone time.Duration `json:"pluginGone,omitempty"`
+	Devices    int           `json:"devices"`
+	Healthy    int           `json:"healthy"`
+	Held       int           `json:"held"`
 }
 
 // Stuck is a pod whose runtime call has not returned.

@@ -14,7 +14,9 @@ func TestHandler(t *testing.T) {
 	p := &Page{Generated: now, Node: Node{Name: "n1", Ready: false, ReadyMessage: "PLEG is not healthy",
 		Failures: []string{"pleg: stuck"}, LastRelist: now.Add(-2 * time.Second), RelistTook: 3 * time.Millisecond,
 		Stuck: []Stuck{{Pod: "default/hung", Call: "ContainerStatus", Since: 12 * time.Second}}, RuntimeReady: true, NetworkReady: true,
-		APIReachable: true, LastLease: now.Add(-5 * time.Second), CgroupMode: "v1", CgroupDriver: "cgroupfs"},
+		APIReachable: true, LastLease: now.Add(-5 * time.Second), CgroupMode: "v1", CgroupDriver: "cgroupfs",
+		Devices: []DeviceResource{{Name: "example.com/gpu", Plugin: "gpu.sock", Devices: 4, Healthy: 3, Held: 2},
+			{Name: "example.com/nic", PluginGone: 90 * time.Second, Devices: 2}}},
 		Pods: []Pod{{Namespace: "default", Name: "<script>alert(1)</script>", UID: "u1", State: "Syncing", Phase: "Running",
 			WhyNotReady: `the readiness probe of container app fails: <b>503</b>`,
 			Timeline:    []Step{{Name: "sandbox", At: now, Took: time.Second, Detail: "10.88.0.5", Slowest: true}},
@@ -31,7 +33,8 @@ func TestHandler(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "NotReady", "ContainerStatus of pod default/hung",
-		`class="slowest"`, "CrashLoopBackOff", "in 20s", "Not Ready: <span data-field=\"whyNotReady\">the readiness probe"} {
+		`class="slowest"`, "CrashLoopBackOff", "in 20s",
+		"plugin gpu.sock: 4 devices, 3 healthy, 2 held by containers", "plugin gone 1m30s ago", "Not Ready: <span data-field=\"whyNotReady\">the readiness probe"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -363,3 +363,48 @@ func (m *Manager) AllocatableDevices() map[string][]string {
 	}
 	return out
 }
+
+// ResourceSummary is one resource as the node's debug page shows it.
+type ResourceSummary struct {
+	Name string
+	// Endpoint is the connected plugin's socket name; empty while none is connected, since StoppedAt.
+	Endpoint  string
+	StoppedAt time.Time
+	Devices   int // every device the plugin listed
+	Healthy   int // of those, healthy (allocatable while the plugin is connected)
+	Held      int // devices containers hold
+}
+
+// Summary lists the resources of device plugins, by name.
+func (m *Manager) Summary() []ResourceSummary {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	held := map[string]map[string]bool{}
+	for _, byContainer := range m.allocs {
+		for _, byRes := range byContainer {
+			for res, a := range byRes {
+				if held[res] == nil {
+					held[res] = map[string]bool{}
+				}
+				for _, id := range a.ids {
+					held[res][id] = true
+				}
+			}
+		}
+	}
+	out := make([]ResourceSummary, 0, len(m.resources))
+	for name, rs := range m.resources {
+		r := ResourceSummary{Name: name, StoppedAt: rs.stoppedAt, Devices: len(rs.devices), Held: len(held[name])}
+		if rs.plugin != nil {
+			r.Endpoint = rs.plugin.endpoint
+		}
+		for _, d := range rs.devices {
+			if d.Health == pluginapi.Healthy {
+				r.Healthy++
+			}
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -71,6 +71,11 @@ func TestDevicePlugin(t *testing.T) {
 
 		// The pod-resources API, through upstream's generated client, as a monitoring agent reads it.
 		checkPodResources(t, n)
+		// The debug page names the plugin and its devices.
+		if page, err := n.debugPods(); err != nil || len(page.Node.Devices) != 1 || page.Node.Devices[0].Name != sampleResource ||
+			page.Node.Devices[0].Plugin == "" || page.Node.Devices[0].Healthy != 2 || page.Node.Devices[0].Held != 1 {
+			t.Errorf("the debug page's devices: %+v %v", page.Node.Devices, err)
+		}
 
 		n.createPod(devicePod(n, "greedy", 2))
 		p := n.waitPod("greedy", 30*time.Second, "the pod asking for more devices than are free refused", func(p *v1.Pod) error {
