@@ -67,11 +67,19 @@
 //     `TestExtendedResources`: a pod asking for an extended resource no node has stays Pending; once an
 //     administrator advertises two dongles on the Node, a pod with two runs, a third is Pending and, bound by
 //     hand, refused `OutOfexample.com/dongle`; the restarted kubelet keeps them advertised.
+//     `TestDevicePlugin` (both runtimes): upstream's sample device plugin run as a pod with CDI on; a pod gets
+//     Dev-1 (its mount, the CDI environment and block device node), the placement and the kubelet's admission
+//     refuse more than are free (`UnexpectedAdmissionError` with upstream's message), pod-resources and the
+//     debug page name the devices, a kubelet restart keeps the container and its device, the plugin gone
+//     leaves nothing allocatable while the pod runs on. 1.35 pod fields: env files
+//     (`TestKubeletEnvFile`), `hostnameOverride` (`TestKubeletHostnameOverride`), the crash-loop back-off
+//     ceiling (`TestKubeletCrashLoopBackOffCeiling`), and cgroup v1 as 1.35 treats it (`TestKubeletCgroupV1`).
 //   - The CRI contract, on the built-in runtime (in-process and through its socket) beside containerd's CRI
 //     plugin: attach to a `stdinOnce` container ends within a second of the client closing stdin, with the
 //     container; clients that leave attach and exec sessions give their goroutines back; `ImageStatus` by tag,
 //     repo digest, full and short ID; the pause image pinned; `RunAsGroup` alone refused; a failed create leaves
-//     no snapshot or lease (counted through containerd); the pod metrics calls answer `Unimplemented`.
+//     no snapshot or lease (counted through containerd), an unknown CDI device fails the built-in runtime's
+//     create naming it; the pod metrics calls answer `Unimplemented`.
 //     Upstream's kubelet v1.35.4 (built by `hack/kube-binaries.sh kubelet`) runs on `noderuntime` against the
 //     real control plane (`TestUpstreamKubelet`), and a second `noderuntime` on the same namespace or socket is
 //     refused.
