@@ -395,3 +395,32 @@ func (p *fakePlugin) calls() int {
 	defer p.mu.Unlock()
 	return p.allocates
 }
+
+// A second plugin registering for a resource replaces the first, as upstream: its devices are the
+// resource's, and the first one's stream is closed.
+func TestSecondPluginReplacesFirst(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, _ := startManager(t, ctx, dir, nil)
+	first := startPlugin(t, dir, "first.sock", "example.com/dev", dev("a1", true))
+	waitResources(t, m, "example.com/dev", 1, 1)
+	second := startPlugin(t, dir, "second.sock", "example.com/dev", dev("b1", true), dev("b2", true))
+	waitResources(t, m, "example.com/dev", 2, 2)
+	if err := m.Allocate(ctx, podAsking("pod-a", "example.com/dev", 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := containerOptions(t, m, "pod-a", "main").Envs["DEVICES"]; got != "b1" {
+		t.Errorf("allocated %s, want the second plugin's b1", got)
+	}
+	if first.calls() != 0 || second.calls() != 1 {
+		t.Errorf("Allocate calls: first %d, second %d", first.calls(), second.calls())
+	}
+	// The first plugin's later updates are ignored.
+	first.setDevices(dev("a1", true), dev("a2", true), dev("a3", true))
+	time.Sleep(100 * time.Millisecond)
+	c, _ := m.Resources()
+	if q := c["example.com/dev"]; q.Value() != 2 {
+		t.Errorf("capacity %v after the replaced plugin's update", c)
+	}
+}
