@@ -139,6 +139,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("devicemanager: %w", err)
 	}
+	// The socket stays when the server stops: a manager started after this one (a restart) has replaced
+	// it by then, and closing this listener must not remove the new socket.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	if err := os.Chmod(sock, 0o600); err != nil {
 		l.Close()
 		return fmt.Errorf("devicemanager: %w", err)
