@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -114,6 +115,20 @@ func (p *apiserverProc) start() {
 		}
 		return err
 	})
+	// The node kubeconfigs it was asked for are written after it answers: wait for them too.
+	for i, a := range p.args {
+		if a != "--node-kubeconfig" || i+1 >= len(p.args) {
+			continue
+		}
+		_, path, _ := strings.Cut(p.args[i+1], "=")
+		eventually(t, 30*time.Second, "the API server to write "+path, func() error {
+			if err := p.exited(); err != nil {
+				return err
+			}
+			_, err := os.Stat(path)
+			return err
+		})
+	}
 }
 
 // exited returns an error when the process has exited, with its log's tail.
