@@ -117,7 +117,7 @@ func (m *Manager) allocateOne(ctx context.Context, pod, container, resource stri
 		m.mu.Unlock()
 		return nil, fmt.Errorf("device plugin for %s is not registered", resource)
 	}
-	healthy, inUse := map[string]bool{}, m.inUseLocked(resource, pod)
+	healthy, inUse := map[string]bool{}, m.heldLocked(pod)[resource]
 	if rs.plugin != nil {
 		for id, d := range rs.devices {
 			healthy[id] = d.Health == pluginapi.Healthy
@@ -163,27 +163,25 @@ func (m *Manager) allocateOne(ctx context.Context, pod, container, resource stri
 	return ids, nil
 }
 
-// inUseLocked are the devices of resource that containers of other pods hold.
-func (m *Manager) inUseLocked(resource, pod string) map[string]bool {
-	out := map[string]bool{}
+// heldLocked are the devices containers hold, by resource, leaving out pod's ("" leaves out none).
+func (m *Manager) heldLocked(pod string) map[string]map[string]bool {
+	held := map[string]map[string]bool{}
 	for uid, byContainer := range m.allocs {
 		if uid == pod {
 			continue
 		}
 		for _, byRes := range byContainer {
-			for _, id := range byRes[resource].idsOrNil() {
-				out[id] = true
+			for res, a := range byRes {
+				if held[res] == nil {
+					held[res] = map[string]bool{}
+				}
+				for _, id := range a.ids {
+					held[res][id] = true
+				}
 			}
 		}
 	}
-	return out
-}
-
-func (a *allocation) idsOrNil() []string {
-	if a == nil {
-		return nil
-	}
-	return a.ids
+	return held
 }
 
 // Prune frees the devices of pods not in active (deleted or finished pods). The caller calls it only once
@@ -219,19 +217,7 @@ func (m *Manager) pruneLocked(active []types.UID, keep types.UID) bool {
 func (m *Manager) Allocated() v1.ResourceList {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	held := map[string]map[string]bool{}
-	for _, byContainer := range m.allocs {
-		for _, byRes := range byContainer {
-			for res, a := range byRes {
-				if held[res] == nil {
-					held[res] = map[string]bool{}
-				}
-				for _, id := range a.ids {
-					held[res][id] = true
-				}
-			}
-		}
-	}
+	held := m.heldLocked("")
 	out := v1.ResourceList{}
 	for res, ids := range held {
 		out[v1.ResourceName(res)] = *resource.NewQuantity(int64(len(ids)), resource.DecimalSI)
@@ -379,19 +365,7 @@ type ResourceSummary struct {
 func (m *Manager) Summary() []ResourceSummary {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	held := map[string]map[string]bool{}
-	for _, byContainer := range m.allocs {
-		for _, byRes := range byContainer {
-			for res, a := range byRes {
-				if held[res] == nil {
-					held[res] = map[string]bool{}
-				}
-				for _, id := range a.ids {
-					held[res][id] = true
-				}
-			}
-		}
-	}
+	held := m.heldLocked("")
 	out := make([]ResourceSummary, 0, len(m.resources))
 	for name, rs := range m.resources {
 		r := ResourceSummary{Name: name, StoppedAt: rs.stoppedAt, Devices: len(rs.devices), Held: len(held[name])}
