@@ -240,7 +240,7 @@ func TestPluginDevicesAllocationAndCheckpoint(t *testing.T) {
 		t.Errorf("a re-admitted pod asked the plugin again: %d + %d calls", p2.allocates, p.allocates-allocates)
 	}
 	// Devices of pods gone are free again once the caller says which pods are active.
-	if err := m2.Allocate(ctx2, podAsking("pod-c", res, 2), []types.UID{"pod-a"}); err != nil {
+	if err := m2.Allocate(ctx2, podAsking("pod-c", res, 2), func() []types.UID { return []types.UID{"pod-a"} }); err != nil {
 		t.Fatal(err)
 	}
 	if got := containerOptions(t, m2, "pod-c", "main").Envs["DEVICES"]; got != "d2,d3" {

@@ -16,14 +16,14 @@ import (
 // Allocate gives each container of pod the devices it asks for (resources served by a device plugin),
 // as upstream's admission does: init containers first, whose devices the pod's later containers may
 // reuse (a sidecar keeps its own), then the app containers. Devices held by pods not in active are free
-// again; a nil active frees nothing (before the pod sources have synced, a pod not admitted yet is not
+// again (active is called only for a pod that asks for devices); a nil active frees nothing (before the pod sources have synced, a pod not admitted yet is not
 // gone, as upstream waits for its sources before freeing devices). A container that holds its devices
 // already (a restart) keeps them without asking the plugin. An error is upstream's UnexpectedAdmissionError
 // cause; the pod then holds nothing.
 //
 // Allocations run one at a time (allocMu), as upstream's admission is serial; the manager's state is not
 // held while a plugin is called, so a slow plugin does not stall the node's status or the other plugins.
-func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod, active []types.UID) error {
+func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod, active func() []types.UID) error {
 	m.allocMu.Lock()
 	defer m.allocMu.Unlock()
 	type request struct {
@@ -57,7 +57,7 @@ func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod, active []types.UID)
 		return nil
 	}
 	if active != nil {
-		m.pruneLocked(active, pod.UID)
+		m.pruneLocked(active(), pod.UID)
 	}
 	m.mu.Unlock()
 

@@ -63,7 +63,7 @@ type MirrorClient interface {
 // Devices is the device manager as the pod sync uses it: admission allocates a new pod's devices, a
 // container's config carries what the plugins answered, housekeeping frees the devices of pods gone.
 type Devices interface {
-	Allocate(ctx context.Context, pod *v1.Pod, active []types.UID) error
+	Allocate(ctx context.Context, pod *v1.Pod, active func() []types.UID) error
 	ContainerOptions(ctx context.Context, pod types.UID, container string) (*devicemanager.Options, error)
 	Prune(ctx context.Context, active []types.UID)
 	Allocated() v1.ResourceList

@@ -144,14 +144,17 @@ func (k *Kubelet) applyPod(ctx context.Context, pod *v1.Pod) {
 func (k *Kubelet) admitNew(ctx context.Context, pod *v1.Pod) admission.Result {
 	if k.cfg.Devices != nil {
 		// Devices of pods gone are freed only once every source has synced: before, a pod not admitted yet
-		// after a restart is not gone.
-		var active []types.UID
+		// after a restart is not gone. The active pods are listed only for a pod that asks for devices.
+		var active func() []types.UID
 		if k.sourcesReady.Load() {
-			active = []types.UID{}
-			for uid, info := range k.workers.known() {
-				if info.state == stateSyncing || info.state == stateTerminating {
-					active = append(active, uid)
+			active = func() []types.UID {
+				var uids []types.UID
+				for uid, info := range k.workers.known() {
+					if info.state == stateSyncing || info.state == stateTerminating {
+						uids = append(uids, uid)
+					}
 				}
+				return uids
 			}
 		}
 		if err := k.cfg.Devices.Allocate(ctx, pod, active); err != nil {
