@@ -1,11 +1,9 @@
 package registry
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // env files (fileKeyRef) are validated as kube-apiserver 1.35 validates them; the messages are its.
@@ -16,11 +14,14 @@ func TestFileKeyRefValidation(t *testing.T) {
 				FileKeyRef: &corev1.FileKeySelector{VolumeName: vol, Path: path, Key: key}}}}
 		}
 	}
-	for _, tc := range []struct {
-		name   string
-		mutate func(*corev1.PodSpec)
-		want   string
-	}{
+	withVolumes := func() *corev1.PodSpec {
+		s := oneContainer()
+		s.Volumes = []corev1.Volume{
+			{Name: "config", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}}}}
+		return s
+	}
+	runSpecCases(t, withVolumes, []specCase{
 		{"valid", ref("config", "app.env", "CONFIG_MAIN"), ""},
 		{"a relaxed key", ref("config", "app.env", "my.key-1"), ""},
 		{"no key", ref("config", "app.env", ""), "spec.containers[0].env[0].valueFrom.fileKeyRef.key: Required value"},
@@ -29,20 +30,5 @@ func TestFileKeyRefValidation(t *testing.T) {
 		{"no path", ref("config", "", "K"), "fileKeyRef.path: Required value"},
 		{"an unknown volume", ref("nope", "app.env", "K"), "fileKeyRef.volumeName: Not found: \"nope\""},
 		{"not an emptyDir", ref("host", "app.env", "K"), "fileKeyRef.volumeName: Invalid value: \"host\": referenced volume must be of type emptyDir"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}, Volumes: []corev1.Volume{
-				{Name: "config", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}}}}}
-			tc.mutate(s)
-			DefaultPodSpec(s)
-			got := validatePodSpec(s, field.NewPath("spec")).ToAggregate()
-			switch {
-			case tc.want == "" && got != nil:
-				t.Fatalf("unexpected errors: %v", got)
-			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
-				t.Fatalf("errors %v, want one with %q", got, tc.want)
-			}
-		})
-	}
+	})
 }

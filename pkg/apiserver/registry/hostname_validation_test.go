@@ -5,17 +5,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
 
 // spec.hostnameOverride is validated as kube-apiserver 1.35 validates it; the messages are its.
 func TestHostnameOverrideValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		mutate func(*corev1.PodSpec)
-		want   string
-	}{
+	runSpecCases(t, oneContainer, []specCase{
 		{"a subdomain", func(s *corev1.PodSpec) { s.HostnameOverride = ptr.To("my-host.example") }, ""},
 		{"with setHostnameAsFQDN", func(s *corev1.PodSpec) {
 			s.HostnameOverride, s.SetHostnameAsFQDN = ptr.To("h"), ptr.To(true)
@@ -26,18 +21,5 @@ func TestHostnameOverrideValidation(t *testing.T) {
 			"spec.hostnameOverride: Too long: may not be more than 64"},
 		{"not a subdomain", func(s *corev1.PodSpec) { s.HostnameOverride = ptr.To("Not_Valid") },
 			"spec.hostnameOverride: Invalid value: \"Not_Valid\""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}
-			tc.mutate(s)
-			DefaultPodSpec(s)
-			got := validatePodSpec(s, field.NewPath("spec")).ToAggregate()
-			switch {
-			case tc.want == "" && got != nil:
-				t.Fatalf("unexpected errors: %v", got)
-			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
-				t.Fatalf("errors %v, want one with %q", got, tc.want)
-			}
-		})
-	}
+	})
 }

@@ -12,11 +12,7 @@ import (
 
 func TestProbeValidation(t *testing.T) {
 	exec := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}
-	for _, tc := range []struct {
-		name   string
-		mutate func(*corev1.PodSpec)
-		want   string // a substring of the errors; empty: valid
-	}{
+	runSpecCases(t, oneContainer, []specCase{
 		{"zero period is defaulted", func(s *corev1.PodSpec) {
 			s.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: exec, PeriodSeconds: 0}
 		}, ""},
@@ -67,9 +63,22 @@ func TestProbeValidation(t *testing.T) {
 		{"hook with two handlers", func(s *corev1.PodSpec) {
 			s.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: exec.Exec, Sleep: &corev1.SleepAction{Seconds: 1}}}
 		}, "lifecycle.preStop.sleep: Forbidden: may not specify more than 1 handler type"},
-	} {
+	})
+}
+
+// specCase is a pod spec change and a substring of the validation errors it must give (empty: valid).
+type specCase struct {
+	name   string
+	mutate func(*corev1.PodSpec)
+	want   string
+}
+
+// runSpecCases validates base (a fresh one per case) changed by each case, defaulted first as on create.
+func runSpecCases(t *testing.T, base func() *corev1.PodSpec, cases []specCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}
+			s := base()
 			tc.mutate(s)
 			DefaultPodSpec(s)
 			got := validatePodSpec(s, field.NewPath("spec")).ToAggregate()
@@ -81,4 +90,8 @@ func TestProbeValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+func oneContainer() *corev1.PodSpec {
+	return &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}
 }
