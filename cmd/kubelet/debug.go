@@ -7,12 +7,14 @@ import (
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/devicemanager"
 	"github.com/nodeagent/kubelet/pkg/node"
+	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
 )
 
 // debugPage builds the node's debug page from what the kubelet, the PLEG, the node agent, the cgroup
-// manager and the device manager hold in memory: no runtime or API call.
-func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.Manager, driver string, devices *devicemanager.Manager) func() *debugpage.Page {
+// manager, the device manager and the plugin watcher hold in memory: no runtime or API call.
+func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.Manager, driver string, devices *devicemanager.Manager,
+	plugins *pluginwatcher.Watcher) func() *debugpage.Page {
 	return func() *debugpage.Page {
 		h := agent.Health()
 		relist, took, stuck := kl.PLEGStatus()
@@ -34,6 +36,9 @@ func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.
 				d.PluginGone = now.Sub(r.StoppedAt)
 			}
 			p.Node.Devices = append(p.Node.Devices, d)
+		}
+		for _, r := range plugins.Plugins() {
+			p.Node.Plugins = append(p.Node.Plugins, debugpage.Plugin(r))
 		}
 		for _, s := range stuck {
 			p.Node.Stuck = append(p.Node.Stuck, debugpage.Stuck{Pod: s.Namespace + "/" + s.Name, Call: "runtime status call",

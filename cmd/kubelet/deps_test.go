@@ -15,7 +15,8 @@ func TestKubeletLinksOnlyItsAPIGroups(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	allowed := map[string]bool{"k8s.io/api/core/v1": true, "k8s.io/api/coordination/v1": true,
-		"k8s.io/api/authentication/v1": true, "k8s.io/api/authorization/v1": true} // the endpoint's reviews
+		"k8s.io/api/authentication/v1": true, "k8s.io/api/authorization/v1": true, // the endpoint's reviews
+		"k8s.io/api/storage/v1": true} // CSINode, CSIDriver and VolumeAttachment, for CSI volumes
 	for _, pkg := range strings.Fields(string(out)) {
 		switch {
 		case strings.HasPrefix(pkg, "k8s.io/api/") && !allowed[pkg],

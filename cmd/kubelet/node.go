@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/admission"
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/containerlogs"
+	"github.com/nodeagent/kubelet/pkg/csi"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/devicemanager"
 	"github.com/nodeagent/kubelet/pkg/eviction"
@@ -32,6 +33,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/node"
+	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
 	"github.com/nodeagent/kubelet/pkg/podresources"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/server"
@@ -78,6 +80,9 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err := p.newAgent(); err != nil {
 		return err
 	}
+	if err := p.newCSI(ctx); err != nil {
+		return err
+	}
 	if err := p.newPodSync(ctx); err != nil {
 		return err
 	}
@@ -104,6 +109,8 @@ type nodeParts struct {
 	evictions    *eviction.Manager
 	evictionDeps *evictionDeps
 	devices      *devicemanager.Manager
+	csi          *csi.Registry
+	plugins      *pluginwatcher.Watcher
 	agent        *node.Agent
 	volumes      *volume.Manager
 	logs         *containerlogs.Manager
@@ -247,6 +254,8 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 	p.volumes, err = volume.New(volume.Config{
 		RootDir: o.rootDir,
 		API:     volumeAPI{d.clients.pods},
+		CSI:     p.csi,
+		CSIAPI:  volumeAPI{d.clients.pods},
 		Node:    func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: p.agent.Allocatable()} },
 		Reuse:   o.syncFrequency / 2,
 	})
@@ -357,7 +366,7 @@ func (p *nodeParts) newServer() error {
 			RunningPods: kl.RunningPods,
 			Configz:     func() any { return o.kubeletConfiguration() },
 			NodeLogsDir: nodeLogsDir,
-			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver, p.devices)),
+			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver, p.devices, p.plugins)),
 		},
 	})
 	return err
@@ -377,6 +386,7 @@ func (p *nodeParts) run(ctx context.Context) error {
 		return err
 	}
 	g.Go(func() error { return podResources.Run(gctx) })
+	g.Go(func() error { return p.plugins.Run(gctx) })
 	g.Go(func() error { return p.agent.Run(gctx) })
 	g.Go(func() error { p.services.Run(gctx); return nil })
 	g.Go(func() error { return p.kl.Run(gctx) })

@@ -33,6 +33,18 @@ type Node struct {
 	CgroupDriver string    `json:"cgroupDriver"`
 	// Devices are the device plugins' resources.
 	Devices []DeviceResource `json:"devices,omitempty"`
+	// Plugins are the registrations through the plugin registration directory (CSI drivers), with the
+	// error of a failed one.
+	Plugins []Plugin `json:"plugins,omitempty"`
+}
+
+// Plugin is one registration socket: the plugin's type, name and endpoint, or why it was refused.
+type Plugin struct {
+	Socket   string `json:"socket"`
+	Type     string `json:"type,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // DeviceResource is a device plugin's resource: its plugin (the socket name; empty once the plugin went

@@ -78,6 +78,7 @@ code{white-space:pre-wrap}
 <tr><th>network</th><td>{{if .Node.NetworkReady}}ready{{else}}<span class="bad">not ready</span> {{.Node.NetworkMessage}}{{end}}</td></tr>
 <tr><th>API server</th><td>{{if .Node.APIReachable}}reachable{{else}}<span class="bad">unreachable</span>{{end}}; Lease renewed {{ago $.Generated .Node.LastLease}} ago</td></tr>
 <tr><th>cgroups</th><td>{{.Node.CgroupMode}}, {{.Node.CgroupDriver}} driver</td></tr>
+{{range .Node.Plugins}}<tr><th>plugin {{.Name}}</th><td>{{.Type}} at {{.Endpoint}} (registered through {{.Socket}}){{if .Error}} <span class="bad">refused: {{.Error}}</span>{{end}}</td></tr>{{end}}
 {{range .Node.Devices}}<tr><th>devices {{.Name}}</th><td>{{if .Plugin}}plugin {{.Plugin}}{{else}}<span class="bad">plugin gone {{ms .PluginGone}} ago</span>{{end}}: {{.Devices}} devices, {{.Healthy}} healthy, {{.Held}} held by containers</td></tr>{{end}}
 </table>
 <h2>Pods ({{len .Pods}})</h2>

@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,6 +28,7 @@ type Interface interface {
 	CoordinationV1() CoordinationV1Interface
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
+	StorageV1() StorageV1Interface
 }
 
 // CoreV1Interface is the kubelet's part of core/v1.
@@ -63,6 +65,14 @@ type AuthenticationV1Interface interface {
 // a user may do what a request to the kubelet endpoint does.
 type AuthorizationV1Interface interface {
 	SubjectAccessReviews() SubjectAccessReviewInterface
+}
+
+// StorageV1Interface is the kubelet's part of storage.k8s.io/v1: the node's CSINode, the CSIDrivers its
+// volumes name, and the VolumeAttachments of its node.
+type StorageV1Interface interface {
+	CSINodes() CSINodeInterface
+	CSIDrivers() CSIDriverInterface
+	VolumeAttachments() VolumeAttachmentInterface
 }
 
 // Creator is the one call on a resource that is only ever created (a review answered in its status).
@@ -107,10 +117,16 @@ type (
 	PersistentVolumeInterface = Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList]
 	// LeaseInterface reads and writes Leases.
 	LeaseInterface = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
+	// CSINodeInterface reads and writes the node's CSINode.
+	CSINodeInterface = Resource[*storagev1.CSINode, *storagev1.CSINodeList]
+	// CSIDriverInterface reads CSIDrivers.
+	CSIDriverInterface = Resource[*storagev1.CSIDriver, *storagev1.CSIDriverList]
+	// VolumeAttachmentInterface reads VolumeAttachments.
+	VolumeAttachmentInterface = Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]
 )
 
 // Scheme holds the types this client knows: core/v1, coordination/v1, authentication/v1, authorization/v1,
-// and the options types of meta/v1.
+// storage/v1, and the options types of meta/v1.
 var Scheme = runtime.NewScheme()
 
 var (
@@ -123,6 +139,7 @@ func init() {
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
 	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
+	utilruntime.Must(storagev1.AddToScheme(Scheme))
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 }
 
@@ -159,8 +176,12 @@ func New(cfg *rest.Config) (Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	storage, err := restClient(c, httpClient, storagev1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
 	return &client{core: coreV1{core}, coordination: coordinationV1{coord},
-		authentication: authenticationV1{authn}, authorization: authorizationV1{authz}}, nil
+		authentication: authenticationV1{authn}, authorization: authorizationV1{authz}, storage: storageV1{storage}}, nil
 }
 
 // restClient is a REST client for one group version, set up as client-go's generated clients set theirs up.
@@ -177,12 +198,14 @@ type client struct {
 	coordination   coordinationV1
 	authentication authenticationV1
 	authorization  authorizationV1
+	storage        storageV1
 }
 
 func (c *client) CoreV1() CoreV1Interface                     { return c.core }
 func (c *client) CoordinationV1() CoordinationV1Interface     { return c.coordination }
 func (c *client) AuthenticationV1() AuthenticationV1Interface { return c.authentication }
 func (c *client) AuthorizationV1() AuthorizationV1Interface   { return c.authorization }
+func (c *client) StorageV1() StorageV1Interface               { return c.storage }
 
 type coreV1 struct{ rc rest.Interface }
 
@@ -239,6 +262,20 @@ type coordinationV1 struct{ rc rest.Interface }
 
 func (c coordinationV1) Leases(namespace string) LeaseInterface {
 	return resource(c.rc, "leases", namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
+}
+
+type storageV1 struct{ rc rest.Interface }
+
+func (c storageV1) CSINodes() CSINodeInterface {
+	return resource(c.rc, "csinodes", "", func() *storagev1.CSINode { return &storagev1.CSINode{} }, func() *storagev1.CSINodeList { return &storagev1.CSINodeList{} })
+}
+
+func (c storageV1) CSIDrivers() CSIDriverInterface {
+	return resource(c.rc, "csidrivers", "", func() *storagev1.CSIDriver { return &storagev1.CSIDriver{} }, func() *storagev1.CSIDriverList { return &storagev1.CSIDriverList{} })
+}
+
+func (c storageV1) VolumeAttachments() VolumeAttachmentInterface {
+	return resource(c.rc, "volumeattachments", "", func() *storagev1.VolumeAttachment { return &storagev1.VolumeAttachment{} }, func() *storagev1.VolumeAttachmentList { return &storagev1.VolumeAttachmentList{} })
 }
 
 type authenticationV1 struct{ rc rest.Interface }

@@ -11,8 +11,9 @@ import (
 
 // setUpClaim sets up a persistentVolumeClaim volume, reading the claim and the volume it is bound to, as
 // upstream's volume manager does. Volumes of type hostPath are used in place (their type checked); volumes of
-// type local are bind-mounted into the pod's directory. Any other type is refused with a message that names
-// it (CSI and network volumes need drivers this node does not run).
+// type local are bind-mounted into the pod's directory; volumes of type csi are staged and published by their
+// driver. Any other type is refused with a message that names it (network volumes need drivers this node
+// does not run).
 func (m *Manager) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	src := vol.PersistentVolumeClaim
 	if m.cfg.API == nil {
@@ -57,8 +58,10 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (
 			return Mounted{}, fmt.Errorf("bind local volume %q: %w", pv.Name, err)
 		}
 		return Mounted{Path: target, ReadOnly: readOnly}, nil
+	case pv.Spec.CSI != nil:
+		return m.setUpCSI(ctx, pod, csiFromPV(pv, readOnly))
 	}
-	return Mounted{}, fmt.Errorf("persistentvolume %q is of type %s, which this node cannot mount (it mounts hostPath and local volumes; CSI drivers are not supported)", pv.Name, pvType(pv))
+	return Mounted{}, fmt.Errorf("persistentvolume %q is of type %s, which this node cannot mount (it mounts hostPath, local and csi volumes)", pv.Name, pvType(pv))
 }
 
 func pvType(pv *v1.PersistentVolume) string {

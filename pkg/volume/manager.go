@@ -49,6 +49,10 @@ type Config struct {
 	Clock clock.PassiveClock
 	// Mounter mounts tmpfs and binds; the host's when nil.
 	Mounter Mounter
+	// CSI finds the registered CSI drivers, and CSIAPI reads their CSIDriver objects and the volumes'
+	// VolumeAttachments; nil: csi volumes wait for a driver that never registers.
+	CSI    CSIDrivers
+	CSIAPI CSIAPI
 	// Reuse is how long a configMap or secret read for a pod's volume serves the later syncs of the pods of
 	// its namespace before it is read again (0: every sync reads it). The kubelet uses half its sync period: a
 	// change reaches running pods within the sync period, and a burst of starting pods, each synced several
@@ -85,6 +89,8 @@ type Manager struct {
 	// reads joins the pods that miss recent for the same object at once (a burst of a namespace's pods) to
 	// one read of it.
 	reads singleflight.Group
+	// csiLocks serialise the CSI operations on one volume.
+	csiLocks keyedLocks
 }
 
 // podState is what the manager remembers of one pod's volumes between syncs.
@@ -220,6 +226,8 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, st *po
 		return m.setUpProjection(ctx, pod, vol, pluginProjected, true, st)
 	case vol.PersistentVolumeClaim != nil:
 		return m.setUpClaim(ctx, pod, vol)
+	case vol.CSI != nil:
+		return m.setUpCSI(ctx, pod, csiInline(pod, vol))
 	}
 	return Mounted{}, fmt.Errorf("volume type %s is not supported on this node", volumeType(vol))
 }
@@ -243,10 +251,14 @@ func volumeType(vol *v1.Volume) string {
 	return "of this kind"
 }
 
-// UnmountPod tears the pod's volumes down: what is mounted below its volumes directory (tmpfs, binds) is
+// UnmountPod tears the pod's volumes down: its CSI volumes are unpublished (and unstaged when no other pod
+// uses them) by their drivers, what else is mounted below its volumes directory (tmpfs, binds) is
 // unmounted, and the volumes directory is removed without following links. Sources outside the pod directory
 // (hostPath volumes, host paths of claims) are never touched.
 func (m *Manager) UnmountPod(ctx context.Context, uid types.UID) error {
+	if err := m.tearDownCSI(ctx, uid); err != nil {
+		return err
+	}
 	dir := filepath.Join(m.PodDir(uid), "volumes")
 	mounts, err := MountsBelow(dir)
 	if err != nil {

@@ -414,6 +414,7 @@ func TestSetupErrorsNameTheVolume(t *testing.T) {
 		v1.Volume{Name: "dirtype", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/etc/hostname", Type: func() *v1.HostPathType { t := v1.HostPathDirectory; return &t }()}}},
 		v1.Volume{Name: "ok", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		v1.Volume{Name: "csi", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "x"}}},
+		v1.Volume{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
 	)
 	got, err := f.m.MountPod(context.Background(), bad)
 	if _, ok := got["ok"]; !ok {
@@ -425,7 +426,8 @@ func TestSetupErrorsNameTheVolume(t *testing.T) {
 		"escape":  "starts with '..'",
 		"abs":     "is absolute",
 		"dirtype": "is not a directory",
-		"csi":     "volume type csi is not supported",
+		"csi":     "driver name x not found in the list of registered CSI drivers",
+		"nfs":     "volume type nfs is not supported",
 	} {
 		msg := `MountVolume.SetUp failed for volume "` + vol + `" : `
 		if err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), want) {

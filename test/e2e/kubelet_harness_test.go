@@ -291,6 +291,9 @@ func (n *node) cleanup() {
 		}
 	}
 	n.stop()
+	// The kubelet made its root directory a shared mount (bind-mounted onto itself, this host's / being
+	// private), as upstream's does; the test's directory goes only without it.
+	unmountUnder(n.dir)
 	if n.t.Failed() {
 		n.t.Logf("kubelet log tail:\n%s", n.logTail())
 	}

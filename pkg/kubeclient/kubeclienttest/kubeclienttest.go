@@ -6,6 +6,7 @@ import (
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	storagev1 "k8s.io/client-go/kubernetes/typed/storage/v1"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
@@ -24,6 +25,15 @@ func (w wrapped) AuthenticationV1() kubeclient.AuthenticationV1Interface {
 }
 func (w wrapped) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 	return authorization{w.cs.AuthorizationV1()}
+}
+func (w wrapped) StorageV1() kubeclient.StorageV1Interface { return storage{w.cs.StorageV1()} }
+
+type storage struct{ c storagev1.StorageV1Interface }
+
+func (s storage) CSINodes() kubeclient.CSINodeInterface     { return s.c.CSINodes() }
+func (s storage) CSIDrivers() kubeclient.CSIDriverInterface { return s.c.CSIDrivers() }
+func (s storage) VolumeAttachments() kubeclient.VolumeAttachmentInterface {
+	return s.c.VolumeAttachments()
 }
 
 type core struct{ c corev1.CoreV1Interface }

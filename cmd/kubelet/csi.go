@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/nodeagent/kubelet/pkg/csi"
+	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
+	"github.com/nodeagent/kubelet/pkg/volume"
+)
+
+// newCSI builds the CSI driver registry and the plugin watcher of <root-dir>/plugins_registry, where CSI
+// drivers (through node-driver-registrar) register. The root directory is made a shared mount first, as
+// upstream's kubelet makes it, so that what a driver's pod mounts below it with Bidirectional propagation
+// reaches the host.
+func (p *nodeParts) newCSI(ctx context.Context) error {
+	root := p.o.rootDir
+	if os.Geteuid() == 0 {
+		if bound, err := volume.EnsureShared(root); err != nil {
+			klog.FromContext(ctx).Error(err, "The root directory is not a shared mount: mounts of CSI drivers' pods will not reach the host", "path", root)
+		} else if bound {
+			klog.FromContext(ctx).Info("Made the root directory a shared mount (bind-mounted onto itself)", "path", root)
+		}
+	}
+	registry := filepath.Join(root, "plugins_registry")
+	p.csi = csi.NewRegistry([]string{filepath.Join(root, "plugins"), registry}, &csi.APINodeInfo{Client: p.d.clients.pods, Node: p.d.name})
+	p.plugins = pluginwatcher.New(registry, map[string]pluginwatcher.Handler{registerapi.CSIPlugin: p.csi})
+	return nil
+}
+
+func (a volumeAPI) CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
+	return a.c.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a volumeAPI) VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error) {
+	return a.c.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+}

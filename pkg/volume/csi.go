@@ -1,0 +1,354 @@
+package volume
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	csispec "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent/kubelet/internal/atomicfile"
+	"github.com/nodeagent/kubelet/pkg/csi"
+)
+
+const (
+	pluginCSI = "kubernetes.io~csi"
+	// csiTimeout bounds each CSI call, as upstream's csiTimeout does.
+	csiTimeout  = 2 * time.Minute
+	volDataFile = "vol_data.json"
+)
+
+// CSIDrivers finds the registered CSI drivers (package csi's Registry).
+type CSIDrivers interface {
+	Driver(name string) (*csi.Driver, error)
+}
+
+// CSIAPI reads what CSI volumes need of the API: the driver's CSIDriver and the volume's attachment.
+type CSIAPI interface {
+	CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error)
+	VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error)
+}
+
+// volData is what the kubelet writes beside each CSI mount, under upstream's keys, so that a restarted
+// kubelet knows which driver and handle to unpublish and unstage.
+type volData struct {
+	SpecVolID    string `json:"specVolID,omitempty"`
+	VolumeHandle string `json:"volumeHandle"`
+	DriverName   string `json:"driverName"`
+	NodeName     string `json:"nodeName,omitempty"`
+	AttachmentID string `json:"attachmentID,omitempty"`
+	// LifecycleMode is "Persistent" or "Ephemeral".
+	LifecycleMode string `json:"volumeLifecycleMode,omitempty"`
+}
+
+func readVolData(path string) (volData, error) {
+	var d volData
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("%s does not parse: %w", path, err)
+	}
+	if d.DriverName == "" || d.VolumeHandle == "" {
+		return d, fmt.Errorf("%s names no driver or volume handle", path)
+	}
+	return d, nil
+}
+
+func writeVolData(path string, d volData) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, b, 0o600)
+}
+
+// keyedLocks serialises the operations on one volume (by driver and handle): a pod publishing it and
+// another pod's teardown deciding whether to unstage it.
+type keyedLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (k *keyedLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := k.locks[key]
+	if !ok {
+		l = &sync.Mutex{}
+		k.locks[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// stagingDir is upstream's global directory of a volume: <root>/plugins/kubernetes.io/csi/<driver>/<sha256
+// of the handle>, holding vol_data.json and the globalmount the driver stages to.
+func (m *Manager) stagingDir(driver, handle string) string {
+	return filepath.Join(m.cfg.RootDir, "plugins", "kubernetes.io", "csi", driver, handleDir(handle))
+}
+
+// setUpCSI stages (once per node) and publishes (once per pod) a CSI volume, as upstream's csi plugin does.
+// A volume already published to the pod is used as it is.
+func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mounted, error) {
+	if err := csi.ValidateDriverName(v.driver); err != nil {
+		return Mounted{}, err
+	}
+	if v.handle == "" {
+		return Mounted{}, fmt.Errorf("the csi volume of driver %s has no volume handle", v.driver)
+	}
+	dir := m.volumeDir(pod.UID, pluginCSI, v.specName)
+	target := filepath.Join(dir, "mount")
+	if m.cfg.Mounter.IsMountPoint(target) {
+		return Mounted{Path: target, ReadOnly: v.readOnly}, nil
+	}
+	if m.cfg.CSI == nil {
+		return Mounted{}, &csi.NotRegisteredError{Name: v.driver}
+	}
+	drv, err := m.cfg.CSI.Driver(v.driver)
+	if err != nil {
+		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %w", err)
+	}
+	obj, err := m.csiDriverObject(ctx, v.driver)
+	if err != nil {
+		return Mounted{}, err
+	}
+	if err := v.checkLifecycle(obj); err != nil {
+		return Mounted{}, err
+	}
+	node := m.cfg.Node().Name
+	data := volData{SpecVolID: v.specName, VolumeHandle: v.handle, DriverName: v.driver, NodeName: node,
+		LifecycleMode: string(storagev1.VolumeLifecyclePersistent)}
+	var publishContext map[string]string
+	if v.ephemeral {
+		data.LifecycleMode = string(storagev1.VolumeLifecycleEphemeral)
+	} else if attachRequired(obj) {
+		data.AttachmentID = attachmentName(v.handle, v.driver, node)
+		if publishContext, err = m.attached(ctx, data.AttachmentID, v); err != nil {
+			return Mounted{}, err
+		}
+	}
+	stageSecrets, err := m.csiSecrets(ctx, v.stageSecret)
+	if err != nil {
+		return Mounted{}, err
+	}
+	publishSecrets, err := m.csiSecrets(ctx, v.publishSecret)
+	if err != nil {
+		return Mounted{}, err
+	}
+
+	defer m.csiLocks.lock(v.driver + "/" + v.handle)()
+	// The record comes first: a kubelet killed after it finds, after its restart, what to unpublish and
+	// unstage, whatever the driver had done by then.
+	if err := writeVolData(filepath.Join(dir, volDataFile), data); err != nil {
+		return Mounted{}, fmt.Errorf("record csi volume: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, csiTimeout)
+	defer cancel()
+	volumeContext := v.volumeContext(pod, obj)
+	staging := ""
+	if drv.StageUnstage && !v.ephemeral {
+		sdir := m.stagingDir(v.driver, v.handle)
+		staging = filepath.Join(sdir, "globalmount")
+		if err := writeVolData(filepath.Join(sdir, volDataFile), volData{VolumeHandle: v.handle, DriverName: v.driver}); err != nil {
+			return Mounted{}, fmt.Errorf("record csi volume: %w", err)
+		}
+		if err := os.MkdirAll(staging, 0o750); err != nil {
+			return Mounted{}, err
+		}
+		if _, err := drv.Node.NodeStageVolume(cctx, &csispec.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
+			StagingTargetPath: staging, VolumeCapability: v.capability(), Secrets: stageSecrets, VolumeContext: volumeContext}); err != nil {
+			return Mounted{}, fmt.Errorf("MountVolume.MountDevice failed: %w", err)
+		}
+	}
+	if _, err := drv.Node.NodePublishVolume(cctx, &csispec.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
+		StagingTargetPath: staging, TargetPath: target, VolumeCapability: v.capability(), Readonly: v.readOnly,
+		Secrets: publishSecrets, VolumeContext: volumeContext}); err != nil {
+		return Mounted{}, err
+	}
+	if g := podFSGroup(pod); g != nil && !v.readOnly && v.appliesFSGroup(obj) {
+		if err := chownTree(target, *g); err != nil {
+			return Mounted{}, fmt.Errorf("apply fsGroup: %w", err)
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "driver", v.driver, "volume", v.specName, "target", target)
+	return Mounted{Path: target, ReadOnly: v.readOnly}, nil
+}
+
+// csiDriverObject reads the driver's CSIDriver; a driver without one gets upstream's defaults (nil).
+func (m *Manager) csiDriverObject(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
+	if m.cfg.CSIAPI == nil {
+		return nil, nil
+	}
+	obj, err := m.cfg.CSIAPI.CSIDriver(ctx, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get CSIDriver %s: %w", name, err)
+	}
+	return obj, nil
+}
+
+// attached waits for the volume's VolumeAttachment to say it is attached and returns its metadata, the
+// publish context.
+func (m *Manager) attached(ctx context.Context, name string, v csiVolume) (map[string]string, error) {
+	if m.cfg.CSIAPI == nil {
+		return nil, fmt.Errorf("volume %s of driver %s must be attached, and there is no API server to read its VolumeAttachment from", v.handle, v.driver)
+	}
+	va, err := m.cfg.CSIAPI.VolumeAttachment(ctx, name)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("volume %s of driver %s is not attached to this node yet: waiting for VolumeAttachment %s", v.handle, v.driver, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get VolumeAttachment %s: %w", name, err)
+	}
+	if !va.Status.Attached {
+		msg := ""
+		if e := va.Status.AttachError; e != nil {
+			msg = ": " + e.Message
+		}
+		return nil, fmt.Errorf("volume %s of driver %s is not attached to this node yet (VolumeAttachment %s)%s", v.handle, v.driver, name, msg)
+	}
+	return va.Status.AttachmentMetadata, nil
+}
+
+func (m *Manager) csiSecrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
+	if m.cfg.API == nil {
+		return nil, fmt.Errorf("no API server to read secret %s/%s from", ref.Namespace, ref.Name)
+	}
+	s, err := m.cfg.API.Secret(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("get secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	out := make(map[string]string, len(s.Data)+len(s.StringData))
+	for k, b := range s.Data {
+		out[k] = string(b)
+	}
+	return out, nil
+}
+
+// tearDownCSI unpublishes the pod's CSI volumes and unstages those no other pod uses, reading what to do
+// from the vol_data.json each has (so it works the same after a restart). A volume whose driver is not
+// registered stays, and the teardown is tried again later; a record that does not parse is logged and its
+// mount left to the pod's generic unmount.
+func (m *Manager) tearDownCSI(ctx context.Context, uid types.UID) error {
+	base := filepath.Join(m.PodDir(uid), "volumes", pluginCSI)
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(base, e.Name())
+		data, err := readVolData(filepath.Join(dir, volDataFile))
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot tell which CSI driver a volume belongs to; unmounting it without the driver",
+				"podUID", uid, "volume", e.Name())
+			continue
+		}
+		if err := m.tearDownCSIVolume(ctx, dir, data); err != nil {
+			errs = append(errs, fmt.Errorf("volume %q of driver %s: %w", e.Name(), data.DriverName, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) tearDownCSIVolume(ctx context.Context, dir string, data volData) error {
+	defer m.csiLocks.lock(data.DriverName + "/" + data.VolumeHandle)()
+	target := filepath.Join(dir, "mount")
+	drv, derr := m.driver(data.DriverName)
+	if m.cfg.Mounter.IsMountPoint(target) {
+		if derr != nil {
+			return fmt.Errorf("UnmountVolume.TearDown: %w", derr)
+		}
+		cctx, cancel := context.WithTimeout(ctx, csiTimeout)
+		_, err := drv.Node.NodeUnpublishVolume(cctx, &csispec.NodeUnpublishVolumeRequest{VolumeId: data.VolumeHandle, TargetPath: target})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("UnmountVolume.TearDown failed: %w", err)
+		}
+		if m.cfg.Mounter.IsMountPoint(target) {
+			return fmt.Errorf("UnmountVolume.TearDown: the driver left %s mounted", target)
+		}
+	}
+	if data.LifecycleMode != string(storagev1.VolumeLifecycleEphemeral) && !m.csiVolumeInUse(data, dir) {
+		if err := m.unstage(ctx, data, drv, derr); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Unpublished CSI volume", "driver", data.DriverName, "path", dir)
+	return nil
+}
+
+// unstage unstages a volume no pod uses any more, if it is staged, and removes its global directory.
+func (m *Manager) unstage(ctx context.Context, data volData, drv *csi.Driver, derr error) error {
+	sdir := m.stagingDir(data.DriverName, data.VolumeHandle)
+	staging := filepath.Join(sdir, "globalmount")
+	if _, err := os.Stat(sdir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if derr == nil && drv.StageUnstage {
+		cctx, cancel := context.WithTimeout(ctx, csiTimeout)
+		_, err := drv.Node.NodeUnstageVolume(cctx, &csispec.NodeUnstageVolumeRequest{VolumeId: data.VolumeHandle, StagingTargetPath: staging})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("UnmountDevice failed: %w", err)
+		}
+	}
+	if m.cfg.Mounter.IsMountPoint(staging) {
+		if derr != nil {
+			return fmt.Errorf("UnmountDevice: %w", derr)
+		}
+		return fmt.Errorf("UnmountDevice: the driver left %s mounted", staging)
+	}
+	return os.RemoveAll(sdir)
+}
+
+func (m *Manager) driver(name string) (*csi.Driver, error) {
+	if m.cfg.CSI == nil {
+		return nil, &csi.NotRegisteredError{Name: name}
+	}
+	return m.cfg.CSI.Driver(name)
+}
+
+// csiVolumeInUse says whether a pod other than the one at self has the volume published or being
+// published (a vol_data.json of the same driver and handle).
+func (m *Manager) csiVolumeInUse(data volData, self string) bool {
+	found, _ := filepath.Glob(filepath.Join(m.cfg.RootDir, "pods", "*", "volumes", pluginCSI, "*", volDataFile))
+	for _, p := range found {
+		if filepath.Dir(p) == self {
+			continue
+		}
+		if d, err := readVolData(p); err == nil && d.DriverName == data.DriverName && d.VolumeHandle == data.VolumeHandle {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,338 @@
+package volume
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	csispec "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent/kubelet/pkg/csi"
+)
+
+// fakeCSINode is a driver's node service that "mounts" through the fixture's fake mounter and records the
+// calls it gets.
+type fakeCSINode struct {
+	csispec.NodeClient
+	mnt   *fakeMounter
+	mu    sync.Mutex
+	calls []string
+	last  map[string]any // the last request of each method
+	fail  error
+}
+
+func (n *fakeCSINode) record(call string, req any) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = append(n.calls, call)
+	if n.last == nil {
+		n.last = map[string]any{}
+	}
+	n.last[strings.Fields(call)[0]] = req
+	return n.fail
+}
+
+func (n *fakeCSINode) NodeStageVolume(_ context.Context, r *csispec.NodeStageVolumeRequest, _ ...grpc.CallOption) (*csispec.NodeStageVolumeResponse, error) {
+	if err := n.record("stage "+r.VolumeId, r); err != nil {
+		return nil, err
+	}
+	_ = n.mnt.Bind("/dev/fake", r.StagingTargetPath, false)
+	return &csispec.NodeStageVolumeResponse{}, nil
+}
+
+func (n *fakeCSINode) NodeUnstageVolume(_ context.Context, r *csispec.NodeUnstageVolumeRequest, _ ...grpc.CallOption) (*csispec.NodeUnstageVolumeResponse, error) {
+	if err := n.record("unstage "+r.VolumeId, r); err != nil {
+		return nil, err
+	}
+	_ = n.mnt.Unmount(r.StagingTargetPath)
+	return &csispec.NodeUnstageVolumeResponse{}, nil
+}
+
+func (n *fakeCSINode) NodePublishVolume(_ context.Context, r *csispec.NodePublishVolumeRequest, _ ...grpc.CallOption) (*csispec.NodePublishVolumeResponse, error) {
+	if err := n.record("publish "+r.VolumeId, r); err != nil {
+		return nil, err
+	}
+	_ = n.mnt.Bind(r.StagingTargetPath, r.TargetPath, r.Readonly)
+	return &csispec.NodePublishVolumeResponse{}, nil
+}
+
+func (n *fakeCSINode) NodeUnpublishVolume(_ context.Context, r *csispec.NodeUnpublishVolumeRequest, _ ...grpc.CallOption) (*csispec.NodeUnpublishVolumeResponse, error) {
+	if err := n.record("unpublish "+r.VolumeId, r); err != nil {
+		return nil, err
+	}
+	_ = n.mnt.Unmount(r.TargetPath)
+	return &csispec.NodeUnpublishVolumeResponse{}, nil
+}
+
+func (n *fakeCSINode) takeCalls() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := strings.Join(n.calls, ", ")
+	n.calls = nil
+	return c
+}
+
+// fakeCSI is the registered drivers and the storage objects.
+type fakeCSI struct {
+	mu          sync.Mutex
+	drivers     map[string]*csi.Driver
+	objects     map[string]*storagev1.CSIDriver
+	attachments map[string]*storagev1.VolumeAttachment
+}
+
+func (f *fakeCSI) Driver(name string) (*csi.Driver, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.drivers[name]; ok {
+		return d, nil
+	}
+	return nil, &csi.NotRegisteredError{Name: name}
+}
+
+func (f *fakeCSI) CSIDriver(_ context.Context, name string) (*storagev1.CSIDriver, error) {
+	if d, ok := f.objects[name]; ok {
+		return d, nil
+	}
+	return nil, notFound("csidrivers", name)
+}
+
+func (f *fakeCSI) VolumeAttachment(_ context.Context, name string) (*storagev1.VolumeAttachment, error) {
+	if a, ok := f.attachments[name]; ok {
+		return a, nil
+	}
+	return nil, notFound("volumeattachments", name)
+}
+
+type csiFixture struct {
+	*fixture
+	csi  *fakeCSI
+	node *fakeCSINode
+}
+
+func newCSIFixture(t *testing.T) *csiFixture {
+	f := newFixture(t)
+	node := &fakeCSINode{mnt: f.mnt}
+	c := &fakeCSI{drivers: map[string]*csi.Driver{"hostpath.csi": {Name: "hostpath.csi", Node: node, StageUnstage: true}},
+		objects: map[string]*storagev1.CSIDriver{"hostpath.csi": {Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false),
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}}}},
+		attachments: map[string]*storagev1.VolumeAttachment{}}
+	f.m.cfg.CSI, f.m.cfg.CSIAPI = c, c
+	return &csiFixture{fixture: f, csi: c, node: node}
+}
+
+// claimPod is a pod (by uid) using claim "data", bound to the csi volume pv-1 with the given handle.
+func (f *csiFixture) claimPod(uid, handle string) *v1.Pod {
+	f.api.claims["data"] = &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "ns"},
+		Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	f.api.pvs["pv-1"] = &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: v1.PersistentVolumeSpec{
+		AccessModes:  []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		MountOptions: []string{"noatime"},
+		ClaimRef:     &v1.ObjectReference{Namespace: "ns", Name: "data"},
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "hostpath.csi", VolumeHandle: handle,
+			FSType: "ext4", VolumeAttributes: map[string]string{"size": "1Gi"}}}}}
+	p := podWith(v1.Volume{Name: "vol", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+	p.UID = types.UID(uid)
+	return p
+}
+
+func TestCSIStagePublishShareAndTearDown(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	a, b := f.claimPod("uid-a", "vol-1"), f.claimPod("uid-b", "vol-1")
+	got, err := f.m.MountPod(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(f.root, "pods", "uid-a", "volumes", pluginCSI, "pv-1", "mount")
+	if got["vol"].Path != target {
+		t.Errorf("mounted at %s, want %s", got["vol"].Path, target)
+	}
+	if c := f.node.takeCalls(); c != "stage vol-1, publish vol-1" {
+		t.Errorf("calls %q", c)
+	}
+	stage := f.node.last["stage"].(*csispec.NodeStageVolumeRequest)
+	staging := filepath.Join(f.root, "plugins", "kubernetes.io", "csi", "hostpath.csi", handleDir("vol-1"), "globalmount")
+	if stage.StagingTargetPath != staging || stage.VolumeCapability.GetMount().FsType != "ext4" ||
+		strings.Join(stage.VolumeCapability.GetMount().MountFlags, ",") != "noatime" ||
+		stage.VolumeCapability.AccessMode.Mode != csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER || stage.VolumeContext["size"] != "1Gi" {
+		t.Errorf("stage request %+v", stage)
+	}
+	pub := f.node.last["publish"].(*csispec.NodePublishVolumeRequest)
+	if pub.StagingTargetPath != staging || pub.TargetPath != target || pub.Readonly {
+		t.Errorf("publish request %+v", pub)
+	}
+	var data map[string]string
+	raw, _ := os.ReadFile(filepath.Join(filepath.Dir(target), volDataFile))
+	if err := json.Unmarshal(raw, &data); err != nil || data["driverName"] != "hostpath.csi" || data["volumeHandle"] != "vol-1" ||
+		data["specVolID"] != "pv-1" || data["volumeLifecycleMode"] != "Persistent" || data["nodeName"] != "node1" {
+		t.Errorf("vol_data.json %s (%v)", raw, err)
+	}
+
+	// Synced again: used as it is. A second pod: published again, the staging kept.
+	if _, err := f.m.MountPod(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "" {
+		t.Errorf("a sync of a published volume called the driver: %q", c)
+	}
+	if _, err := f.m.MountPod(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	f.node.takeCalls()
+	if err := f.m.UnmountPod(ctx, "uid-a"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "unpublish vol-1" {
+		t.Errorf("first pod gone: calls %q, want only its unpublish", c)
+	}
+	if err := f.m.UnmountPod(ctx, "uid-b"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "unpublish vol-1, unstage vol-1" {
+		t.Errorf("last pod gone: calls %q", c)
+	}
+	if _, err := os.Stat(filepath.Dir(staging)); !os.IsNotExist(err) {
+		t.Errorf("the global directory is left: %v", err)
+	}
+}
+
+func TestCSIDriverNotRegistered(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	p := f.claimPod("uid-a", "vol-1")
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	f.node.takeCalls()
+	drv := f.csi.drivers["hostpath.csi"]
+	delete(f.csi.drivers, "hostpath.csi")
+	want := "driver name hostpath.csi not found in the list of registered CSI drivers"
+	// The teardown waits for the driver: nothing is unmounted behind its back.
+	if err := f.m.UnmountPod(ctx, "uid-a"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("teardown without the driver: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, "pods", "uid-a", "volumes", pluginCSI, "pv-1", volDataFile)); err != nil {
+		t.Errorf("the volume's record is gone before its driver unpublished it: %v", err)
+	}
+	f.csi.drivers["hostpath.csi"] = drv
+	if err := f.m.UnmountPod(ctx, "uid-a"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "unpublish vol-1, unstage vol-1" {
+		t.Errorf("calls %q", c)
+	}
+	delete(f.csi.drivers, "hostpath.csi")
+	_, err := f.m.MountPod(ctx, f.claimPod("uid-c", "vol-1"))
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `MountVolume.SetUp failed for volume "vol"`) {
+		t.Errorf("mount without the driver: %v", err)
+	}
+}
+
+func TestCSIAttachRequired(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	f.csi.objects["hostpath.csi"].Spec.AttachRequired = ptr.To(true)
+	p := f.claimPod("uid-a", "vol-1")
+	name := attachmentName("vol-1", "hostpath.csi", "node1")
+	if _, err := f.m.MountPod(ctx, p); err == nil || !strings.Contains(err.Error(), "waiting for VolumeAttachment "+name) {
+		t.Fatalf("no attachment: %v", err)
+	}
+	f.csi.attachments[name] = &storagev1.VolumeAttachment{Status: storagev1.VolumeAttachmentStatus{Attached: false,
+		AttachError: &storagev1.VolumeError{Message: "disk busy"}}}
+	if _, err := f.m.MountPod(ctx, p); err == nil || !strings.Contains(err.Error(), "disk busy") {
+		t.Fatalf("attachment failed: %v", err)
+	}
+	if c := f.node.takeCalls(); c != "" {
+		t.Errorf("the driver was called before the volume was attached: %q", c)
+	}
+	f.csi.attachments[name].Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"lun": "3"}}
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if pub := f.node.last["publish"].(*csispec.NodePublishVolumeRequest); pub.PublishContext["lun"] != "3" {
+		t.Errorf("publish context %v, want the attachment's metadata", pub.PublishContext)
+	}
+}
+
+func TestCSIInlineVolume(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	f.csi.objects["hostpath.csi"].Spec.PodInfoOnMount = ptr.To(true)
+	p := podWith(v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "hostpath.csi",
+		ReadOnly: ptr.To(true), VolumeAttributes: map[string]string{"k": "v"}}}})
+	p.Spec.ServiceAccountName = "sa"
+	got, err := f.m.MountPod(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got["scratch"].ReadOnly {
+		t.Error("a readOnly inline volume is mounted read-write")
+	}
+	handle := inlineHandle("uid-1", "scratch")
+	if c := f.node.takeCalls(); c != "publish "+handle {
+		t.Errorf("calls %q, want a publish without stage", c)
+	}
+	pub := f.node.last["publish"].(*csispec.NodePublishVolumeRequest)
+	want := map[string]string{"k": "v", "csi.storage.k8s.io/pod.name": "web", "csi.storage.k8s.io/pod.namespace": "ns",
+		"csi.storage.k8s.io/pod.uid": "uid-1", "csi.storage.k8s.io/serviceAccount.name": "sa", "csi.storage.k8s.io/ephemeral": "true"}
+	if fmt.Sprint(pub.VolumeContext) != fmt.Sprint(want) || !pub.Readonly {
+		t.Errorf("publish request %+v", pub)
+	}
+	if err := f.m.UnmountPod(ctx, "uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "unpublish "+handle {
+		t.Errorf("teardown calls %q", c)
+	}
+
+	// A driver whose CSIDriver does not list Ephemeral refuses inline volumes.
+	f.csi.objects["hostpath.csi"].Spec.VolumeLifecycleModes = nil
+	if _, err := f.m.MountPod(ctx, p); err == nil || !strings.Contains(err.Error(), `volume mode "Ephemeral" not supported by driver hostpath.csi`) {
+		t.Errorf("inline volume of a persistent-only driver: %v", err)
+	}
+}
+
+func TestCSIBadInput(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	// A handle with "/" and "..": hashed into the global path, never joined.
+	p := f.claimPod("uid-a", "../../../etc")
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	stage := f.node.last["stage"].(*csispec.NodeStageVolumeRequest)
+	if !strings.HasPrefix(stage.StagingTargetPath, filepath.Join(f.root, "plugins", "kubernetes.io", "csi", "hostpath.csi")+"/") ||
+		strings.Contains(stage.StagingTargetPath, "..") {
+		t.Errorf("staging path %s", stage.StagingTargetPath)
+	}
+	// A driver name that is not a DNS subdomain is refused before any path is made of it.
+	bad := f.claimPod("uid-b", "x")
+	f.api.pvs["pv-1"].Spec.CSI.Driver = "../evil"
+	if _, err := f.m.MountPod(ctx, bad); err == nil || !strings.Contains(err.Error(), "not a DNS subdomain") {
+		t.Errorf("bad driver name: %v", err)
+	}
+	f.api.pvs["pv-1"].Spec.CSI.Driver = "hostpath.csi"
+	// A record that does not parse: the teardown goes on (the generic unmount takes the mount) and says why.
+	rec := filepath.Join(f.root, "pods", "uid-a", "volumes", pluginCSI, "pv-1", volDataFile)
+	if err := os.WriteFile(rec, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.node.takeCalls()
+	if err := f.m.UnmountPod(ctx, "uid-a"); err != nil {
+		t.Errorf("teardown with a damaged record: %v", err)
+	}
+	if c := f.node.takeCalls(); c != "" {
+		t.Errorf("the driver was called for a volume whose record does not parse: %q", c)
+	}
+}
