@@ -204,6 +204,7 @@ func loopsFor(evs []storage.Event) loops {
 			l.kubernetesService = l.kubernetesService || o.Key == "services/default/"+KubernetesService
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		case "leases", "events":
+		case "csidrivers", "csinodes", "storageclasses", "volumeattachments": // cluster-scoped: no loop's business
 		default:
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		}

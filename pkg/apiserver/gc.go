@@ -233,8 +233,10 @@ func (c *controller) patchMeta(ctx context.Context, key, rv, field string, value
 	if err != nil {
 		return err
 	}
+	// A cluster-scoped object is named without a namespace (client-go refuses an empty one).
 	err = c.client.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath(apiPath(res.Group, res.Version)).
-		Namespace(namespaceOfKey(key)).Resource(res.Name).Name(nameOfKey(key)).Body(body).Do(ctx).Error()
+		NamespaceIfScoped(namespaceOfKey(key), res.Namespaced).Resource(res.Name).Name(nameOfKey(key)).
+		Body(body).Do(ctx).Error()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patch %s of %s: %w", field, key, err)
 	}
@@ -249,7 +251,8 @@ func (c *controller) deleteKey(ctx context.Context, key string, opts *metav1.Del
 		return fmt.Errorf("no resource for %s", key)
 	}
 	err := c.client.CoreV1().RESTClient().Delete().AbsPath(apiPath(res.Group, res.Version)).
-		Namespace(namespaceOfKey(key)).Resource(res.Name).Name(nameOfKey(key)).Body(opts).Do(ctx).Error()
+		NamespaceIfScoped(namespaceOfKey(key), res.Namespaced).Resource(res.Name).Name(nameOfKey(key)).
+		Body(opts).Do(ctx).Error()
 	if err != nil && !apierrors.IsNotFound(err) && !(opts.Preconditions != nil && apierrors.IsConflict(err)) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}

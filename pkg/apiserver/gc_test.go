@@ -276,6 +276,7 @@ func TestOwnerKey(t *testing.T) {
 		{"", "v1", "Pod", "", false}, // a cluster-scoped dependent cannot have a namespaced owner
 		{"default", "events.k8s.io/v1", "Event", "events/default/o", true},
 		{"default", "coordination.k8s.io/v1", "Lease", "leases/default/o", true},
+		{"", "storage.k8s.io/v1", "CSINode", "csinodes//o", true},
 		{"default", "apps/v1", "ReplicaSet", "", false},
 		{"default", "a/b/c", "ConfigMap", "", false},
 	} {

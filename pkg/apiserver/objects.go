@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/admission"
@@ -23,6 +24,7 @@ var (
 	_ auth.PodIndex           = objectIndex{}
 	_ auth.ObjectGetter       = objectIndex{}
 	_ auth.VolumeIndex        = objectIndex{}
+	_ auth.AttachmentIndex    = objectIndex{}
 	_ admission.ServiceLister = objectIndex{}
 )
 
@@ -76,6 +78,12 @@ func (x objectIndex) Node(name string) (*corev1.Node, error) {
 func (x objectIndex) PersistentVolume(name string) (*corev1.PersistentVolume, bool) {
 	pv, err := getObject[corev1.PersistentVolume](x, "persistentvolumes", "", name)
 	return pv, err == nil
+}
+
+// VolumeAttachment implements auth.AttachmentIndex.
+func (x objectIndex) VolumeAttachment(name string) (*storagev1.VolumeAttachment, bool) {
+	va, err := getObject[storagev1.VolumeAttachment](x, "volumeattachments", "", name)
+	return va, err == nil
 }
 
 // Services implements admission.ServiceLister.

@@ -6,12 +6,13 @@
 // token file, service account tokens), with audiences, and the anonymous
 // identity of the public health paths (authn.go); the authorization policy
 // of admins, nodes, other users and anonymous callers (authz.go) with the
-// node rules of upstream's Node authorizer (node.go); the answers to
+// node rules of upstream's Node authorizer (node.go, and node_storage.go for
+// CSI drivers, CSINodes and VolumeAttachments); the answers to
 // TokenReviews and SubjectAccessReviews from that same policy (review.go);
 // and node-scoped admission as upstream's NodeRestriction plugin applies it,
-// TokenRequests and claim status included (noderestriction.go).
+// TokenRequests, claim status and CSINodes included (noderestriction.go).
 //
-// It reads objects only through the PodIndex, VolumeIndex and ObjectGetter
-// the server gives it and writes nothing but the key and certificate files
-// of the PKI directory.
+// It reads objects only through the PodIndex, VolumeIndex, AttachmentIndex
+// and ObjectGetter the server gives it and writes nothing but the key and
+// certificate files of the PKI directory.
 package auth

@@ -105,6 +105,8 @@ func (a *Authorizer) nodeMay(node string, info *request.Info) bool {
 			return false
 		}
 		return a.referenced(node, "persistentvolumeclaims", pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+	case "storage.k8s.io/csidrivers", "storage.k8s.io/csinodes", "storage.k8s.io/volumeattachments":
+		return a.nodeMayStorage(node, info)
 	}
 	return false
 }

@@ -76,6 +76,10 @@ func (nr NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 		if nameOf(a.Object, a.Old) != node {
 			return deny("can only modify its own lease")
 		}
+	case "storage.k8s.io/csinodes":
+		if nameOf(a.Object, a.Old) != node {
+			return deny("can only access CSINode with the same name as the requesting node")
+		}
 	case "/serviceaccounts":
 		if a.Info == nil || a.Info.Subresource != "token" || a.Old != nil {
 			return nil

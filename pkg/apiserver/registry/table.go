@@ -4,6 +4,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -64,5 +65,30 @@ func resources() []*Resource {
 			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
 			StoredNew: func() runtime.Object { return &corev1.Event{} }, AllowCreateOnUpdate: true,
 			Strategy: eventStrategy{}, Converter: eventsConverter{}},
+		{Group: storagev1.GroupName, Version: "v1", Name: "csidrivers", Singular: "csidriver", Kind: "CSIDriver",
+			Storage:  "csidrivers",
+			New:      func() runtime.Object { return &storagev1.CSIDriver{} },
+			NewList:  func() runtime.Object { return &storagev1.CSIDriverList{} },
+			Strategy: csiDriverStrategy{}},
+		{Group: storagev1.GroupName, Version: "v1", Name: "csinodes", Singular: "csinode", Kind: "CSINode",
+			Storage:  "csinodes",
+			New:      func() runtime.Object { return &storagev1.CSINode{} },
+			NewList:  func() runtime.Object { return &storagev1.CSINodeList{} },
+			Strategy: csiNodeStrategy{}},
+		{Group: storagev1.GroupName, Version: "v1", Name: "csistoragecapacities", Singular: "csistoragecapacity",
+			Kind: "CSIStorageCapacity", Namespaced: true, Storage: "csistoragecapacities",
+			New:      func() runtime.Object { return &storagev1.CSIStorageCapacity{} },
+			NewList:  func() runtime.Object { return &storagev1.CSIStorageCapacityList{} },
+			Strategy: csiStorageCapacityStrategy{}},
+		{Group: storagev1.GroupName, Version: "v1", Name: "storageclasses", Singular: "storageclass", Kind: "StorageClass",
+			ShortNames: []string{"sc"}, Storage: "storageclasses",
+			New:      func() runtime.Object { return &storagev1.StorageClass{} },
+			NewList:  func() runtime.Object { return &storagev1.StorageClassList{} },
+			Strategy: storageClassStrategy{}},
+		{Group: storagev1.GroupName, Version: "v1", Name: "volumeattachments", Singular: "volumeattachment", Kind: "VolumeAttachment",
+			Subresources: []string{"status"}, Storage: "volumeattachments",
+			New:      func() runtime.Object { return &storagev1.VolumeAttachment{} },
+			NewList:  func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
+			Strategy: volumeAttachmentStrategy{}},
 	}
 }

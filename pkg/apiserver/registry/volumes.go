@@ -2,6 +2,7 @@ package registry
 
 import (
 	"reflect"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -168,6 +169,18 @@ func validatePersistentVolumeSpec(s *corev1.PersistentVolumeSpec, p *field.Path)
 		}
 		if s.NodeAffinity == nil || s.NodeAffinity.Required == nil {
 			errs = append(errs, field.Required(p.Child("nodeAffinity"), "Local volume requires node affinity"))
+		}
+	}
+	if c := s.CSI; c != nil {
+		// As upstream's validateCSIPersistentVolumeSource: the driver is a DNS subdomain of at most 63
+		// characters, and the handle is given.
+		if c.Driver == "" {
+			errs = append(errs, field.Required(p.Child("csi", "driver"), ""))
+		} else if len(c.Driver) > 63 || len(validation.IsDNS1123Subdomain(strings.ToLower(c.Driver))) > 0 {
+			errs = append(errs, field.Invalid(p.Child("csi", "driver"), c.Driver, "must be a DNS subdomain of at most 63 characters"))
+		}
+		if c.VolumeHandle == "" {
+			errs = append(errs, field.Required(p.Child("csi", "volumeHandle"), ""))
 		}
 	}
 	if a := s.NodeAffinity; a != nil && a.Required != nil && len(a.Required.NodeSelectorTerms) == 0 {

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,6 +124,16 @@ func tableColumns(res *registry.Resource) ([]column, cellFunc) {
 		return volumeColumns, volumeCells
 	case *corev1.PersistentVolumeClaim:
 		return claimColumns, claimCells
+	case *storagev1.StorageClass:
+		return storageClassColumns, storageClassCells
+	case *storagev1.CSIDriver:
+		return csiDriverColumns, csiDriverCells
+	case *storagev1.CSINode:
+		return csiNodeColumns, csiNodeCells
+	case *storagev1.VolumeAttachment:
+		return volumeAttachmentColumns, volumeAttachmentCells
+	case *storagev1.CSIStorageCapacity:
+		return csiStorageCapacityColumns, csiStorageCapacityCells
 	case *corev1.Event, *eventsv1.Event:
 		_ = obj
 		return []column{{"Last Seen", "string", 0}, {"Type", "string", 0}, {"Reason", "string", 0},
