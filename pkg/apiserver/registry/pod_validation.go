@@ -47,6 +47,9 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 			}
 			errs = append(errs, field.Invalid(p, v.Name, msg))
 		}
+		if c := v.CSI; c != nil {
+			errs = append(errs, validateCSIDriverName(c.Driver, p.Child("csi", "driver"))...)
+		}
 	}
 	if len(s.Containers) == 0 {
 		errs = append(errs, field.Required(path.Child("containers"), ""))

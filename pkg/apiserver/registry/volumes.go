@@ -2,7 +2,6 @@ package registry
 
 import (
 	"reflect"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -174,11 +173,7 @@ func validatePersistentVolumeSpec(s *corev1.PersistentVolumeSpec, p *field.Path)
 	if c := s.CSI; c != nil {
 		// As upstream's validateCSIPersistentVolumeSource: the driver is a DNS subdomain of at most 63
 		// characters, and the handle is given.
-		if c.Driver == "" {
-			errs = append(errs, field.Required(p.Child("csi", "driver"), ""))
-		} else if len(c.Driver) > 63 || len(validation.IsDNS1123Subdomain(strings.ToLower(c.Driver))) > 0 {
-			errs = append(errs, field.Invalid(p.Child("csi", "driver"), c.Driver, "must be a DNS subdomain of at most 63 characters"))
-		}
+		errs = append(errs, validateCSIDriverName(c.Driver, p.Child("csi", "driver"))...)
 		if c.VolumeHandle == "" {
 			errs = append(errs, field.Required(p.Child("csi", "volumeHandle"), ""))
 		}

@@ -186,3 +186,33 @@ func TestServiceStrategy(t *testing.T) {
 		t.Errorf("cluster IP changed: %v", errs)
 	}
 }
+
+func TestCSIVolumeSourcesValidated(t *testing.T) {
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	pv := func(driver, handle string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity: size, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}}}}
+	}
+	for _, tc := range []struct {
+		pv   *corev1.PersistentVolume
+		want string
+	}{
+		{pv("hostpath.csi.k8s.io", "vol-1"), ""},
+		{pv("", "vol-1"), "spec.csi.driver: Required value"},
+		{pv("../evil", "vol-1"), "spec.csi.driver: Invalid value"},
+		{pv("hostpath.csi.k8s.io", ""), "spec.csi.volumeHandle: Required value"},
+	} {
+		got := (persistentVolumeStrategy{}).Validate(tc.pv).ToAggregate()
+		if (got == nil) != (tc.want == "") || (got != nil && !strings.Contains(got.Error(), tc.want)) {
+			t.Errorf("driver %q handle %q: %v, want %q", tc.pv.Spec.CSI.Driver, tc.pv.Spec.CSI.VolumeHandle, got, tc.want)
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "i"}}, RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "Bad_Driver"}}}}}}
+	if got := (podStrategy{}).Validate(pod).ToAggregate(); got == nil || !strings.Contains(got.Error(), "spec.volumes[0].csi.driver: Invalid value") {
+		t.Errorf("an inline csi volume of a bad driver name: %v", got)
+	}
+}
