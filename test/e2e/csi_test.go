@@ -1,0 +1,273 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// csiDriverName is the project's test CSI driver (test/csidriver), run as a pod on the node.
+const csiDriverName = "hostpath.csi.nodeagent.dev"
+
+var (
+	csiDriverOnce sync.Once
+	csiDriverDir  string
+	csiDriverErr  error
+)
+
+// csiDriverBinary builds the test driver, static, into a directory of its own that driver pods mount.
+func csiDriverBinary(t *testing.T) string {
+	t.Helper()
+	csiDriverOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nodeagent-e2e-csi")
+		if err != nil {
+			csiDriverErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "csi-hostpath"), "github.com/nodeagent/kubelet/test/csidriver/cmd/csi-hostpath")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			csiDriverErr = fmt.Errorf("build the test CSI driver: %v\n%s", err, out)
+			return
+		}
+		csiDriverDir = dir
+	})
+	if csiDriverErr != nil {
+		t.Fatal(csiDriverErr)
+	}
+	return csiDriverDir
+}
+
+// csiDriverPod is the test driver deployed as users deploy a CSI node plugin: privileged, its socket in
+// <root>/plugins/<driver>, registering through <root>/plugins_registry, the kubelet's directory mounted at
+// the same path with Bidirectional propagation (the driver mounts volumes there for the kubelet).
+func csiDriverPod(t *testing.T, n *node, state string) *v1.Pod {
+	root := filepath.Join(n.dir, "root")
+	p := busyboxPod("csi-driver", "/plugin/csi-hostpath", "--endpoint=unix:///csi/csi.sock", "--node-id="+n.name,
+		"--driver-name="+csiDriverName, "--state-dir=/state", "--max-volumes-per-node=16", "--registration-dir=/registration",
+		"--kubelet-registration-path="+filepath.Join(root, "plugins", csiDriverName, "csi.sock"))
+	p.Spec.NodeName = n.name
+	p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: ptr.To(true)}
+	dirOrCreate := v1.HostPathDirectoryOrCreate
+	bidirectional := v1.MountPropagationBidirectional
+	mount := func(name, path, at string, propagation *v1.MountPropagationMode) {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: &dirOrCreate}}})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: name, MountPath: at, MountPropagation: propagation})
+	}
+	mount("socket", filepath.Join(root, "plugins", csiDriverName), "/csi", nil)
+	mount("registration", filepath.Join(root, "plugins_registry"), "/registration", nil)
+	mount("kubelet", root, root, &bidirectional)
+	mount("state", state, "/state", nil)
+	mount("plugin", csiDriverBinary(t), "/plugin", nil)
+	return p
+}
+
+// deployCSIDriver creates the driver's CSIDriver object and pod, and waits until the node's CSINode lists it.
+func deployCSIDriver(t *testing.T, n *node) string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := n.client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), PodInfoOnMount: ptr.To(true),
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	n.createPod(csiDriverPod(t, n, state))
+	waitCSINode(t, n, true)
+	return state
+}
+
+// waitCSINode waits until the node's CSINode lists the driver (or no longer does).
+func waitCSINode(t *testing.T, n *node, listed bool) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("the CSINode listing the driver: %v", listed), func() error {
+		cn, err := n.client.StorageV1().CSINodes().Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			if !listed {
+				return nil
+			}
+			return err
+		}
+		found := false
+		for _, d := range cn.Spec.Drivers {
+			if d.Name == csiDriverName {
+				found = true
+				if d.NodeID != n.name || d.Allocatable == nil || *d.Allocatable.Count != 16 {
+					return fmt.Errorf("driver entry %+v", d)
+				}
+			}
+		}
+		if found != listed {
+			return fmt.Errorf("drivers %+v", cn.Spec.Drivers)
+		}
+		return nil
+	})
+}
+
+// createCSIClaim creates a static csi PersistentVolume of the test driver with the given handle and a claim
+// bound to it, and returns the claim's name.
+func (n *node) createCSIClaim(t *testing.T, name, handle string) string {
+	t.Helper()
+	ctx := context.Background()
+	size := resource.MustParse("1Gi")
+	class := "csi-static"
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name + "-pv"}, Spec: v1.PersistentVolumeSpec{
+		Capacity: v1.ResourceList{v1.ResourceStorage: size}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class,
+		ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: name},
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: csiDriverName,
+			VolumeHandle: handle, VolumeAttributes: map[string]string{"origin": "static"}}}}}
+	if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeClaimSpec{
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class, VolumeName: pv.Name,
+		Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: size}}}}
+	if _, err := n.client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func claimPod(name, claim, script string) *v1.Pod {
+	p := busyboxPod(name, "sh", "-c", script)
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	return p
+}
+
+// csiMounts lists the host's mounts below the node's pods (publications) and its CSI global directory
+// (stagings).
+func csiMounts(t *testing.T, n *node) (published, staged []string) {
+	root := filepath.Join(n.dir, "root")
+	for _, m := range readHostNetState(t).mounts {
+		switch {
+		case strings.HasPrefix(m, filepath.Join(root, "pods")+"/") && strings.Contains(m, "/kubernetes.io~csi/"):
+			published = append(published, m)
+		case strings.HasPrefix(m, filepath.Join(root, "plugins", "kubernetes.io", "csi")+"/"):
+			staged = append(staged, m)
+		}
+	}
+	return published, staged
+}
+
+func waitCSIMounts(t *testing.T, n *node, published, staged int) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("%d published and %d staged CSI mounts on the host", published, staged), func() error {
+		p, s := csiMounts(t, n)
+		if len(p) != published || len(s) != staged {
+			return fmt.Errorf("published %v, staged %v", p, s)
+		}
+		return nil
+	})
+}
+
+// The project's test CSI driver, deployed as a pod the way users deploy CSI node plugins, on both runtime
+// backends: it registers through the plugin registration directory and the node's CSINode lists it; a static
+// csi PersistentVolume is staged once and published per pod (the mounts on the host, seen in
+// /proc/self/mountinfo), its data outlives the pod that wrote it, a volume two pods share is unstaged only
+// after the second pod goes; an inline ephemeral volume carries the pod's identity; a restarted kubelet
+// leaves the mounts of running pods alone and tears down those of pods deleted meanwhile; a volume of a
+// driver that never registered keeps its pod waiting with upstream's message.
+func TestCSIVolumes(t *testing.T) {
+	parallel(t)
+	forEachRuntime(t, func(t *testing.T, n *node) {
+		state := deployCSIDriver(t, n)
+		if cn, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{}); err != nil ||
+			!strings.Contains(cn.Annotations["csi.volume.kubernetes.io/nodeid"], `"`+csiDriverName+`":"`+n.name+`"`) {
+			t.Errorf("the node's nodeid annotation: %v %v", cn.Annotations, err)
+		}
+
+		// A pod writes to a static volume; the volume is staged and published.
+		claim := n.createCSIClaim(t, "data", "static-1")
+		n.createPod(claimPod("writer", claim, "echo hello > /data/file && exec sleep 3600"))
+		n.waitPod("writer", 60*time.Second, "the writer ready", ready)
+		waitCSIMounts(t, n, 1, 1)
+		if b, err := os.ReadFile(filepath.Join(state, "static-1", "file")); err != nil || string(b) != "hello\n" {
+			t.Errorf("the driver's volume directory holds %q, %v", b, err)
+		}
+
+		// A second pod shares it: published twice, staged once. The first leaves: the staging stays.
+		n.createPod(claimPod("reader", claim, "cat /data/file; exec sleep 3600"))
+		n.waitPod("reader", 60*time.Second, "the reader ready", ready)
+		if out := n.podLogs(t, "reader", "main"); out != "hello\n" {
+			t.Errorf("the second pod reads %q", out)
+		}
+		waitCSIMounts(t, n, 2, 1)
+		n.deletePodAndWait(t, "writer")
+		waitCSIMounts(t, n, 1, 1)
+
+		// A restarted kubelet leaves the running pod's volume mounted and its container running.
+		before := n.waitPod("reader", 10*time.Second, "the reader ready", ready)
+		n.restart()
+		waitCSINode(t, n, true)
+		after := n.waitPod("reader", 60*time.Second, "the reader ready after the restart", ready)
+		if a, b := after.Status.ContainerStatuses[0], before.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || a.RestartCount != 0 {
+			t.Errorf("the reader's container changed across the restart: %s -> %s", b.ContainerID, a.ContainerID)
+		}
+		if out, err := n.exec("reader", "main", "cat", "/data/file"); err != nil || out != "hello\n" {
+			t.Errorf("the volume in the running pod after the restart: %q, %v", out, err)
+		}
+		waitCSIMounts(t, n, 1, 1)
+
+		// The last pod gone: unpublished and unstaged.
+		n.deletePodAndWait(t, "reader")
+		waitCSIMounts(t, n, 0, 0)
+
+		// An inline ephemeral volume: the driver is told the pod's identity; the volume goes with the pod.
+		inline := busyboxPod("inline", "sh", "-c", "echo scratch > /scratch/f && cat /scratch/f && exec sleep 3600")
+		inline.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: csiDriverName}}}}
+		inline.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+		n.createPod(inline)
+		n.waitPod("inline", 60*time.Second, "the pod with an inline volume ready", ready)
+		waitCSIMounts(t, n, 1, 0)
+		n.deletePodAndWait(t, "inline")
+		waitCSIMounts(t, n, 0, 0)
+
+		// A volume of a driver that never registered: the pod waits, with upstream's message.
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "missing-pv"}, Spec: v1.PersistentVolumeSpec{
+			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			StorageClassName: "csi-static", ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "missing"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "missing.csi.example.com", VolumeHandle: "x"}}}}
+		if _, err := n.client.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		class := "csi-static"
+		if _, err := n.client.CoreV1().PersistentVolumeClaims("default").Create(context.Background(), &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "missing"}, Spec: v1.PersistentVolumeClaimSpec{AccessModes: pv.Spec.AccessModes,
+				StorageClassName: &class, VolumeName: pv.Name, Resources: v1.VolumeResourceRequirements{Requests: pv.Spec.Capacity}}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		n.createPod(claimPod("waiting", "missing", "sleep 3600"))
+		n.waitPod("waiting", 60*time.Second, "the pod of an unregistered driver waiting", func(p *v1.Pod) error {
+			for _, e := range n.events(t, "waiting") {
+				if e.Reason == "FailedMount" && strings.Contains(e.Message, "driver name missing.csi.example.com not found in the list of registered CSI drivers") {
+					return nil
+				}
+			}
+			return fmt.Errorf("phase %s, no FailedMount event naming the driver", p.Status.Phase)
+		})
+		n.deletePodAndWait(t, "waiting")
+
+		// The driver gone: deregistered from the CSINode.
+		n.deletePodAndWait(t, "csi-driver")
+		waitCSINode(t, n, false)
+	})
+}
