@@ -130,7 +130,7 @@ func (n *node) createCSIClaim(t *testing.T, name, handle string) string {
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name + "-pv"}, Spec: v1.PersistentVolumeSpec{
 		Capacity: v1.ResourceList{v1.ResourceStorage: size}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class,
-		ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: name},
+		ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: name},
 		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: csiDriverName,
 			VolumeHandle: handle, VolumeAttributes: map[string]string{"origin": "static"}}}}}
 	if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
