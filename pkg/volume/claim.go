@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // setUpClaim sets up a persistentVolumeClaim volume, reading the claim and the volume it is bound to, as
@@ -14,14 +15,23 @@ import (
 // type local are bind-mounted into the pod's directory; volumes of type csi are staged and published by their
 // driver. Any other type is refused with a message that names it (network volumes need drivers this node
 // does not run).
+//
+// A generic ephemeral volume (volumes[].ephemeral) is the claim <pod>-<volume> the ephemeral volume controller
+// made for the pod; a claim of that name the pod does not own is refused, as upstream refuses it.
 func (m *Manager) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (Mounted, error) {
 	src := vol.PersistentVolumeClaim
+	if vol.Ephemeral != nil {
+		src = &v1.PersistentVolumeClaimVolumeSource{ClaimName: pod.Name + "-" + vol.Name}
+	}
 	if m.cfg.API == nil {
 		return Mounted{}, fmt.Errorf("no API server to read persistentvolumeclaim %q from", src.ClaimName)
 	}
 	pvc, err := m.cfg.API.PersistentVolumeClaim(ctx, pod.Namespace, src.ClaimName)
 	if err != nil {
 		return Mounted{}, fmt.Errorf("get persistentvolumeclaim %q: %w", src.ClaimName, err)
+	}
+	if vol.Ephemeral != nil && !metav1.IsControlledBy(pvc, pod) {
+		return Mounted{}, fmt.Errorf("PVC %s/%s was not created for pod %s/%s (pod is not owner)", pvc.Namespace, pvc.Name, pod.Namespace, pod.Name)
 	}
 	if pvc.Status.Phase != v1.ClaimBound || pvc.Spec.VolumeName == "" {
 		return Mounted{}, fmt.Errorf("persistentvolumeclaim %q is not bound", src.ClaimName)

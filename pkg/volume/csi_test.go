@@ -336,3 +336,29 @@ func TestCSIBadInput(t *testing.T) {
 		t.Errorf("the driver was called for a volume whose record does not parse: %q", c)
 	}
 }
+
+func TestGenericEphemeralVolume(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	p := podWith(v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}})
+	f.claimPod("uid-1", "eph-1")
+	claim := f.api.claims["data"]
+	claim.Name = "web-scratch"
+	f.api.claims["web-scratch"] = claim
+	// Not the pod's: refused, the driver never called.
+	if _, err := f.m.MountPod(ctx, p); err == nil || !strings.Contains(err.Error(), "PVC ns/web-scratch was not created for pod ns/web (pod is not owner)") {
+		t.Fatalf("a claim the pod does not own: %v", err)
+	}
+	claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web", UID: "uid-1", Controller: ptr.To(true)}}
+	f.api.pvs["pv-1"].Spec.ClaimRef.Name = "web-scratch"
+	got, err := f.m.MountPod(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["scratch"].Path != filepath.Join(f.root, "pods", "uid-1", "volumes", pluginCSI, "pv-1", "mount") {
+		t.Errorf("mounted at %s", got["scratch"].Path)
+	}
+	if c := f.node.takeCalls(); c != "stage eph-1, publish eph-1" {
+		t.Errorf("calls %q", c)
+	}
+}

@@ -224,7 +224,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, st *po
 		return m.setUpProjection(ctx, pod, vol, pluginDownward, false, st)
 	case vol.Projected != nil:
 		return m.setUpProjection(ctx, pod, vol, pluginProjected, true, st)
-	case vol.PersistentVolumeClaim != nil:
+	case vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil:
 		return m.setUpClaim(ctx, pod, vol)
 	case vol.CSI != nil:
 		return m.setUpCSI(ctx, pod, csiInline(pod, vol))
