@@ -53,7 +53,8 @@ func DirUsage(dir string) (Usage, error) {
 
 // PodUsage measures each volume the pod has below its directory (emptyDir, configMap, secret, downwardAPI,
 // projected and local volumes), by volume name: what eviction and the node's stats count against the pod.
-// Volumes of the host (hostPath, hostPath claims) are not the pod's and are left out.
+// Volumes of the host (hostPath, hostPath claims) and CSI volumes (a driver's storage) are not the pod's
+// and are left out.
 func (m *Manager) PodUsage(uid types.UID) (map[string]Usage, error) {
 	out := map[string]Usage{}
 	plugins, err := os.ReadDir(filepath.Join(m.PodDir(uid), "volumes"))
@@ -64,6 +65,9 @@ func (m *Manager) PodUsage(uid types.UID) (map[string]Usage, error) {
 		return nil, err
 	}
 	for _, p := range plugins {
+		if p.Name() == pluginCSI {
+			continue // the drivers' storage, not the node's: walking it would read a whole disk per gathering
+		}
 		vols, err := os.ReadDir(filepath.Join(m.PodDir(uid), "volumes", p.Name()))
 		if err != nil {
 			continue
