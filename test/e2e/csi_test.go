@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +90,26 @@ func deployCSIDriver(t *testing.T, n *node) string {
 	}
 	state := t.TempDir()
 	n.createPod(csiDriverPod(t, n, state))
+	// The pods using the driver's volumes go before the driver does (the node's cleanup deletes every pod at
+	// once): a volume is torn down by its driver only.
+	t.Cleanup(func() {
+		pods, err := n.client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, p := range pods.Items {
+			if p.Name != "csi-driver" {
+				_ = n.client.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+			}
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if pods, err := n.client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); err == nil && len(pods.Items) <= 1 {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
 	waitCSINode(t, n, true)
 	return state
 }
@@ -270,4 +291,66 @@ func TestCSIVolumes(t *testing.T) {
 		n.deletePodAndWait(t, "csi-driver")
 		waitCSINode(t, n, false)
 	})
+}
+
+// The test driver's pod restarted while a volume is mounted: the mounts stay, the driver registers again
+// and a new pod mounts the volume. The kubelet SIGKILLed while pods use the volume, and the pods deleted
+// while it is down: once it is back, the volume is unpublished and unstaged (from the records on disk),
+// and the driver's data is intact. The API server runs on its own, so it stays up while the kubelet is down.
+func TestCSIFaults(t *testing.T) {
+	parallel(t)
+	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
+	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC)
+	eventually(t, 30*time.Second, "the node kubeconfig", func() error { _, err := os.Stat(nodeKC); return err })
+	n := startNodeJoining(t, api, nodeKC)
+	state := deployCSIDriver(t, n)
+	claim := n.createCSIClaim(t, "data", "faults-1")
+	first := claimPod("first", claim, "echo kept > /data/file && exec sleep 3600")
+	first.Spec.NodeName = n.name
+	n.createPod(first)
+	firstUID := n.waitPod("first", 60*time.Second, "the first pod ready", ready).UID
+	waitCSIMounts(t, n, 1, 1)
+
+	// The driver's pod replaced: its socket goes and comes back; the mounts stay.
+	n.deletePodAndWait(t, "csi-driver")
+	waitCSINode(t, n, false)
+	if p, s := csiMounts(t, n); len(p) != 1 || len(s) != 1 {
+		t.Errorf("the driver's restart took mounts away: published %v, staged %v", p, s)
+	}
+	n.createPod(csiDriverPod(t, n, state))
+	waitCSINode(t, n, true)
+	// (Ready only with the first pod's data: a joining node's logs are not read through this API server.)
+	second := claimPod("second", claim, `test "$(cat /data/file)" = kept || exit 1; exec sleep 3600`)
+	second.Spec.NodeName = n.name
+	n.createPod(second)
+	p := n.waitPod("second", 60*time.Second, "a pod reading the volume after the driver's restart", ready)
+	if rc := p.Status.ContainerStatuses[0].RestartCount; rc != 0 {
+		t.Errorf("the second pod's container restarted %d times (it did not read the first pod's data)", rc)
+	}
+	waitCSIMounts(t, n, 2, 1)
+
+	// The kubelet killed; both pods deleted at once while it is down.
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	if !n.exited(30 * time.Second) {
+		t.Fatal("the kubelet did not die")
+	}
+	for _, name := range []string{"first", "second"} {
+		if err := n.client.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.start()
+	waitCSIMounts(t, n, 0, 0)
+	if b, err := os.ReadFile(filepath.Join(state, "faults-1", "file")); err != nil || string(b) != "kept\n" {
+		t.Errorf("the driver's data after the teardown: %q, %v", b, err)
+	}
+	// The deleted pods' directories go once their volumes are torn down.
+	for _, uid := range []string{string(firstUID), string(p.UID)} {
+		eventually(t, 30*time.Second, "the deleted pods' directories removed", func() error {
+			if _, err := os.Stat(filepath.Join(n.dir, "root", "pods", uid)); !os.IsNotExist(err) {
+				return fmt.Errorf("pod directory %s: %v", uid, err)
+			}
+			return nil
+		})
+	}
 }
