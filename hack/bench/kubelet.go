@@ -58,13 +58,13 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
-	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods)")
+	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir)")
 	rounds := fs.Int("rounds", 3, "rounds of the 30-pod burst beside the floor and its deletion; the first prints every figure, the later ones their own under _roundN, and the medians and worst of all rounds follow")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
-	case "", "volumes", "status", "tokenflood", "devices":
+	case "", "volumes", "status", "tokenflood", "devices", "csi":
 	case "timelines", "eviction":
 		*external = true // the API server outlives the kubelet's restarts
 	case "probes":
@@ -183,6 +183,8 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 		return b.runVolumes(ctx)
 	case "devices":
 		return b.runDevices(ctx, filepath.Join(kubeletDir, "root"))
+	case "csi":
+		return b.runCSI(ctx, filepath.Join(kubeletDir, "root"))
 	case "probes":
 		return b.runProbes(ctx)
 	case "status":
