@@ -24,8 +24,10 @@ import (
 const controllerResync = time.Second
 
 // startControllers starts the control loop that does what upstream's
-// namespace, service-account, root CA publisher, persistent volume binder, node
-// lifecycle (heartbeats, pressure and readiness taints), taint eviction and pod GC controllers, its scheduler and kube-apiserver's kubernetes Service
+// namespace, service-account, root CA publisher, persistent volume binder,
+// ephemeral volume, attach/detach (VolumeAttachments only), node lifecycle
+// (heartbeats, pressure and readiness taints), taint eviction and pod GC
+// controllers, its scheduler and kube-apiserver's kubernetes Service
 // reconciler do, in the small: it observes the store directly and acts through the API as an
 // admin client, so every write goes through the same rules as a user's.
 func (s *Server) startControllers(ctx context.Context) error {
@@ -54,6 +56,9 @@ type controller struct {
 	health nodeHealth
 	// nextEventSweep is when expired events are next looked for.
 	nextEventSweep time.Time
+	// attached holds the names of the VolumeAttachments known to be the
+	// attachment loop's own (see rememberAttachments).
+	attached map[string]bool
 }
 
 func (c *controller) run(ctx context.Context, tick <-chan time.Time) {
@@ -123,7 +128,9 @@ func (c *controller) sync(ctx context.Context) {
 	c.graph.requeue()
 	c.report(ctx, "Garbage collection", c.collectGarbage(ctx))
 	c.report(ctx, "Event expiry", c.expireEvents(ctx))
+	c.report(ctx, "Ephemeral volumes", c.createEphemeralClaims(ctx))
 	c.report(ctx, "Volume binding", c.bindVolumes(ctx))
+	c.report(ctx, "Volume attachment", c.syncAttachments(ctx))
 	c.report(ctx, "Kubernetes service", c.syncKubernetesService(ctx))
 }
 
@@ -154,8 +161,14 @@ func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
 	if len(c.graph.pending) > 0 {
 		c.report(ctx, "Garbage collection", c.collectGarbage(ctx))
 	}
+	if need.ephemeral {
+		c.report(ctx, "Ephemeral volumes", c.createEphemeralClaims(ctx))
+	}
 	if need.volumes {
 		c.report(ctx, "Volume binding", c.bindVolumes(ctx))
+	}
+	if need.attach {
+		c.report(ctx, "Volume attachment", c.syncAttachments(ctx))
 	}
 	if need.kubernetesService {
 		c.report(ctx, "Kubernetes service", c.syncKubernetesService(ctx))
@@ -169,20 +182,29 @@ func (c *controller) report(ctx context.Context, what string, err error) {
 }
 
 // loops says which control loops have work.
-type loops struct{ schedule, collect, namespaces, volumes, kubernetesService, taints bool }
+type loops struct {
+	schedule, collect, namespaces, volumes, kubernetesService, taints, ephemeral, attach bool
+}
 
 // loopsFor returns the loops a batch of changes concerns, so that a write
 // costs the loops nothing unless it is theirs: a pod waiting for a node, a
 // terminating pod (its node may be gone), a namespace, an object leaving a
 // namespace (which may be terminating), a node, a namespace's
-// kube-root-ca.crt, a volume or claim, the kubernetes Service. The garbage collector keeps
-// its own account of the changes it needs (ownerGraph.observe).
+// kube-root-ca.crt, a volume or claim, the kubernetes Service. The ephemeral
+// volume loop wants a pod with a generic ephemeral volume and a claim removed;
+// the attachment loop a pod on a node with claims or ephemeral volumes, a
+// claim, volume, CSIDriver or VolumeAttachment, and a node added, removed or
+// whose volumes in use change. The garbage collector keeps its own account of
+// the changes it needs (ownerGraph.observe).
 func loopsFor(evs []storage.Event) loops {
 	var l loops
 	for _, ev := range evs {
 		o := ev.Object
 		switch storage.ResourceOf(o.Key) {
 		case "pods":
+			hasClaims := bytes.Contains(o.Raw, claimVolumeJSON) || bytes.Contains(o.Raw, ephemeralVolumeJSON)
+			l.attach = l.attach || hasClaims && o.Fields["spec.nodeName"] != ""
+			l.ephemeral = l.ephemeral || ev.Type != watch.Deleted && bytes.Contains(o.Raw, ephemeralVolumeJSON)
 			switch {
 			case ev.Type == watch.Deleted:
 				l.namespaces = true
@@ -197,14 +219,19 @@ func loopsFor(evs []storage.Event) loops {
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted || isRootCAKey(o.Key)
 		case "nodes":
 			l.schedule, l.collect, l.taints = true, true, true
+			l.attach = l.attach || ev.Type != watch.Modified || bytes.Contains(o.Raw, volumesInUseJSON) ||
+				ev.Prev != nil && bytes.Contains(ev.Prev.Raw, volumesInUseJSON)
 		case "persistentvolumes", "persistentvolumeclaims":
-			l.volumes = true
+			l.volumes, l.attach = true, true
+			l.ephemeral = l.ephemeral || ev.Type == watch.Deleted && storage.ResourceOf(o.Key) == "persistentvolumeclaims"
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		case "services":
 			l.kubernetesService = l.kubernetesService || o.Key == "services/default/"+KubernetesService
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		case "leases", "events":
-		case "csidrivers", "csinodes", "storageclasses", "volumeattachments": // cluster-scoped: no loop's business
+		case "csidrivers", "volumeattachments":
+			l.attach = true
+		case "csinodes", "storageclasses": // cluster-scoped: no loop's business
 		default:
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		}
@@ -214,6 +241,10 @@ func loopsFor(evs []storage.Event) loops {
 
 // deletionTimestampJSON is in the stored JSON of an object being deleted.
 var deletionTimestampJSON = []byte(`"deletionTimestamp":`)
+
+// volumesInUseJSON is in the stored JSON of a node whose kubelet reports
+// volumes in use.
+var volumesInUseJSON = []byte(`"volumesInUse":`)
 
 func decodeAll[T any](s *Server, objs []*storage.Object) []*T {
 	out := make([]*T, 0, len(objs))

@@ -33,6 +33,27 @@ func TestLoopsFor(t *testing.T) {
 		{"lease renewed", []storage.Event{{Type: watch.Modified, Object: obj("leases/kube-node-lease/n1")}}, loops{}},
 		{"configmap removed", []storage.Event{{Type: watch.Deleted, Object: obj("configmaps/ns/c")}}, loops{namespaces: true}},
 		{"configmap changed", []storage.Event{{Type: watch.Modified, Object: obj("configmaps/ns/c")}}, loops{}},
+		{"unbound pod with an ephemeral volume", []storage.Event{{Type: watch.Added,
+			Object: pod("", "mine", `{"spec":{"volumes":[{"name":"v","ephemeral":{}}]}}`)}}, loops{ephemeral: true}},
+		{"bound pod with an ephemeral volume", []storage.Event{{Type: watch.Modified,
+			Object: pod("n1", "mine", `{"spec":{"volumes":[{"name":"v","ephemeral":{}}]}}`)}}, loops{ephemeral: true, attach: true}},
+		{"bound pod with a claim", []storage.Event{{Type: watch.Modified,
+			Object: pod("n1", "mine", `{"spec":{"volumes":[{"name":"v","persistentVolumeClaim":{}}]}}`)}}, loops{attach: true}},
+		{"pod with a claim removed", []storage.Event{{Type: watch.Deleted,
+			Object: pod("n1", "mine", `{"spec":{"volumes":[{"name":"v","persistentVolumeClaim":{}}]}}`)}}, loops{namespaces: true, attach: true}},
+		{"claim changed", []storage.Event{{Type: watch.Modified, Object: obj("persistentvolumeclaims/ns/c")}}, loops{volumes: true, attach: true}},
+		{"claim removed", []storage.Event{{Type: watch.Deleted, Object: obj("persistentvolumeclaims/ns/c")}},
+			loops{volumes: true, attach: true, ephemeral: true, namespaces: true}},
+		{"volume removed", []storage.Event{{Type: watch.Deleted, Object: obj("persistentvolumes//v")}},
+			loops{volumes: true, attach: true, namespaces: true}},
+		{"csidriver", []storage.Event{{Type: watch.Added, Object: obj("csidrivers//d")}}, loops{attach: true}},
+		{"volumeattachment", []storage.Event{{Type: watch.Deleted, Object: obj("volumeattachments//a")}}, loops{attach: true}},
+		{"csinode", []storage.Event{{Type: watch.Modified, Object: obj("csinodes//n1")}}, loops{}},
+		{"node added", []storage.Event{{Type: watch.Added, Object: obj("nodes//n1")}}, loops{schedule: true, collect: true, taints: true, attach: true}},
+		{"node with volumes in use", []storage.Event{{Type: watch.Modified, Object: &storage.Object{Key: "nodes//n1",
+			Raw: []byte(`{"status":{"volumesInUse":["kubernetes.io/csi/d^h"]}}`)}}}, loops{schedule: true, collect: true, taints: true, attach: true}},
+		{"node with no volumes in use any more", []storage.Event{{Type: watch.Modified, Object: obj("nodes//n1"), Prev: &storage.Object{
+			Key: "nodes//n1", Raw: []byte(`{"status":{"volumesInUse":["kubernetes.io/csi/d^h"]}}`)}}}, loops{schedule: true, collect: true, taints: true, attach: true}},
 	} {
 		if got := loopsFor(tc.evs); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)

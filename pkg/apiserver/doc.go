@@ -7,7 +7,8 @@
 // ServiceAccount and kube-root-ca.crt ConfigMap, placement of unbound pods,
 // cleanup of pods whose node is gone, garbage collection of dependents by
 // their ownerReferences, the binding of PersistentVolumeClaims to statically
-// provisioned PersistentVolumes, the expiry of events after --event-ttl, and
+// provisioned PersistentVolumes, the claims of generic ephemeral volumes, the
+// VolumeAttachments of csi volumes, the expiry of events after --event-ttl, and
 // the kubernetes Service in default that points at the server). In front of
 // them it bounds the requests in flight (429 beyond, as kube-apiserver),
 // times out requests that are not watches or streams (504), sets per-request

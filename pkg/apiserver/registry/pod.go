@@ -37,7 +37,8 @@ func (podStrategy) Validate(obj runtime.Object) field.ErrorList {
 	if len(pod.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create"))
 	}
-	return append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	return append(errs, validateEphemeralClaimNames(pod, field.NewPath("spec", "volumes"))...)
 }
 
 // podUpdateForbidden is upstream's message for a forbidden pod spec change.

@@ -50,6 +50,9 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		if c := v.CSI; c != nil {
 			errs = append(errs, validateCSIDriverName(c.Driver, p.Child("csi", "driver"))...)
 		}
+		if e := v.Ephemeral; e != nil {
+			errs = append(errs, validateEphemeralVolume(e, p.Child("ephemeral"))...)
+		}
 	}
 	if len(s.Containers) == 0 {
 		errs = append(errs, field.Required(path.Child("containers"), ""))
