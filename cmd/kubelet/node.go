@@ -230,6 +230,12 @@ func (p *nodeParts) newAgent() error {
 		Eviction:       nodeThresholds(thresholds),
 		Pressure:       p.evictions.Pressure,
 		Devices:        p.devices.Resources,
+		VolumesInUse: func() []v1.UniqueVolumeName {
+			if p.volumes == nil { // built after the agent
+				return nil
+			}
+			return p.volumes.VolumesInUse()
+		},
 		Health: []node.Check{{Name: "pleg", Func: func() error { return p.kl.Healthy() }},
 			{Name: "shutdown", Func: func() error {
 				if m := p.shutdownMgr.Load(); m != nil {

@@ -293,7 +293,12 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 	}
 	h := a.host
 	capacity, allocatable := a.withDevices()
+	var inUse []v1.UniqueVolumeName
+	if a.cfg.VolumesInUse != nil {
+		inUse = a.cfg.VolumesInUse()
+	}
 	return applyStatus(&n.Status, facts{
+		volumesInUse: inUse, volumesInUseKnown: a.cfg.VolumesInUse != nil,
 		now: now, addresses: a.addresses, capacity: capacity, allocatable: allocatable,
 		info: v1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.SystemUUID, BootID: h.BootID,
 			KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: a.version,

@@ -115,6 +115,9 @@ type Config struct {
 	// Devices, when set, gives the resources device plugins offer (pkg/devicemanager): added to capacity
 	// and allocatable. Call Resync when they change.
 	Devices func() (capacity, allocatable v1.ResourceList)
+	// VolumesInUse, when set, lists the attachable volumes mounted on the node, reported in
+	// status.volumesInUse so that the attach/detach controller does not detach them under the node.
+	VolumesInUse func() []v1.UniqueVolumeName
 }
 
 func (c *Config) setDefaults() error {

@@ -21,6 +21,9 @@ type facts struct {
 	imagesKnown           bool // false keeps the images the status already lists
 	failures              []error
 	pressure              pressure
+	// volumesInUse, when known, are the attachable volumes mounted on the node (status.volumesInUse).
+	volumesInUse      []v1.UniqueVolumeName
+	volumesInUseKnown bool
 }
 
 // transition is a change of a condition's status worth an event and a log line.
@@ -40,6 +43,9 @@ func applyStatus(st *v1.NodeStatus, f facts) []transition {
 	st.DaemonEndpoints.KubeletEndpoint.Port = f.port
 	if f.imagesKnown {
 		st.Images = f.images
+	}
+	if f.volumesInUseKnown {
+		st.VolumesInUse = f.volumesInUse
 	}
 	var out []transition
 	var events []string

@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -92,6 +93,22 @@ func TestApplyStatusTransitions(t *testing.T) {
 	r := conditionOf(&st, v1.NodeReady)
 	if r.Status != v1.ConditionFalse || r.Reason != "KubeletNotReady" || !r.LastTransitionTime.Time.Equal(f.now) {
 		t.Errorf("ready = %+v", r)
+	}
+}
+
+func TestApplyStatusVolumesInUse(t *testing.T) {
+	st := v1.NodeStatus{VolumesInUse: []v1.UniqueVolumeName{"set-by-someone"}}
+	applyStatus(&st, facts{now: t0})
+	if len(st.VolumesInUse) != 1 {
+		t.Errorf("volumes in use not known: the listed ones must stay, got %v", st.VolumesInUse)
+	}
+	applyStatus(&st, facts{now: t0, volumesInUseKnown: true, volumesInUse: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h"}})
+	if fmt.Sprint(st.VolumesInUse) != "[kubernetes.io/csi/d^h]" {
+		t.Errorf("volumes in use %v", st.VolumesInUse)
+	}
+	applyStatus(&st, facts{now: t0, volumesInUseKnown: true})
+	if len(st.VolumesInUse) != 0 {
+		t.Errorf("volumes in use after the last was torn down: %v", st.VolumesInUse)
 	}
 }
 

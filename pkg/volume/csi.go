@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -351,4 +352,26 @@ func (m *Manager) csiVolumeInUse(data volData, self string) bool {
 		}
 	}
 	return false
+}
+
+// VolumesInUse lists the attach-required CSI volumes published on the node, under upstream's unique names
+// (kubernetes.io/csi/<driver>^<handle>), sorted, for the node's status.volumesInUse: a record exists from
+// before the first driver call until the teardown has finished.
+func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
+	found, _ := filepath.Glob(filepath.Join(m.cfg.RootDir, "pods", "*", "volumes", pluginCSI, "*", volDataFile))
+	seen := map[v1.UniqueVolumeName]bool{}
+	var out []v1.UniqueVolumeName
+	for _, p := range found {
+		d, err := readVolData(p)
+		if err != nil || d.AttachmentID == "" {
+			continue
+		}
+		name := v1.UniqueVolumeName("kubernetes.io/csi/" + d.DriverName + "^" + d.VolumeHandle)
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -161,6 +161,9 @@ func TestCSIStagePublishShareAndTearDown(t *testing.T) {
 	if c := f.node.takeCalls(); c != "stage vol-1, publish vol-1" {
 		t.Errorf("calls %q", c)
 	}
+	if got := f.m.VolumesInUse(); len(got) != 0 {
+		t.Errorf("a volume of a driver that does not attach is listed in use: %v", got)
+	}
 	stage := f.node.last["stage"].(*csispec.NodeStageVolumeRequest)
 	staging := filepath.Join(f.root, "plugins", "kubernetes.io", "csi", "hostpath.csi", handleDir("vol-1"), "globalmount")
 	if stage.StagingTargetPath != staging || stage.VolumeCapability.GetMount().FsType != "ext4" ||
@@ -262,6 +265,15 @@ func TestCSIAttachRequired(t *testing.T) {
 	}
 	if pub := f.node.last["publish"].(*csispec.NodePublishVolumeRequest); pub.PublishContext["lun"] != "3" {
 		t.Errorf("publish context %v, want the attachment's metadata", pub.PublishContext)
+	}
+	if got := fmt.Sprint(f.m.VolumesInUse()); got != "[kubernetes.io/csi/hostpath.csi^vol-1]" {
+		t.Errorf("volumes in use %s", got)
+	}
+	if err := f.m.UnmountPod(ctx, "uid-a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.m.VolumesInUse(); len(got) != 0 {
+		t.Errorf("volumes in use after the teardown: %v", got)
 	}
 }
 
