@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,11 +57,11 @@ func csiDriverBinary(t *testing.T) string {
 // csiDriverPod is the test driver deployed as users deploy a CSI node plugin: privileged, its socket in
 // <root>/plugins/<driver>, registering through <root>/plugins_registry, the kubelet's directory mounted at
 // the same path with Bidirectional propagation (the driver mounts volumes there for the kubelet).
-func csiDriverPod(t *testing.T, n *node, state string) *v1.Pod {
+func csiDriverPod(t *testing.T, n *node, state, driver string) *v1.Pod {
 	root := filepath.Join(n.dir, "root")
 	p := busyboxPod("csi-driver", "/plugin/csi-hostpath", "--endpoint=unix:///csi/csi.sock", "--node-id="+n.name,
-		"--driver-name="+csiDriverName, "--state-dir=/state", "--max-volumes-per-node=16", "--registration-dir=/registration",
-		"--kubelet-registration-path="+filepath.Join(root, "plugins", csiDriverName, "csi.sock"))
+		"--driver-name="+driver, "--state-dir=/state", "--max-volumes-per-node=16", "--registration-dir=/registration",
+		"--kubelet-registration-path="+filepath.Join(root, "plugins", driver, "csi.sock"))
 	p.Spec.NodeName = n.name
 	p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: ptr.To(true)}
 	dirOrCreate := v1.HostPathDirectoryOrCreate
@@ -69,7 +70,7 @@ func csiDriverPod(t *testing.T, n *node, state string) *v1.Pod {
 		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: &dirOrCreate}}})
 		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: name, MountPath: at, MountPropagation: propagation})
 	}
-	mount("socket", filepath.Join(root, "plugins", csiDriverName), "/csi", nil)
+	mount("socket", filepath.Join(root, "plugins", driver), "/csi", nil)
 	mount("registration", filepath.Join(root, "plugins_registry"), "/registration", nil)
 	mount("kubelet", root, root, &bidirectional)
 	mount("state", state, "/state", nil)
@@ -77,19 +78,20 @@ func csiDriverPod(t *testing.T, n *node, state string) *v1.Pod {
 	return p
 }
 
-// deployCSIDriver creates the driver's CSIDriver object and pod, and waits until the node's CSINode lists it.
-func deployCSIDriver(t *testing.T, n *node) string {
+// deployCSIDriver creates the CSIDriver object of the test driver under the name driver (attachRequired as
+// attach) and its pod, and waits until the node's CSINode lists it. It returns the driver's state directory.
+func deployCSIDriver(t *testing.T, n *node, driver string, attach bool) string {
 	t.Helper()
 	ctx := context.Background()
-	_, err := n.client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), PodInfoOnMount: ptr.To(true),
+	_, err := n.client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(attach), PodInfoOnMount: ptr.To(true),
 			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}}},
 		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	n.createPod(csiDriverPod(t, n, state))
+	n.createPod(csiDriverPod(t, n, state, driver))
 	// The pods using the driver's volumes go before the driver does (the node's cleanup deletes every pod at
 	// once): a volume is torn down by its driver only.
 	t.Cleanup(func() {
@@ -110,12 +112,12 @@ func deployCSIDriver(t *testing.T, n *node) string {
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
-	waitCSINode(t, n, true)
+	waitCSINode(t, n, driver, true)
 	return state
 }
 
 // waitCSINode waits until the node's CSINode lists the driver (or no longer does).
-func waitCSINode(t *testing.T, n *node, listed bool) {
+func waitCSINode(t *testing.T, n *node, driver string, listed bool) {
 	t.Helper()
 	eventually(t, 60*time.Second, fmt.Sprintf("the CSINode listing the driver: %v", listed), func() error {
 		cn, err := n.client.StorageV1().CSINodes().Get(context.Background(), n.name, metav1.GetOptions{})
@@ -127,7 +129,7 @@ func waitCSINode(t *testing.T, n *node, listed bool) {
 		}
 		found := false
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == csiDriverName {
+			if d.Name == driver {
 				found = true
 				if d.NodeID != n.name || d.Allocatable == nil || *d.Allocatable.Count != 16 {
 					return fmt.Errorf("driver entry %+v", d)
@@ -143,7 +145,7 @@ func waitCSINode(t *testing.T, n *node, listed bool) {
 
 // createCSIClaim creates a static csi PersistentVolume of the test driver with the given handle and a claim
 // bound to it, and returns the claim's name.
-func (n *node) createCSIClaim(t *testing.T, name, handle string) string {
+func (n *node) createCSIClaim(t *testing.T, name, handle, driver string) string {
 	t.Helper()
 	ctx := context.Background()
 	size := resource.MustParse("1Gi")
@@ -152,7 +154,7 @@ func (n *node) createCSIClaim(t *testing.T, name, handle string) string {
 		Capacity: v1.ResourceList{v1.ResourceStorage: size}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class,
 		ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: name},
-		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: csiDriverName,
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver,
 			VolumeHandle: handle, VolumeAttributes: map[string]string{"origin": "static"}}}}}
 	if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -209,14 +211,14 @@ func waitCSIMounts(t *testing.T, n *node, published, staged int) {
 func TestCSIVolumes(t *testing.T) {
 	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
-		state := deployCSIDriver(t, n)
+		state := deployCSIDriver(t, n, csiDriverName, false)
 		if cn, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{}); err != nil ||
 			!strings.Contains(cn.Annotations["csi.volume.kubernetes.io/nodeid"], `"`+csiDriverName+`":"`+n.name+`"`) {
 			t.Errorf("the node's nodeid annotation: %v %v", cn.Annotations, err)
 		}
 
 		// A pod writes to a static volume; the volume is staged and published.
-		claim := n.createCSIClaim(t, "data", "static-1")
+		claim := n.createCSIClaim(t, "data", "static-1", csiDriverName)
 		n.createPod(claimPod("writer", claim, "echo hello > /data/file && exec sleep 3600"))
 		n.waitPod("writer", 60*time.Second, "the writer ready", ready)
 		waitCSIMounts(t, n, 1, 1)
@@ -237,7 +239,7 @@ func TestCSIVolumes(t *testing.T) {
 		// A restarted kubelet leaves the running pod's volume mounted and its container running.
 		before := n.waitPod("reader", 10*time.Second, "the reader ready", ready)
 		n.restart()
-		waitCSINode(t, n, true)
+		waitCSINode(t, n, csiDriverName, true)
 		after := n.waitPod("reader", 60*time.Second, "the reader ready after the restart", ready)
 		if a, b := after.Status.ContainerStatuses[0], before.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || a.RestartCount != 0 {
 			t.Errorf("the reader's container changed across the restart: %s -> %s", b.ContainerID, a.ContainerID)
@@ -289,7 +291,7 @@ func TestCSIVolumes(t *testing.T) {
 
 		// The driver gone: deregistered from the CSINode.
 		n.deletePodAndWait(t, "csi-driver")
-		waitCSINode(t, n, false)
+		waitCSINode(t, n, csiDriverName, false)
 	})
 }
 
@@ -303,8 +305,8 @@ func TestCSIFaults(t *testing.T) {
 	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC)
 	eventually(t, 30*time.Second, "the node kubeconfig", func() error { _, err := os.Stat(nodeKC); return err })
 	n := startNodeJoining(t, api, nodeKC)
-	state := deployCSIDriver(t, n)
-	claim := n.createCSIClaim(t, "data", "faults-1")
+	state := deployCSIDriver(t, n, csiDriverName, false)
+	claim := n.createCSIClaim(t, "data", "faults-1", csiDriverName)
 	first := claimPod("first", claim, "echo kept > /data/file && exec sleep 3600")
 	first.Spec.NodeName = n.name
 	n.createPod(first)
@@ -313,12 +315,12 @@ func TestCSIFaults(t *testing.T) {
 
 	// The driver's pod replaced: its socket goes and comes back; the mounts stay.
 	n.deletePodAndWait(t, "csi-driver")
-	waitCSINode(t, n, false)
+	waitCSINode(t, n, csiDriverName, false)
 	if p, s := csiMounts(t, n); len(p) != 1 || len(s) != 1 {
 		t.Errorf("the driver's restart took mounts away: published %v, staged %v", p, s)
 	}
-	n.createPod(csiDriverPod(t, n, state))
-	waitCSINode(t, n, true)
+	n.createPod(csiDriverPod(t, n, state, csiDriverName))
+	waitCSINode(t, n, csiDriverName, true)
 	// (Ready only with the first pod's data: a joining node's logs are not read through this API server.)
 	second := claimPod("second", claim, `test "$(cat /data/file)" = kept || exit 1; exec sleep 3600`)
 	second.Spec.NodeName = n.name
@@ -353,4 +355,70 @@ func TestCSIFaults(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// A driver whose CSIDriver says attachRequired: the API server's attach/detach controller creates the
+// VolumeAttachment of the volume to the node (upstream's name), the pod waits with the volume not attached
+// until the attachment reports attached (the test plays the external attacher's part for a driver without
+// ControllerPublishVolume: it marks the attachment attached, with metadata), then runs; the node reports the
+// volume in status.volumesInUse while it is mounted; after the pod, the attachment goes.
+func TestCSIAttachRequired(t *testing.T) {
+	parallel(t)
+	n := startNode(t)
+	ctx := context.Background()
+	const driver = "attach.csi.nodeagent.dev"
+	deployCSIDriver(t, n, driver, true)
+	claim := n.createCSIClaim(t, "att", "att-1", driver)
+	n.createPod(claimPod("attached", claim, "exec sleep 3600"))
+	var va *storagev1.VolumeAttachment
+	eventually(t, 60*time.Second, "the VolumeAttachment of the pod's volume", func() error {
+		list, err := n.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d attachments", len(list.Items))
+		}
+		va = &list.Items[0]
+		if a := va.Spec; a.Attacher != driver || a.NodeName != n.name || a.Source.PersistentVolumeName == nil || *a.Source.PersistentVolumeName != claim+"-pv" {
+			return fmt.Errorf("attachment spec %+v", a)
+		}
+		return nil
+	})
+	n.waitPod("attached", 30*time.Second, "the pod waiting for the attachment", func(p *v1.Pod) error {
+		for _, e := range n.events(t, "attached") {
+			if e.Reason == "FailedMount" && strings.Contains(e.Message, "is not attached to this node yet") {
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %s, no FailedMount event saying the volume is not attached", p.Status.Phase)
+	})
+	va.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"device": "/dev/fake"}}
+	if _, err := n.client.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitPod("attached", 60*time.Second, "the pod ready once its volume is attached", ready)
+	unique := v1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^att-1")
+	inUse := func(want bool) {
+		eventually(t, 60*time.Second, fmt.Sprintf("the node reporting the volume in use: %v", want), func() error {
+			node, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got := slices.Contains(node.Status.VolumesInUse, unique); got != want {
+				return fmt.Errorf("volumesInUse %v", node.Status.VolumesInUse)
+			}
+			return nil
+		})
+	}
+	inUse(true)
+	n.deletePodAndWait(t, "attached")
+	inUse(false)
+	eventually(t, 60*time.Second, "the attachment deleted", func() error {
+		list, err := n.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 0 {
+			return fmt.Errorf("%d attachments, %v", len(list.Items), err)
+		}
+		return nil
+	})
 }
