@@ -28,6 +28,9 @@ const (
 	TopologyKey = "topology.hostpath.csi.nodeagent.dev/node"
 	// EphemeralContextKey marks an inline ephemeral volume in NodePublishVolume's volume context.
 	EphemeralContextKey = "csi.storage.k8s.io/ephemeral"
+	// FailPublishKey, in a volume's attributes, makes NodePublishVolume fail with its value as the message
+	// (codes.Internal): fault injection for the kubelet's tests.
+	FailPublishKey = "fail-publish.nodeagent.dev"
 )
 
 // driverNamePattern is the CSI spec's rule for a plugin name (at most 63 characters, as a DNS label-ish

@@ -32,6 +32,10 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err != nil {
 		return nil, err
 	}
+	if msg := req.GetVolumeContext()[FailPublishKey]; msg != "" {
+		// Fault injection for the kubelet's tests: a volume whose attributes ask for it never publishes.
+		return nil, status.Error(codes.Internal, msg)
+	}
 	ephemeral := req.GetVolumeContext()[EphemeralContextKey] == "true"
 	switch {
 	case ephemeral && block:

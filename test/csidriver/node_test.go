@@ -240,3 +240,17 @@ func loopSize(t *testing.T, dev string) int64 {
 	}
 	return sectors * 512
 }
+
+// A volume whose attributes ask for it fails its publication with the given message, and mounts nothing.
+func TestNodePublishFaultInjection(t *testing.T) {
+	dir := t.TempDir()
+	d := newTestDriver(t, filepath.Join(dir, "state"))
+	_, err := d.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: "v", StagingTargetPath: filepath.Join(dir, "s"),
+		TargetPath: filepath.Join(dir, "t"), VolumeCapability: mountCap(snw), VolumeContext: map[string]string{FailPublishKey: "disk on fire"}})
+	if err == nil || !strings.Contains(err.Error(), "code = Internal desc = disk on fire") {
+		t.Errorf("NodePublishVolume = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t")); !os.IsNotExist(err) {
+		t.Errorf("a failed publication made its target: %v", err)
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent/kubelet/test/csidriver"
 )
 
 // csiDriverName is the project's test CSI driver (test/csidriver), run as a pod on the node.
@@ -145,8 +147,12 @@ func waitCSINode(t *testing.T, n *node, driver string, listed bool) {
 
 // createCSIClaim creates a static csi PersistentVolume of the test driver with the given handle and a claim
 // bound to it, and returns the claim's name.
-func (n *node) createCSIClaim(t *testing.T, name, handle, driver string) string {
+func (n *node) createCSIClaim(t *testing.T, name, handle, driver string, attrs ...string) string {
 	t.Helper()
+	attributes := map[string]string{"origin": "static"}
+	for i := 0; i+1 < len(attrs); i += 2 {
+		attributes[attrs[i]] = attrs[i+1]
+	}
 	ctx := context.Background()
 	size := resource.MustParse("1Gi")
 	class := "csi-static"
@@ -155,7 +161,7 @@ func (n *node) createCSIClaim(t *testing.T, name, handle, driver string) string 
 		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class,
 		ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: name},
 		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver,
-			VolumeHandle: handle, VolumeAttributes: map[string]string{"origin": "static"}}}}}
+			VolumeHandle: handle, VolumeAttributes: attributes}}}}
 	if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +294,22 @@ func TestCSIVolumes(t *testing.T) {
 			return fmt.Errorf("phase %s, no FailedMount event naming the driver", p.Status.Phase)
 		})
 		n.deletePodAndWait(t, "waiting")
+
+		// A driver that fails the publication: the pod waits with the driver's error, in upstream's words,
+		// and is retried; deleted, its volume (staged before the failure) is unstaged.
+		failing := n.createCSIClaim(t, "failing", "failing-1", csiDriverName, csidriver.FailPublishKey, "disk on fire")
+		n.createPod(claimPod("failing", failing, "sleep 3600"))
+		n.waitPod("failing", 60*time.Second, "the pod whose publication fails, waiting and retried", func(p *v1.Pod) error {
+			for _, e := range n.events(t, "failing") {
+				if e.Reason == "FailedMount" && strings.Contains(e.Message, `MountVolume.SetUp failed for volume "data" : rpc error: code = Internal desc = disk on fire`) &&
+					e.Count >= 2 {
+					return nil
+				}
+			}
+			return fmt.Errorf("phase %s, no repeated FailedMount event with the driver's error", p.Status.Phase)
+		})
+		n.deletePodAndWait(t, "failing")
+		waitCSIMounts(t, n, 0, 0)
 
 		// The driver gone: deregistered from the CSINode.
 		n.deletePodAndWait(t, "csi-driver")
