@@ -326,10 +326,13 @@ func (p *nodeParts) newStats(ctx context.Context) error {
 	o, d := p.o, p.d
 	p.collector = stats.New(stats.Config{
 		NodeName: d.name, Cgroups: p.cg, Pods: p.kl.StatsPods, Layers: layersOf(d), ImageFs: imageFsOf(d.images),
-		Volumes: p.volumes.PodUsage, RootDir: o.rootDir, LogsDir: o.podLogsDir,
+		Volumes: p.volumes.PodUsage, CSIVolumes: p.volumes.CSIVolumeStats, RootDir: o.rootDir, LogsDir: o.podLogsDir,
 		PodsMemory: func() int64 { m := p.agent.Allocatable()[v1.ResourceMemory]; return m.Value() },
 	})
 	p.evictionDeps.kl, p.evictionDeps.collector = p.kl, p.collector
+	if err := p.registry.Register(p.collector.VolumeCollector()); err != nil {
+		return err
+	}
 	var err error
 	p.evictionDeps.images, err = newImageGC(ctx, o, d, p.recorder, p.collector, d.name)
 	return err

@@ -73,6 +73,9 @@ type Config struct {
 	ImageFs func(ctx context.Context) (volume.Usage, string, error)
 	// Volumes measures a pod's volumes by name (pkg/volume); nil: none.
 	Volumes func(uid types.UID) (map[string]volume.Usage, error)
+	// CSIVolumes asks the drivers of a pod's CSI volumes for their usage, by volume name (NodeGetVolumeStats);
+	// nil: none.
+	CSIVolumes func(ctx context.Context, uid types.UID) (map[string]volume.VolumeStats, error)
 	// PodsMemory returns the memory pods may use (the node's allocatable): the pods cgroup's available
 	// memory, allocatableMemory.available, is what is left of it. Optional.
 	PodsMemory func() int64
@@ -120,7 +123,8 @@ type cpuSample struct {
 type podFS struct {
 	at      time.Time
 	volumes map[string]volume.Usage
-	logs    map[string]volume.Usage // by container name
+	csi     map[string]volume.VolumeStats // the CSI volumes, as their drivers report them
+	logs    map[string]volume.Usage       // by container name
 }
 
 // New returns a collector; Run gathers.

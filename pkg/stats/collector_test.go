@@ -87,7 +87,7 @@ func TestCollector(t *testing.T) {
 	pods := []Pod{
 		{Name: "web", Namespace: "default", UID: "u1", StartTime: clk.Now(),
 			Containers: []Container{{Name: "app", ID: "c1", Image: "busybox", StartTime: clk.Now()}},
-			Volumes:    map[string]VolumeInfo{"scratch": {Ephemeral: true}, "data": {Claim: "claim-1"}}},
+			Volumes:    map[string]VolumeInfo{"scratch": {Ephemeral: true}, "data": {Claim: "claim-1"}, "db": {Claim: "db-claim"}}},
 		{Name: "another", Namespace: "default", UID: "u2", HostNetwork: true},
 	}
 	c := New(Config{
@@ -99,6 +99,12 @@ func TestCollector(t *testing.T) {
 		},
 		Volumes: func(uid types.UID) (map[string]volume.Usage, error) {
 			return map[string]volume.Usage{"scratch": {Bytes: 1 << 20, Inodes: 10}, "data": {Bytes: 1 << 30, Inodes: 1}}, nil
+		},
+		CSIVolumes: func(_ context.Context, uid types.UID) (map[string]volume.VolumeStats, error) {
+			if uid != "u1" {
+				return nil, nil
+			}
+			return map[string]volume.VolumeStats{"db": {Used: 3 << 20, Capacity: 1 << 30, Available: 1<<30 - 3<<20, Inodes: 1000, InodesUsed: 7, InodesAvailable: 993}}, nil
 		},
 		RootDir: t.TempDir(), LogsDir: logs, ProcRoot: proc, Clock: clk,
 		PodsMemory: func() int64 { return 900 << 20 },
@@ -157,6 +163,28 @@ func TestCollector(t *testing.T) {
 		if v.Name == "data" && (v.PVCRef == nil || v.PVCRef.Name != "claim-1") {
 			t.Errorf("claim volume %+v", v)
 		}
+	}
+	var db *statsapi.VolumeStats
+	for i := range web.VolumeStats {
+		if web.VolumeStats[i].Name == "db" {
+			db = &web.VolumeStats[i]
+		}
+	}
+	if db == nil || db.PVCRef == nil || db.PVCRef.Name != "db-claim" || *db.CapacityBytes != 1<<30 || *db.UsedBytes != 3<<20 || *db.InodesFree != 993 {
+		t.Errorf("the CSI volume's stats %+v", db)
+	}
+	if got := *web.EphemeralStorage.UsedBytes; got != want {
+		t.Errorf("a CSI volume counted as ephemeral storage: %d, want %d", got, want)
+	}
+	if err := testutil.CollectAndCompare(c.VolumeCollector(), strings.NewReader(`
+# HELP kubelet_volume_stats_used_bytes [ALPHA] Number of used bytes in the volume
+# TYPE kubelet_volume_stats_used_bytes gauge
+kubelet_volume_stats_used_bytes{namespace="default",persistentvolumeclaim="db-claim"} 3.145728e+06
+# HELP kubelet_volume_stats_inodes_free [ALPHA] Number of free inodes in the volume
+# TYPE kubelet_volume_stats_inodes_free gauge
+kubelet_volume_stats_inodes_free{namespace="default",persistentvolumeclaim="db-claim"} 993
+`), "kubelet_volume_stats_used_bytes", "kubelet_volume_stats_inodes_free"); err != nil {
+		t.Error(err)
 	}
 	if web.Network == nil || *web.Network.RxBytes != 5000 {
 		t.Errorf("pod network %+v", web.Network)

@@ -217,6 +217,16 @@ func (g *gathering) pod(p *Pod) statsapi.PodStats {
 		}
 		ps.VolumeStats = append(ps.VolumeStats, vs)
 	}
+	for _, name := range sortedKeys(fs.csi) {
+		u := fs.csi[name]
+		vs := statsapi.VolumeStats{Name: name, FsStats: statsapi.FsStats{Time: mtime(fs.at),
+			UsedBytes: ptr(uint64(max(u.Used, 0))), CapacityBytes: ptr(uint64(max(u.Capacity, 0))), AvailableBytes: ptr(uint64(max(u.Available, 0))),
+			InodesUsed: ptr(uint64(max(u.InodesUsed, 0))), Inodes: ptr(uint64(max(u.Inodes, 0))), InodesFree: ptr(uint64(max(u.InodesAvailable, 0)))}}
+		if claim := p.Volumes[name].Claim; claim != "" {
+			vs.PVCRef = &statsapi.PVCReference{Name: claim, Namespace: p.Namespace}
+		}
+		ps.VolumeStats = append(ps.VolumeStats, vs)
+	}
 	if !fs.at.IsZero() {
 		ps.EphemeralStorage = g.fsOf(ephemeral, g.nodeFs)
 	}
@@ -279,6 +289,13 @@ func (g *gathering) podFS(p *Pod) podFS {
 		} else {
 			g.failures++
 		}
+	}
+	if c.cfg.CSIVolumes != nil {
+		v, err := c.cfg.CSIVolumes(g.ctx, p.UID)
+		if err != nil {
+			g.failures++
+		}
+		fs.csi = v
 	}
 	c.fs[p.UID] = fs
 	return fs

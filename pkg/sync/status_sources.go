@@ -86,8 +86,11 @@ func (k *Kubelet) StatsPods() []stats.Pod {
 		}
 		for _, v := range pod.Spec.Volumes {
 			info := stats.VolumeInfo{Ephemeral: v.ConfigMap != nil || v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumDefault}
-			if v.PersistentVolumeClaim != nil {
+			switch {
+			case v.PersistentVolumeClaim != nil:
 				info.Claim = v.PersistentVolumeClaim.ClaimName
+			case v.Ephemeral != nil:
+				info.Claim = pod.Name + "-" + v.Name // the ephemeral volume controller's claim
 			}
 			sp.Volumes[v.Name] = info
 		}

@@ -50,6 +50,8 @@ type volData struct {
 	AttachmentID string `json:"attachmentID,omitempty"`
 	// LifecycleMode is "Persistent" or "Ephemeral".
 	LifecycleMode string `json:"volumeLifecycleMode,omitempty"`
+	// PodVolume is the pod's name for the volume (not upstream's: its stats are reported under it).
+	PodVolume string `json:"podVolume,omitempty"`
 }
 
 func readVolData(path string) (volData, error) {
@@ -136,7 +138,7 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 	}
 	node := m.cfg.Node().Name
 	data := volData{SpecVolID: v.specName, VolumeHandle: v.handle, DriverName: v.driver, NodeName: node,
-		LifecycleMode: string(storagev1.VolumeLifecyclePersistent)}
+		LifecycleMode: string(storagev1.VolumeLifecyclePersistent), PodVolume: v.podVolume}
 	var publishContext map[string]string
 	if v.ephemeral {
 		data.LifecycleMode = string(storagev1.VolumeLifecycleEphemeral)

@@ -16,7 +16,9 @@ import (
 type csiVolume struct {
 	// specName names the volume's directory under the pod's kubernetes.io~csi: the PersistentVolume's name,
 	// or the pod's volume name for an inline volume (upstream's spec name).
-	specName     string
+	specName string
+	// podVolume is the pod's name for the volume (its volumes[].name).
+	podVolume    string
 	driver       string
 	handle       string
 	readOnly     bool
@@ -46,7 +48,7 @@ func csiFromPV(pv *v1.PersistentVolume, readOnly bool) csiVolume {
 // SHA-256 of the pod's UID and the volume's name, so the driver sees one volume per pod and name.
 func csiInline(pod *v1.Pod, vol *v1.Volume) csiVolume {
 	src := vol.CSI
-	v := csiVolume{specName: vol.Name, driver: src.Driver, handle: inlineHandle(string(pod.UID), vol.Name),
+	v := csiVolume{specName: vol.Name, podVolume: vol.Name, driver: src.Driver, handle: inlineHandle(string(pod.UID), vol.Name),
 		readOnly: src.ReadOnly != nil && *src.ReadOnly, attributes: src.VolumeAttributes, accessMode: v1.ReadWriteOnce,
 		ephemeral: true}
 	if src.FSType != nil {

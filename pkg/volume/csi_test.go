@@ -75,6 +75,15 @@ func (n *fakeCSINode) NodeUnpublishVolume(_ context.Context, r *csispec.NodeUnpu
 	return &csispec.NodeUnpublishVolumeResponse{}, nil
 }
 
+func (n *fakeCSINode) NodeGetVolumeStats(_ context.Context, r *csispec.NodeGetVolumeStatsRequest, _ ...grpc.CallOption) (*csispec.NodeGetVolumeStatsResponse, error) {
+	if err := n.record("stats "+r.VolumeId, r); err != nil {
+		return nil, err
+	}
+	return &csispec.NodeGetVolumeStatsResponse{Usage: []*csispec.VolumeUsage{
+		{Unit: csispec.VolumeUsage_BYTES, Total: 100, Used: 30, Available: 70},
+		{Unit: csispec.VolumeUsage_INODES, Total: 10, Used: 1, Available: 9}}}, nil
+}
+
 func (n *fakeCSINode) takeCalls() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -372,5 +381,32 @@ func TestGenericEphemeralVolume(t *testing.T) {
 	}
 	if c := f.node.takeCalls(); c != "stage eph-1, publish eph-1" {
 		t.Errorf("calls %q", c)
+	}
+}
+
+func TestCSIVolumeStats(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	f.csi.drivers["hostpath.csi"].Stats = true
+	if _, err := f.m.MountPod(ctx, f.claimPod("uid-a", "vol-1")); err != nil {
+		t.Fatal(err)
+	}
+	f.node.takeCalls()
+	got, err := f.m.CSIVolumeStats(ctx, "uid-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By the pod's name for the volume, not the PersistentVolume's.
+	if st, ok := got["vol"]; !ok || st.Capacity != 100 || st.Used != 30 || st.Available != 70 || st.Inodes != 10 || st.InodesAvailable != 9 {
+		t.Errorf("stats %+v", got)
+	}
+	req := f.node.last["stats"].(*csispec.NodeGetVolumeStatsRequest)
+	if !strings.HasSuffix(req.VolumePath, "/kubernetes.io~csi/pv-1/mount") || !strings.HasSuffix(req.StagingTargetPath, "/globalmount") {
+		t.Errorf("stats request %+v", req)
+	}
+	// A driver without GET_VOLUME_STATS is not asked.
+	f.csi.drivers["hostpath.csi"].Stats = false
+	if got, _ := f.m.CSIVolumeStats(ctx, "uid-a"); len(got) != 0 || f.node.takeCalls() != "stats vol-1" {
+		t.Errorf("a driver without stats: %v", got)
 	}
 }

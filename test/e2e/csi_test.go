@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent/kubelet/test/csidriver"
@@ -239,6 +241,28 @@ func TestCSIVolumes(t *testing.T) {
 			t.Errorf("the second pod reads %q", out)
 		}
 		waitCSIMounts(t, n, 2, 1)
+
+		// The driver's NodeGetVolumeStats in /stats/summary and as upstream's kubelet_volume_stats_*.
+		eventually(t, 40*time.Second, "the reader's CSI volume in /stats/summary", func() error {
+			var sum statsapi.Summary
+			if err := json.Unmarshal(n.raw(t, "stats/summary"), &sum); err != nil {
+				return err
+			}
+			for _, p := range sum.Pods {
+				for _, v := range p.VolumeStats {
+					if p.PodRef.Name == "reader" && v.Name == "data" {
+						if v.PVCRef == nil || v.PVCRef.Name != claim || v.CapacityBytes == nil || *v.CapacityBytes == 0 || v.UsedBytes == nil {
+							return fmt.Errorf("volume stats %+v", v)
+						}
+						return nil
+					}
+				}
+			}
+			return fmt.Errorf("no stats of the reader's volume")
+		})
+		if m := string(n.raw(t, "metrics")); !strings.Contains(m, `kubelet_volume_stats_capacity_bytes{namespace="default",persistentvolumeclaim="`+claim+`"}`) {
+			t.Errorf("/metrics lacks the claim's kubelet_volume_stats_capacity_bytes")
+		}
 		n.deletePodAndWait(t, "writer")
 		waitCSIMounts(t, n, 1, 1)
 
@@ -250,9 +274,13 @@ func TestCSIVolumes(t *testing.T) {
 		if a, b := after.Status.ContainerStatuses[0], before.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || a.RestartCount != 0 {
 			t.Errorf("the reader's container changed across the restart: %s -> %s", b.ContainerID, a.ContainerID)
 		}
-		if out, err := n.exec("reader", "main", "cat", "/data/file"); err != nil || out != "hello\n" {
-			t.Errorf("the volume in the running pod after the restart: %q, %v", out, err)
-		}
+		// (Through the API server, which reaches the restarted kubelet once its Node names its new port.)
+		eventually(t, 30*time.Second, "the volume in the running pod after the restart", func() error {
+			if out, err := n.exec("reader", "main", "cat", "/data/file"); err != nil || out != "hello\n" {
+				return fmt.Errorf("%q, %v", out, err)
+			}
+			return nil
+		})
 		waitCSIMounts(t, n, 1, 1)
 
 		// The last pod gone: unpublished and unstaged.

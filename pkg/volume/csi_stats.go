@@ -1,0 +1,75 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	csispec "github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// VolumeStats is a volume's filesystem as its CSI driver reports it (NodeGetVolumeStats).
+type VolumeStats struct {
+	Used, Capacity, Available           int64
+	Inodes, InodesUsed, InodesAvailable int64
+}
+
+// csiStatsTimeout bounds one NodeGetVolumeStats call: stats are gathered for every volume each minute, and a
+// slow driver must not hold the gathering.
+const csiStatsTimeout = 10 * time.Second
+
+// CSIVolumeStats asks the drivers of the pod's published CSI volumes that offer GET_VOLUME_STATS for their
+// usage, by the pod's volume name. A volume whose driver is not registered, does not offer stats or fails is
+// left out (the error joins the failures).
+func (m *Manager) CSIVolumeStats(ctx context.Context, uid types.UID) (map[string]VolumeStats, error) {
+	base := filepath.Join(m.PodDir(uid), "volumes", pluginCSI)
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]VolumeStats{}
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(base, e.Name())
+		data, err := readVolData(filepath.Join(dir, volDataFile))
+		if err != nil || data.PodVolume == "" {
+			continue
+		}
+		target := filepath.Join(dir, "mount")
+		if !m.cfg.Mounter.IsMountPoint(target) {
+			continue
+		}
+		drv, err := m.driver(data.DriverName)
+		if err != nil || !drv.Stats {
+			continue
+		}
+		req := &csispec.NodeGetVolumeStatsRequest{VolumeId: data.VolumeHandle, VolumePath: target}
+		if drv.StageUnstage && data.LifecycleMode != "Ephemeral" {
+			req.StagingTargetPath = filepath.Join(m.stagingDir(data.DriverName, data.VolumeHandle), "globalmount")
+		}
+		cctx, cancel := context.WithTimeout(ctx, csiStatsTimeout)
+		resp, err := drv.Node.NodeGetVolumeStats(cctx, req)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var st VolumeStats
+		for _, u := range resp.GetUsage() {
+			switch u.GetUnit() {
+			case csispec.VolumeUsage_BYTES:
+				st.Used, st.Capacity, st.Available = u.GetUsed(), u.GetTotal(), u.GetAvailable()
+			case csispec.VolumeUsage_INODES:
+				st.InodesUsed, st.Inodes, st.InodesAvailable = u.GetUsed(), u.GetTotal(), u.GetAvailable()
+			}
+		}
+		out[data.PodVolume] = st
+	}
+	return out, errors.Join(errs...)
+}
