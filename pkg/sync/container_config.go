@@ -83,6 +83,11 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		Env: envs, Mounts: mounts, MessagePath: messagePath, GracePeriod: gracePeriodOf(pod, nil, nil),
 		Resources: k.containerResources(pod, c), SecurityContext: secCtx,
 	})
+	devices, err := blockDevices(c, env.volumes)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Devices = append(cfg.Devices, devices...)
 	if k.cfg.Devices != nil {
 		o, err := k.cfg.Devices.ContainerOptions(ctx, pod.UID, c.Name)
 		if err != nil {
@@ -91,6 +96,27 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		withDevices(cfg, o)
 	}
 	return cfg, nil
+}
+
+// blockDevices maps the container's volumeDevices (raw block volumes) to the devices the runtime adds at
+// their devicePath, read-write unless the volume is read-only, as upstream hands them to the runtime.
+func blockDevices(c *v1.Container, volumes map[string]volume.Mounted) ([]*runtimeapi.Device, error) {
+	var out []*runtimeapi.Device
+	for _, d := range c.VolumeDevices {
+		vol, ok := volumes[d.Name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: cannot find volume %q to add as a device to container %q", podspec.ErrConfigRef, d.Name, c.Name)
+		case !vol.Block:
+			return nil, fmt.Errorf("%w: volume %q has volumeMode Filesystem, but is specified in volumeDevices of container %q", podspec.ErrConfigRef, d.Name, c.Name)
+		}
+		perms := "mrw"
+		if vol.ReadOnly {
+			perms = "r"
+		}
+		out = append(out, &runtimeapi.Device{ContainerPath: d.DevicePath, HostPath: vol.Path, Permissions: perms})
+	}
+	return out, nil
 }
 
 // makeMounts maps the container's volume mounts to host paths, and adds the termination message file. It
@@ -102,6 +128,9 @@ func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		vol, ok := volumes[m.Name]
 		if !ok {
 			return nil, "", fmt.Errorf("%w: cannot find volume %q to mount into container %q", podspec.ErrConfigRef, m.Name, c.Name)
+		}
+		if vol.Block {
+			return nil, "", fmt.Errorf("%w: volume %q has volumeMode Block, but is specified in volumeMounts of container %q", podspec.ErrConfigRef, m.Name, c.Name)
 		}
 		host := vol.Path
 		if m.MountPropagation != nil && *m.MountPropagation == v1.MountPropagationBidirectional &&

@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/nodeagent/kubelet/pkg/devicemanager"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 func TestAtLeastHeld(t *testing.T) {
@@ -78,5 +80,29 @@ func TestWithDevices(t *testing.T) {
 	withDevices(cfg, nil) // a container without devices: unchanged
 	if len(cfg.Envs) != 3 {
 		t.Errorf("nil options changed the config")
+	}
+}
+
+func TestBlockDevices(t *testing.T) {
+	vols := map[string]volume.Mounted{
+		"raw": {Path: "/root/pods/u/volumes/kubernetes.io~csi/pv/dev", Block: true},
+		"ro":  {Path: "/root/pods/u/volumes/kubernetes.io~csi/pv2/dev", Block: true, ReadOnly: true},
+		"fs":  {Path: "/root/pods/u/volumes/kubernetes.io~csi/pv3/mount"},
+	}
+	got, err := blockDevices(&v1.Container{Name: "c", VolumeDevices: []v1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvda"}, {Name: "ro", DevicePath: "/dev/xvdb"}}}, vols)
+	if err != nil || len(got) != 2 || got[0].HostPath != vols["raw"].Path || got[0].ContainerPath != "/dev/xvda" || got[0].Permissions != "mrw" ||
+		got[1].Permissions != "r" {
+		t.Errorf("devices %v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		dev  v1.VolumeDevice
+		want string
+	}{
+		{v1.VolumeDevice{Name: "fs", DevicePath: "/dev/x"}, `volume "fs" has volumeMode Filesystem, but is specified in volumeDevices`},
+		{v1.VolumeDevice{Name: "nope", DevicePath: "/dev/x"}, `cannot find volume "nope"`},
+	} {
+		if _, err := blockDevices(&v1.Container{Name: "c", VolumeDevices: []v1.VolumeDevice{tc.dev}}, vols); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.dev.Name, err, tc.want)
+		}
 	}
 }

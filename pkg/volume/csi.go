@@ -52,6 +52,17 @@ type volData struct {
 	LifecycleMode string `json:"volumeLifecycleMode,omitempty"`
 	// PodVolume is the pod's name for the volume (not upstream's: its stats are reported under it).
 	PodVolume string `json:"podVolume,omitempty"`
+	// Block is a raw block volume, published to the file "dev" beside the record instead of the directory
+	// "mount" (not upstream's layout, which keeps block volumes under volumeDevices).
+	Block bool `json:"block,omitempty"`
+}
+
+// target is where the volume is published: the directory "mount", or for a block volume the file "dev".
+func (d volData) target(dir string) string {
+	if d.Block {
+		return filepath.Join(dir, "dev")
+	}
+	return filepath.Join(dir, "mount")
 }
 
 func readVolData(path string) (volData, error) {
@@ -118,9 +129,9 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 		return Mounted{}, fmt.Errorf("the csi volume of driver %s has no volume handle", v.driver)
 	}
 	dir := m.volumeDir(pod.UID, pluginCSI, v.specName)
-	target := filepath.Join(dir, "mount")
+	target := volData{Block: v.block}.target(dir)
 	if m.cfg.Mounter.IsMountPoint(target) {
-		return Mounted{Path: target, ReadOnly: v.readOnly}, nil
+		return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
 	}
 	if m.cfg.CSI == nil {
 		return Mounted{}, &csi.NotRegisteredError{Name: v.driver}
@@ -138,7 +149,7 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 	}
 	node := m.cfg.Node().Name
 	data := volData{SpecVolID: v.specName, VolumeHandle: v.handle, DriverName: v.driver, NodeName: node,
-		LifecycleMode: string(storagev1.VolumeLifecyclePersistent), PodVolume: v.podVolume}
+		LifecycleMode: string(storagev1.VolumeLifecyclePersistent), PodVolume: v.podVolume, Block: v.block}
 	var publishContext map[string]string
 	if v.ephemeral {
 		data.LifecycleMode = string(storagev1.VolumeLifecycleEphemeral)
@@ -186,13 +197,13 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 		Secrets: publishSecrets, VolumeContext: volumeContext}); err != nil {
 		return Mounted{}, err
 	}
-	if g := podFSGroup(pod); g != nil && !v.readOnly && v.appliesFSGroup(obj) {
+	if g := podFSGroup(pod); g != nil && !v.readOnly && !v.block && v.appliesFSGroup(obj) {
 		if err := chownTree(target, *g); err != nil {
 			return Mounted{}, fmt.Errorf("apply fsGroup: %w", err)
 		}
 	}
 	klog.FromContext(ctx).V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "driver", v.driver, "volume", v.specName, "target", target)
-	return Mounted{Path: target, ReadOnly: v.readOnly}, nil
+	return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
 }
 
 // csiDriverObject reads the driver's CSIDriver; a driver without one gets upstream's defaults (nil).
@@ -282,7 +293,7 @@ func (m *Manager) tearDownCSI(ctx context.Context, uid types.UID) error {
 
 func (m *Manager) tearDownCSIVolume(ctx context.Context, dir string, data volData) error {
 	defer m.csiLocks.lock(data.DriverName + "/" + data.VolumeHandle)()
-	target := filepath.Join(dir, "mount")
+	target := data.target(dir)
 	drv, derr := m.driver(data.DriverName)
 	if m.cfg.Mounter.IsMountPoint(target) {
 		if derr != nil {

@@ -30,6 +30,8 @@ type csiVolume struct {
 	// publishSecret is read from its namespace; an inline volume's is in the pod's.
 	publishSecret *v1.SecretReference
 	ephemeral     bool
+	// block is a raw block volume (the PersistentVolume's volumeMode Block).
+	block bool
 }
 
 // csiFromPV is the volume a claim's PersistentVolume with a csi source gives the pod.
@@ -41,6 +43,7 @@ func csiFromPV(pv *v1.PersistentVolume, readOnly bool) csiVolume {
 	if len(pv.Spec.AccessModes) > 0 {
 		v.accessMode = pv.Spec.AccessModes[0]
 	}
+	v.block = pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock
 	return v
 }
 
@@ -91,10 +94,14 @@ func (v csiVolume) capability() *csispec.VolumeCapability {
 	case v1.ReadWriteOncePod:
 		mode = csispec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
 	}
-	return &csispec.VolumeCapability{
+	c := &csispec.VolumeCapability{
 		AccessType: &csispec.VolumeCapability_Mount{Mount: &csispec.VolumeCapability_MountVolume{FsType: v.fsType, MountFlags: v.mountOptions}},
 		AccessMode: &csispec.VolumeCapability_AccessMode{Mode: mode},
 	}
+	if v.block {
+		c.AccessType = &csispec.VolumeCapability_Block{Block: &csispec.VolumeCapability_BlockVolume{}}
+	}
+	return c
 }
 
 // volumeContext is the volume's attributes, with the pod's identity when the driver asks for it

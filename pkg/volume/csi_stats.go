@@ -41,7 +41,7 @@ func (m *Manager) CSIVolumeStats(ctx context.Context, uid types.UID) (map[string
 		if err != nil || data.PodVolume == "" {
 			continue
 		}
-		target := filepath.Join(dir, "mount")
+		target := data.target(dir)
 		if !m.cfg.Mounter.IsMountPoint(target) {
 			continue
 		}

@@ -410,3 +410,30 @@ func TestCSIVolumeStats(t *testing.T) {
 		t.Errorf("a driver without stats: %v", got)
 	}
 }
+
+func TestCSIBlockVolume(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	p := f.claimPod("uid-a", "blk-1")
+	block := v1.PersistentVolumeBlock
+	f.api.pvs["pv-1"].Spec.VolumeMode = &block
+	got, err := f.m.MountPod(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := filepath.Join(f.root, "pods", "uid-a", "volumes", pluginCSI, "pv-1", "dev")
+	if m := got["vol"]; m.Path != dev || !m.Block {
+		t.Errorf("mounted %+v, want the block device at %s", m, dev)
+	}
+	pub := f.node.last["publish"].(*csispec.NodePublishVolumeRequest)
+	if pub.VolumeCapability.GetBlock() == nil || pub.TargetPath != dev {
+		t.Errorf("publish request %+v, want block access to %s", pub, dev)
+	}
+	f.node.takeCalls()
+	if err := f.m.UnmountPod(ctx, "uid-a"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "unpublish blk-1, unstage blk-1" {
+		t.Errorf("teardown calls %q", c)
+	}
+}

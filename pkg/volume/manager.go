@@ -71,6 +71,9 @@ type NodeInfo struct {
 type Mounted struct {
 	Path     string
 	ReadOnly bool
+	// Block says Path is a block device (a raw block volume, volumeMode Block): containers get it through
+	// volumeDevices, as a device, never through volumeMounts.
+	Block bool
 }
 
 // Manager sets up the volumes of the pods the node runs, and tears them down. A pod's volumes are set up
@@ -189,6 +192,11 @@ func validateVolumes(pod *v1.Pod) error {
 			for _, vm := range c.VolumeMounts {
 				if !names[vm.Name] {
 					return fmt.Errorf("container %q mounts volume %q, which pod %s/%s does not have", c.Name, vm.Name, pod.Namespace, pod.Name)
+				}
+			}
+			for _, vd := range c.VolumeDevices {
+				if !names[vd.Name] {
+					return fmt.Errorf("container %q has volume %q as a device, which pod %s/%s does not have", c.Name, vd.Name, pod.Namespace, pod.Name)
 				}
 			}
 		}

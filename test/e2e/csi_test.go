@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	csispec "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -470,5 +473,88 @@ func TestCSIAttachRequired(t *testing.T) {
 			return fmt.Errorf("%d attachments, %v", len(list.Items), err)
 		}
 		return nil
+	})
+}
+
+// A raw block volume of the test driver (created through its controller service, as external-provisioner
+// would, an image file on a loop device), on both runtimes: a pod writes to the device at its devicePath,
+// a second pod reads what the first wrote, and after the pods the device is unpublished and unstaged (the
+// loop device detached).
+func TestCSIBlockVolume(t *testing.T) {
+	parallel(t)
+	forEachRuntime(t, func(t *testing.T, n *node) {
+		ctx := context.Background()
+		deployCSIDriver(t, n, csiDriverName, false)
+		conn, err := grpc.NewClient("unix://"+filepath.Join(n.dir, "root", "plugins", csiDriverName, "csi.sock"),
+			grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		blockCap := &csispec.VolumeCapability{AccessType: &csispec.VolumeCapability_Block{Block: &csispec.VolumeCapability_BlockVolume{}},
+			AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		created, err := csispec.NewControllerClient(conn).CreateVolume(cctx, &csispec.CreateVolumeRequest{Name: "blk-1",
+			CapacityRange: &csispec.CapacityRange{RequiredBytes: 16 << 20}, VolumeCapabilities: []*csispec.VolumeCapability{blockCap}})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		block := v1.PersistentVolumeBlock
+		size := resource.MustParse("16Mi")
+		class := "csi-block"
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "blk-pv"}, Spec: v1.PersistentVolumeSpec{
+			Capacity: v1.ResourceList{v1.ResourceStorage: size}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class, VolumeMode: &block,
+			ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "blk"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: csiDriverName,
+				VolumeHandle: created.Volume.VolumeId}}}}
+		if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.client.CoreV1().PersistentVolumeClaims("default").Create(ctx, &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "blk"}, Spec: v1.PersistentVolumeClaimSpec{AccessModes: pv.Spec.AccessModes,
+				StorageClassName: &class, VolumeName: pv.Name, VolumeMode: &block,
+				Resources: v1.VolumeResourceRequirements{Requests: pv.Spec.Capacity}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		devicePod := func(name, script string) *v1.Pod {
+			p := busyboxPod(name, "sh", "-c", script)
+			p.Spec.Volumes = []v1.Volume{{Name: "raw", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "blk"}}}}
+			p.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvda"}}
+			return p
+		}
+		n.createPod(devicePod("blk-writer", "test -b /dev/xvda || exit 1; printf blockdata > /dev/xvda && sync && exec sleep 3600"))
+		w := n.waitPod("blk-writer", 60*time.Second, "the pod writing to the block device ready", ready)
+		if rc := w.Status.ContainerStatuses[0].RestartCount; rc != 0 {
+			t.Errorf("the writer restarted %d times (no block device, or the write failed)", rc)
+		}
+		n.deletePodAndWait(t, "blk-writer")
+		n.createPod(devicePod("blk-reader", `test "$(head -c 9 /dev/xvda)" = blockdata || exit 1; exec sleep 3600`))
+		r := n.waitPod("blk-reader", 60*time.Second, "the pod reading the block device ready", ready)
+		if rc := r.Status.ContainerStatuses[0].RestartCount; rc != 0 {
+			t.Errorf("the reader restarted %d times (it did not read what the writer wrote)", rc)
+		}
+		// The loop device backing the volume (its image file, named as the driver's container saw it).
+		loopDevice := func() string {
+			files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+			for _, f := range files {
+				if b, err := os.ReadFile(f); err == nil && strings.HasSuffix(strings.TrimSpace(string(b)), "/"+created.Volume.VolumeId+".img") {
+					return filepath.Base(filepath.Dir(filepath.Dir(f)))
+				}
+			}
+			return ""
+		}
+		if loopDevice() == "" {
+			t.Error("no loop device backs the volume while a pod uses it")
+		}
+		n.deletePodAndWait(t, "blk-reader")
+		waitCSIMounts(t, n, 0, 0)
+		eventually(t, 30*time.Second, "the volume's loop device detached", func() error {
+			if d := loopDevice(); d != "" {
+				return fmt.Errorf("%s still backs the volume", d)
+			}
+			return nil
+		})
 	})
 }

@@ -246,6 +246,27 @@ func validateContainer(c *corev1.Container, p *field.Path, names, vols sets.Set[
 			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
 		}
 	}
+	mounted := sets.New[string]()
+	for _, m := range c.VolumeMounts {
+		mounted.Insert(m.Name)
+	}
+	devicePaths := sets.New[string]()
+	for i, d := range c.VolumeDevices {
+		dp := p.Child("volumeDevices").Index(i)
+		switch {
+		case !vols.Has(d.Name):
+			errs = append(errs, field.NotFound(dp.Child("name"), d.Name))
+		case mounted.Has(d.Name):
+			errs = append(errs, field.Invalid(dp.Child("name"), d.Name, "can not specify both volumeMounts and volumeDevices for the same volume"))
+		}
+		switch {
+		case d.DevicePath == "":
+			errs = append(errs, field.Required(dp.Child("devicePath"), ""))
+		case devicePaths.Has(d.DevicePath):
+			errs = append(errs, field.Invalid(dp.Child("devicePath"), d.DevicePath, "must be unique"))
+		}
+		devicePaths.Insert(d.DevicePath)
+	}
 	for name, req := range c.Resources.Requests {
 		if req.Sign() < 0 {
 			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(), "must be greater than or equal to 0"))
