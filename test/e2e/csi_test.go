@@ -300,6 +300,44 @@ func TestCSIVolumes(t *testing.T) {
 		n.deletePodAndWait(t, "inline")
 		waitCSIMounts(t, n, 0, 0)
 
+		// A generic ephemeral volume: the ephemeral volume controller makes the claim <pod>-<volume> owned by
+		// the pod, it binds to a volume of the driver (made ready for it here), the pod runs with it, and the
+		// claim goes with the pod.
+		if _, err := n.client.CoreV1().PersistentVolumes().Create(context.Background(), &v1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "generic-pv"}, Spec: v1.PersistentVolumeSpec{
+				Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: "csi-static",
+				ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "generic-scratch"},
+				PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: csiDriverName, VolumeHandle: "generic-1"}}}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		generic := busyboxPod("generic", "sh", "-c", "echo generic > /scratch/f && exec sleep 3600")
+		staticClass := "csi-static"
+		generic.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
+				AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &staticClass,
+				Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}}
+		generic.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+		n.createPod(generic)
+		gp := n.waitPod("generic", 60*time.Second, "the pod with a generic ephemeral volume ready", ready)
+		if c, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "generic-scratch", metav1.GetOptions{}); err != nil ||
+			!metav1.IsControlledBy(c, gp) {
+			t.Errorf("the generic ephemeral volume's claim: %v (owned by the pod: %v)", err, err == nil && metav1.IsControlledBy(c, gp))
+		}
+		if b, err := os.ReadFile(filepath.Join(state, "generic-1", "f")); err != nil || string(b) != "generic\n" {
+			t.Errorf("the generic ephemeral volume's data: %q, %v", b, err)
+		}
+		n.deletePodAndWait(t, "generic")
+		waitCSIMounts(t, n, 0, 0)
+		eventually(t, 30*time.Second, "the claim deleted with its pod", func() error {
+			_, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "generic-scratch", metav1.GetOptions{})
+			if err == nil {
+				return fmt.Errorf("the claim is still there")
+			}
+			return nil
+		})
+
 		// A volume of a driver that never registered: the pod waits, with upstream's message.
 		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "missing-pv"}, Spec: v1.PersistentVolumeSpec{
 			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
