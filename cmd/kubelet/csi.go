@@ -7,6 +7,7 @@ import (
 
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
@@ -40,4 +41,9 @@ func (a volumeAPI) CSIDriver(ctx context.Context, name string) (*storagev1.CSIDr
 
 func (a volumeAPI) VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error) {
 	return a.c.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a volumeAPI) PatchClaimStatus(ctx context.Context, ns, name string, patch []byte) error {
+	_, err := a.c.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }

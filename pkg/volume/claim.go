@@ -70,7 +70,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (
 		return Mounted{Path: target, ReadOnly: readOnly}, nil
 	case pv.Spec.CSI != nil:
 		v := csiFromPV(pv, readOnly)
-		v.podVolume = vol.Name
+		v.podVolume, v.claim, v.pv = vol.Name, pvc, pv
 		return m.setUpCSI(ctx, pod, v)
 	}
 	return Mounted{}, fmt.Errorf("persistentvolume %q is of type %s, which this node cannot mount (it mounts hostPath, local and csi volumes)", pv.Name, pvType(pv))

@@ -34,6 +34,12 @@ type CSIDrivers interface {
 	Driver(name string) (*csi.Driver, error)
 }
 
+// ClaimStatus records a claim's status (a merge patch of its status subresource): the node's side of a
+// volume expansion.
+type ClaimStatus interface {
+	PatchClaimStatus(ctx context.Context, namespace, name string, patch []byte) error
+}
+
 // CSIAPI reads what CSI volumes need of the API: the driver's CSIDriver and the volume's attachment.
 type CSIAPI interface {
 	CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error)
@@ -113,6 +119,11 @@ func (k *keyedLocks) lock(key string) func() {
 	return l.Unlock
 }
 
+// stagingPath is where the volume of data is staged (its global directory's globalmount).
+func (m *Manager) stagingPath(data volData) string {
+	return filepath.Join(m.stagingDir(data.DriverName, data.VolumeHandle), "globalmount")
+}
+
 // stagingDir is upstream's global directory of a volume: <root>/plugins/kubernetes.io/csi/<driver>/<sha256
 // of the handle>, holding vol_data.json and the globalmount the driver stages to.
 func (m *Manager) stagingDir(driver, handle string) string {
@@ -131,6 +142,13 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 	dir := m.volumeDir(pod.UID, pluginCSI, v.specName)
 	target := volData{Block: v.block}.target(dir)
 	if m.cfg.Mounter.IsMountPoint(target) {
+		if size, ok := needsNodeExpansion(v.claim, v.pv); ok {
+			// An expansion failure is retried at the next sync; the pod keeps its volume meanwhile, and the
+			// claim's status says where the resize stands.
+			if err := m.expandCSI(ctx, v, volData{VolumeHandle: v.handle, DriverName: v.driver}, target, size); err != nil {
+				klog.FromContext(ctx).Error(err, "Volume expansion on the node failed", "pod", klog.KObj(pod), "volume", v.podVolume)
+			}
+		}
 		return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
 	}
 	if m.cfg.CSI == nil {

@@ -32,6 +32,10 @@ type csiVolume struct {
 	ephemeral     bool
 	// block is a raw block volume (the PersistentVolume's volumeMode Block).
 	block bool
+	// claim and pv are the claim and volume a persistent volume comes from (nil for inline volumes): the
+	// node's side of an expansion reads them.
+	claim *v1.PersistentVolumeClaim
+	pv    *v1.PersistentVolume
 }
 
 // csiFromPV is the volume a claim's PersistentVolume with a csi source gives the pod.

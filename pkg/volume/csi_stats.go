@@ -51,7 +51,7 @@ func (m *Manager) CSIVolumeStats(ctx context.Context, uid types.UID) (map[string
 		}
 		req := &csispec.NodeGetVolumeStatsRequest{VolumeId: data.VolumeHandle, VolumePath: target}
 		if drv.StageUnstage && data.LifecycleMode != "Ephemeral" {
-			req.StagingTargetPath = filepath.Join(m.stagingDir(data.DriverName, data.VolumeHandle), "globalmount")
+			req.StagingTargetPath = m.stagingPath(data)
 		}
 		cctx, cancel := context.WithTimeout(ctx, csiStatsTimeout)
 		resp, err := drv.Node.NodeGetVolumeStats(cctx, req)

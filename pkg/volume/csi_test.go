@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -82,6 +83,23 @@ func (n *fakeCSINode) NodeGetVolumeStats(_ context.Context, r *csispec.NodeGetVo
 	return &csispec.NodeGetVolumeStatsResponse{Usage: []*csispec.VolumeUsage{
 		{Unit: csispec.VolumeUsage_BYTES, Total: 100, Used: 30, Available: 70},
 		{Unit: csispec.VolumeUsage_INODES, Total: 10, Used: 1, Available: 9}}}, nil
+}
+
+func (n *fakeCSINode) NodeExpandVolume(_ context.Context, r *csispec.NodeExpandVolumeRequest, _ ...grpc.CallOption) (*csispec.NodeExpandVolumeResponse, error) {
+	if err := n.record(fmt.Sprintf("expand %s %d", r.VolumeId, r.CapacityRange.GetRequiredBytes()), r); err != nil {
+		return nil, err
+	}
+	return &csispec.NodeExpandVolumeResponse{CapacityBytes: r.CapacityRange.GetRequiredBytes()}, nil
+}
+
+// fakeClaimStatus records the status patches of claims.
+type fakeClaimStatus struct {
+	patches []string
+}
+
+func (f *fakeClaimStatus) PatchClaimStatus(_ context.Context, ns, name string, patch []byte) error {
+	f.patches = append(f.patches, ns+"/"+name+" "+string(patch))
+	return nil
 }
 
 func (n *fakeCSINode) takeCalls() string {
@@ -435,5 +453,39 @@ func TestCSIBlockVolume(t *testing.T) {
 	}
 	if c := f.node.takeCalls(); c != "unpublish blk-1, unstage blk-1" {
 		t.Errorf("teardown calls %q", c)
+	}
+}
+
+func TestCSINodeExpansion(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	claims := &fakeClaimStatus{}
+	f.m.cfg.ClaimStatus = claims
+	f.csi.drivers["hostpath.csi"].Expand = true
+	p := f.claimPod("uid-a", "vol-1")
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	f.node.takeCalls()
+	// Not pending on the node: nothing happens at the next sync.
+	if _, err := f.m.MountPod(ctx, p); err != nil || f.node.takeCalls() != "" || len(claims.patches) != 0 {
+		t.Fatalf("a sync without a pending expansion: %v %v", err, claims.patches)
+	}
+	// The controller expanded the volume to 2Gi and left the rest to the node.
+	f.api.pvs["pv-1"].Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("2Gi")}
+	f.api.claims["data"].Status.AllocatedResourceStatuses = map[v1.ResourceName]v1.ClaimResourceStatus{
+		v1.ResourceStorage: v1.PersistentVolumeClaimNodeResizePending}
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != fmt.Sprintf("expand vol-1 %d", 2<<30) {
+		t.Errorf("calls %q", c)
+	}
+	want := []string{
+		`ns/data {"status":{"allocatedResourceStatuses":{"storage":"NodeResizeInProgress"}}}`,
+		`ns/data {"status":{"allocatedResourceStatuses":{"storage":null},"capacity":{"storage":"2Gi"},"conditions":null}}`,
+	}
+	if fmt.Sprint(claims.patches) != fmt.Sprint(want) {
+		t.Errorf("claim status patches\n%s\nwant\n%s", strings.Join(claims.patches, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -53,6 +53,8 @@ type Config struct {
 	// VolumeAttachments; nil: csi volumes wait for a driver that never registers.
 	CSI    CSIDrivers
 	CSIAPI CSIAPI
+	// ClaimStatus records claims' status after the node's part of a volume expansion; nil: expansions wait.
+	ClaimStatus ClaimStatus
 	// Reuse is how long a configMap or secret read for a pod's volume serves the later syncs of the pods of
 	// its namespace before it is read again (0: every sync reads it). The kubelet uses half its sync period: a
 	// change reaches running pods within the sync period, and a burst of starting pods, each synced several

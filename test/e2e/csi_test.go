@@ -596,3 +596,70 @@ func TestCSIBlockVolume(t *testing.T) {
 		})
 	})
 }
+
+// An online expansion of a volume in use: the test plays external-resizer's part (ControllerExpandVolume on
+// the driver, the PersistentVolume's new capacity, the claim's resize status NodeResizePending); the kubelet
+// finishes it on the node (NodeExpandVolume) at the pod's next sync and records the claim's new capacity,
+// the pod running on.
+func TestCSIExpansion(t *testing.T) {
+	parallel(t)
+	n := startNode(t, "--sync-frequency", "5s") // a running pod's volumes are looked at again each sync period
+	ctx := context.Background()
+	deployCSIDriver(t, n, csiDriverName, false)
+	conn, err := grpc.NewClient("unix://"+filepath.Join(n.dir, "root", "plugins", csiDriverName, "csi.sock"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	controller := csispec.NewControllerClient(conn)
+	mountCap := &csispec.VolumeCapability{AccessType: &csispec.VolumeCapability_Mount{Mount: &csispec.VolumeCapability_MountVolume{}},
+		AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	created, err := controller.CreateVolume(cctx, &csispec.CreateVolumeRequest{Name: "exp-1",
+		CapacityRange: &csispec.CapacityRange{RequiredBytes: 16 << 20}, VolumeCapabilities: []*csispec.VolumeCapability{mountCap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := n.createCSIClaim(t, "grow", created.Volume.VolumeId, csiDriverName)
+	n.createPod(claimPod("grower", claim, "exec sleep 3600"))
+	before := n.waitPod("grower", 60*time.Second, "the pod using the volume ready", ready)
+
+	resp, err := controller.ControllerExpandVolume(cctx, &csispec.ControllerExpandVolumeRequest{VolumeId: created.Volume.VolumeId,
+		CapacityRange: &csispec.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: mountCap})
+	if err != nil || !resp.NodeExpansionRequired {
+		t.Fatalf("ControllerExpandVolume: %+v, %v", resp, err)
+	}
+	pv, err := n.client.CoreV1().PersistentVolumes().Get(ctx, claim+"-pv", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.Spec.Capacity[v1.ResourceStorage] = resource.MustParse("2Gi")
+	if _, err := n.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status.AllocatedResources = v1.ResourceList{v1.ResourceStorage: resource.MustParse("2Gi")}
+	pvc.Status.AllocatedResourceStatuses = map[v1.ResourceName]v1.ClaimResourceStatus{v1.ResourceStorage: v1.PersistentVolumeClaimNodeResizePending}
+	if _, err := n.client.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the claim's new capacity recorded by the node", func() error {
+		pvc, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c := pvc.Status.Capacity[v1.ResourceStorage]; c.Cmp(resource.MustParse("2Gi")) != 0 || len(pvc.Status.AllocatedResourceStatuses) != 0 {
+			return fmt.Errorf("capacity %s, resize status %v", c.String(), pvc.Status.AllocatedResourceStatuses)
+		}
+		return nil
+	})
+	after := n.waitPod("grower", 10*time.Second, "the pod still ready", ready)
+	if a, b := after.Status.ContainerStatuses[0], before.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || a.RestartCount != 0 {
+		t.Errorf("the container changed across the expansion: %s -> %s", b.ContainerID, a.ContainerID)
+	}
+}
