@@ -141,7 +141,8 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 	}
 	dir := m.volumeDir(pod.UID, pluginCSI, v.specName)
 	target := volData{Block: v.block}.target(dir)
-	if m.cfg.Mounter.IsMountPoint(target) {
+	published := m.cfg.Mounter.IsMountPoint(target)
+	if published {
 		if size, ok := needsNodeExpansion(v.claim, v.pv); ok {
 			// An expansion failure is retried at the next sync; the pod keeps its volume meanwhile, and the
 			// claim's status says where the resize stands.
@@ -149,21 +150,44 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 				klog.FromContext(ctx).Error(err, "Volume expansion on the node failed", "pod", klog.KObj(pod), "volume", v.podVolume)
 			}
 		}
+		if !m.republishes(ctx, v.driver) {
+			return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
+		}
+		// The CSIDriver asks for requiresRepublish: NodePublishVolume again at every sync (with fresh
+		// service account tokens), as upstream's remount does; a failure leaves the volume as it is.
+		if err := m.publishCSI(ctx, pod, v, dir, target, true); err != nil {
+			klog.FromContext(ctx).Error(err, "Republishing a CSI volume failed", "pod", klog.KObj(pod), "volume", v.podVolume)
+		}
 		return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
 	}
+	if err := m.publishCSI(ctx, pod, v, dir, target, false); err != nil {
+		return Mounted{}, err
+	}
+	klog.FromContext(ctx).V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "driver", v.driver, "volume", v.specName, "target", target)
+	return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
+}
+
+// republishes says whether the driver's CSIDriver asks for requiresRepublish.
+func (m *Manager) republishes(ctx context.Context, driver string) bool {
+	obj, err := m.csiDriverObject(ctx, driver)
+	return err == nil && obj != nil && obj.Spec.RequiresRepublish != nil && *obj.Spec.RequiresRepublish
+}
+
+// publishCSI stages (unless republishing) and publishes the volume to target, recording it first.
+func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir, target string, republish bool) error {
 	if m.cfg.CSI == nil {
-		return Mounted{}, &csi.NotRegisteredError{Name: v.driver}
+		return &csi.NotRegisteredError{Name: v.driver}
 	}
 	drv, err := m.cfg.CSI.Driver(v.driver)
 	if err != nil {
-		return Mounted{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %w", err)
+		return fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %w", err)
 	}
 	obj, err := m.csiDriverObject(ctx, v.driver)
 	if err != nil {
-		return Mounted{}, err
+		return err
 	}
 	if err := v.checkLifecycle(obj); err != nil {
-		return Mounted{}, err
+		return err
 	}
 	node := m.cfg.Node().Name
 	data := volData{SpecVolID: v.specName, VolumeHandle: v.handle, DriverName: v.driver, NodeName: node,
@@ -174,54 +198,69 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 	} else if attachRequired(obj) {
 		data.AttachmentID = attachmentName(v.handle, v.driver, node)
 		if publishContext, err = m.attached(ctx, data.AttachmentID, v); err != nil {
-			return Mounted{}, err
+			return err
 		}
 	}
 	stageSecrets, err := m.csiSecrets(ctx, v.stageSecret)
 	if err != nil {
-		return Mounted{}, err
+		return err
 	}
 	publishSecrets, err := m.csiSecrets(ctx, v.publishSecret)
 	if err != nil {
-		return Mounted{}, err
+		return err
+	}
+	volumeContext := v.volumeContext(pod, obj)
+	if tokens, err := m.csiTokens(ctx, pod, obj); err != nil {
+		return err
+	} else if tokens != "" {
+		// Upstream's CSIServiceAccountTokenSecrets: in the secrets when the CSIDriver asks, else in the
+		// volume context.
+		if obj.Spec.ServiceAccountTokenInSecrets != nil && *obj.Spec.ServiceAccountTokenInSecrets {
+			publishSecrets = withKey(publishSecrets, csiTokensKey, tokens)
+		} else {
+			volumeContext = withKey(volumeContext, csiTokensKey, tokens)
+		}
 	}
 
 	defer m.csiLocks.lock(v.driver + "/" + v.handle)()
 	// The record comes first: a kubelet killed after it finds, after its restart, what to unpublish and
 	// unstage, whatever the driver had done by then.
-	if err := writeVolData(filepath.Join(dir, volDataFile), data); err != nil {
-		return Mounted{}, fmt.Errorf("record csi volume: %w", err)
+	if !republish {
+		if err := writeVolData(filepath.Join(dir, volDataFile), data); err != nil {
+			return fmt.Errorf("record csi volume: %w", err)
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, csiTimeout)
 	defer cancel()
-	volumeContext := v.volumeContext(pod, obj)
 	staging := ""
 	if drv.StageUnstage && !v.ephemeral {
 		sdir := m.stagingDir(v.driver, v.handle)
 		staging = filepath.Join(sdir, "globalmount")
-		if err := writeVolData(filepath.Join(sdir, volDataFile), volData{VolumeHandle: v.handle, DriverName: v.driver}); err != nil {
-			return Mounted{}, fmt.Errorf("record csi volume: %w", err)
-		}
-		if err := os.MkdirAll(staging, 0o750); err != nil {
-			return Mounted{}, err
-		}
-		if _, err := drv.Node.NodeStageVolume(cctx, &csispec.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
-			StagingTargetPath: staging, VolumeCapability: v.capability(), Secrets: stageSecrets, VolumeContext: volumeContext}); err != nil {
-			return Mounted{}, fmt.Errorf("MountVolume.MountDevice failed: %w", err)
+		if !republish {
+			if err := writeVolData(filepath.Join(sdir, volDataFile), volData{VolumeHandle: v.handle, DriverName: v.driver}); err != nil {
+				return fmt.Errorf("record csi volume: %w", err)
+			}
+			if err := os.MkdirAll(staging, 0o750); err != nil {
+				return err
+			}
+			// The stage is the node's, shared by the pods: the volume's attributes, without a pod's identity.
+			if _, err := drv.Node.NodeStageVolume(cctx, &csispec.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
+				StagingTargetPath: staging, VolumeCapability: v.capability(), Secrets: stageSecrets, VolumeContext: v.attributes}); err != nil {
+				return fmt.Errorf("MountVolume.MountDevice failed: %w", err)
+			}
 		}
 	}
 	if _, err := drv.Node.NodePublishVolume(cctx, &csispec.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
 		StagingTargetPath: staging, TargetPath: target, VolumeCapability: v.capability(), Readonly: v.readOnly,
 		Secrets: publishSecrets, VolumeContext: volumeContext}); err != nil {
-		return Mounted{}, err
+		return err
 	}
-	if g := podFSGroup(pod); g != nil && !v.readOnly && !v.block && v.appliesFSGroup(obj) {
+	if g := podFSGroup(pod); g != nil && !republish && !v.readOnly && !v.block && v.appliesFSGroup(obj) {
 		if err := chownTree(target, *g); err != nil {
-			return Mounted{}, fmt.Errorf("apply fsGroup: %w", err)
+			return fmt.Errorf("apply fsGroup: %w", err)
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "driver", v.driver, "volume", v.specName, "target", target)
-	return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
+	return nil
 }
 
 // csiDriverObject reads the driver's CSIDriver; a driver without one gets upstream's defaults (nil).

@@ -489,3 +489,46 @@ func TestCSINodeExpansion(t *testing.T) {
 		t.Errorf("claim status patches\n%s\nwant\n%s", strings.Join(claims.patches, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestCSITokensAndRepublish(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	obj := f.csi.objects["hostpath.csi"]
+	obj.Name = "hostpath.csi"
+	obj.Spec.TokenRequests = []storagev1.TokenRequest{{Audience: "vault", ExpirationSeconds: ptr.To[int64](600)}}
+	obj.Spec.RequiresRepublish = ptr.To(true)
+	p := f.claimPod("uid-a", "vol-1")
+	p.Spec.ServiceAccountName = "app"
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	pub := f.node.last["publish"].(*csispec.NodePublishVolumeRequest)
+	var tokens map[string]struct {
+		Token      string `json:"token"`
+		Expiration string `json:"expirationTimestamp"`
+	}
+	if err := json.Unmarshal([]byte(pub.VolumeContext[csiTokensKey]), &tokens); err != nil || !strings.HasPrefix(tokens["vault"].Token, "ns/app/uid-a/vault/") ||
+		tokens["vault"].Expiration == "" {
+		t.Errorf("tokens in the volume context %q (%v)", pub.VolumeContext[csiTokensKey], err)
+	}
+	if stage := f.node.last["stage"].(*csispec.NodeStageVolumeRequest); stage.VolumeContext[csiTokensKey] != "" {
+		t.Error("the pod's tokens went to the node's stage")
+	}
+	f.node.takeCalls()
+	// requiresRepublish: published again at the next sync, not staged again.
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "publish vol-1" {
+		t.Errorf("a sync of a requiresRepublish volume: calls %q, want one publish", c)
+	}
+	// serviceAccountTokenInSecrets: the tokens go in the secrets instead.
+	obj.Spec.ServiceAccountTokenInSecrets = ptr.To(true)
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	pub = f.node.last["publish"].(*csispec.NodePublishVolumeRequest)
+	if pub.Secrets[csiTokensKey] == "" || pub.VolumeContext[csiTokensKey] != "" {
+		t.Errorf("tokens with serviceAccountTokenInSecrets: secrets %v, context %v", pub.Secrets, pub.VolumeContext)
+	}
+}

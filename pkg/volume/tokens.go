@@ -42,6 +42,16 @@ func newTokenCache(c clock.PassiveClock) *tokenCache {
 
 // token returns a token for the projection, from the cache or the API server.
 func (c *tokenCache) token(ctx context.Context, api API, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error) {
+	tr, err := c.request(ctx, api, pod, p)
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
+}
+
+// request returns the TokenRequest answered for the projection (its token and expiry), from the cache or
+// the API server. The result is shared: callers do not change it.
+func (c *tokenCache) request(ctx context.Context, api API, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (*authenticationv1.TokenRequest, error) {
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
@@ -58,7 +68,7 @@ func (c *tokenCache) token(ctx context.Context, api API, pod *v1.Pod, p *v1.Serv
 	if cached != nil {
 		expires := cached.Status.ExpirationTimestamp.Time
 		if !needsRefresh(expires.Add(-time.Duration(*cached.Spec.ExpirationSeconds)*time.Second), expires, now) {
-			return cached.Status.Token, nil
+			return cached, nil
 		}
 	}
 	var auds []string
@@ -72,9 +82,9 @@ func (c *tokenCache) token(ctx context.Context, api API, pod *v1.Pod, p *v1.Serv
 	got, err := api.ServiceAccountToken(ctx, pod.Namespace, sa, req)
 	if err != nil {
 		if cached != nil && now.Before(cached.Status.ExpirationTimestamp.Time) {
-			return cached.Status.Token, nil // renewal retried at the next sync; the token still works
+			return cached, nil // renewal retried at the next sync; the token still works
 		}
-		return "", fmt.Errorf("request a token of service account %s/%s: %w", pod.Namespace, sa, err)
+		return nil, fmt.Errorf("request a token of service account %s/%s: %w", pod.Namespace, sa, err)
 	}
 	if got.Spec.ExpirationSeconds == nil { // the lifetime the server granted, from its expiry
 		granted := int64(got.Status.ExpirationTimestamp.Sub(now) / time.Second)
@@ -86,7 +96,7 @@ func (c *tokenCache) token(ctx context.Context, api API, pod *v1.Pod, p *v1.Serv
 	}
 	c.byPod[pod.UID][key] = got
 	c.mu.Unlock()
-	return got.Status.Token, nil
+	return got, nil
 }
 
 func (c *tokenCache) forget(uid types.UID) {
