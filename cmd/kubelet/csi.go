@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,4 +48,21 @@ func (a volumeAPI) VolumeAttachment(ctx context.Context, name string) (*storagev
 func (a volumeAPI) PatchClaimStatus(ctx context.Context, ns, name string, patch []byte) error {
 	_, err := a.c.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
+}
+
+// reportedInUse says whether the node's status lists the volume in status.volumesInUse; when it does not,
+// it asks the node agent for a status update (which reads the volume manager's records) and says no, so that
+// the volume's set-up is tried again after it.
+func (p *nodeParts) reportedInUse(ctx context.Context, name v1.UniqueVolumeName) (bool, error) {
+	node, err := p.d.clients.pods.CoreV1().Nodes().Get(ctx, p.d.name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	if slices.Contains(node.Status.VolumesInUse, name) {
+		return true, nil
+	}
+	if a := p.agentReady.Load(); a != nil {
+		a.Resync()
+	}
+	return false, nil
 }

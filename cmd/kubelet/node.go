@@ -258,13 +258,14 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 	o, d := p.o, p.d
 	var err error
 	p.volumes, err = volume.New(volume.Config{
-		RootDir:     o.rootDir,
-		API:         volumeAPI{d.clients.pods},
-		CSI:         p.csi,
-		CSIAPI:      volumeAPI{d.clients.pods},
-		ClaimStatus: volumeAPI{d.clients.pods},
-		Node:        func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: p.agent.Allocatable()} },
-		Reuse:       o.syncFrequency / 2,
+		RootDir:       o.rootDir,
+		API:           volumeAPI{d.clients.pods},
+		CSI:           p.csi,
+		CSIAPI:        volumeAPI{d.clients.pods},
+		ClaimStatus:   volumeAPI{d.clients.pods},
+		ReportedInUse: p.reportedInUse,
+		Node:          func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: p.agent.Allocatable()} },
+		Reuse:         o.syncFrequency / 2,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/klog/v2"
 )
 
@@ -26,8 +27,8 @@ type Driver struct {
 	NodeID     string
 	MaxVolumes int64
 	Topology   map[string]string
-	// StageUnstage, Stats and Expand are the node capabilities the driver offers.
-	StageUnstage, Stats, Expand bool
+	// StageUnstage, Stats, Expand and SingleNodeMultiWriter are the node capabilities the driver offers.
+	StageUnstage, Stats, Expand, SingleNodeMultiWriter bool
 
 	conn *grpc.ClientConn
 }
@@ -47,12 +48,14 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	drivers map[string]*Driver
+	names   map[string]*sync.Mutex // lockName's
 }
 
 // NewRegistry returns a registry whose drivers' endpoints must lie below pluginDirs, recording them through
 // info (nil: nowhere, for a node without an API server).
 func NewRegistry(pluginDirs []string, info NodeInfo) *Registry {
-	return &Registry{pluginDirs: pluginDirs, info: info, timeout: 30 * time.Second, drivers: map[string]*Driver{}}
+	return &Registry{pluginDirs: pluginDirs, info: info, timeout: 30 * time.Second, drivers: map[string]*Driver{},
+		names: map[string]*sync.Mutex{}}
 }
 
 // NotRegisteredError is the error for a volume whose driver has not registered, in upstream's words.
@@ -98,12 +101,22 @@ func (r *Registry) ValidatePlugin(name, endpoint string, versions []string) erro
 	return nil
 }
 
-// RegisterPlugin asks the driver about itself and records it. A driver that registers again (its pod
-// restarted, or a second endpoint) replaces what was recorded, as upstream does.
+// RegisterPlugin asks the driver about itself and records it. While a driver of the name is registered, a
+// second registration is refused unless it offers a higher CSI version, as upstream refuses it: a socket
+// of another pod cannot take a driver's name (and its volumes' secrets) over. A driver whose pod restarts
+// removes or remakes its socket, which deregisters it first.
 func (r *Registry) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
+	defer r.lockName(name)()
 	v, err := highestVersion(versions)
 	if err != nil {
 		return err
+	}
+	r.mu.RLock()
+	old := r.drivers[name]
+	r.mu.RUnlock()
+	if old != nil && !versionLess(old.Version, v) {
+		return fmt.Errorf("CSI driver %s is already registered at %s with version %s; another registration needs a higher version",
+			name, old.Endpoint, old.Version)
 	}
 	d, err := dial(ctx, name, endpoint, r.timeout)
 	if err != nil {
@@ -117,15 +130,12 @@ func (r *Registry) RegisterPlugin(ctx context.Context, name, endpoint string, ve
 		}
 	}
 	r.mu.Lock()
-	old := r.drivers[name]
 	r.drivers[name] = d
 	r.mu.Unlock()
 	if old != nil {
-		if old.Endpoint != endpoint {
-			klog.FromContext(ctx).Info("CSI driver registered again with another endpoint; the new one serves", "driver", name,
-				"old", old.Endpoint, "new", endpoint)
-		}
-		old.conn.Close()
+		klog.FromContext(ctx).Info("CSI driver registered again with a higher version; the new registration serves", "driver", name,
+			"old", old.Endpoint+" "+old.Version, "new", endpoint+" "+v)
+		retire(old.conn)
 	}
 	return nil
 }
@@ -133,6 +143,7 @@ func (r *Registry) RegisterPlugin(ctx context.Context, name, endpoint string, ve
 // DeRegisterPlugin forgets the driver at endpoint (not a newer registration of the same name) and removes
 // it from the API.
 func (r *Registry) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
+	defer r.lockName(name)()
 	r.mu.Lock()
 	d, ok := r.drivers[name]
 	if !ok || d.Endpoint != endpoint {
@@ -141,12 +152,41 @@ func (r *Registry) DeRegisterPlugin(ctx context.Context, name, endpoint string) 
 	}
 	delete(r.drivers, name)
 	r.mu.Unlock()
-	d.conn.Close()
+	retire(d.conn)
 	if r.info != nil {
 		if err := r.info.RemoveDriver(ctx, name); err != nil {
 			klog.FromContext(ctx).Error(err, "Removing a CSI driver from the API", "driver", name)
 		}
 	}
+}
+
+// lockName serialises the registrations and deregistrations of one driver name, API calls included, so
+// that a late removal cannot undo a newer registration's CSINode entry.
+func (r *Registry) lockName(name string) func() {
+	r.mu.Lock()
+	l, ok := r.names[name]
+	if !ok {
+		l = &sync.Mutex{}
+		r.names[name] = l
+	}
+	r.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// connGrace is how long a replaced or deregistered driver's connection stays open: the calls in flight on it
+// (each bounded by the volume manager's 2-minute timeout) finish rather than fail.
+const connGrace = 3 * time.Minute
+
+func retire(conn *grpc.ClientConn) {
+	time.AfterFunc(connGrace, func() { _ = conn.Close() })
+}
+
+// versionLess says whether CSI version a is lower than b (both as highestVersion gives them).
+func versionLess(a, b string) bool {
+	va, errA := version.ParseGeneric(a)
+	vb, errB := version.ParseGeneric(b)
+	return errA == nil && errB == nil && va.LessThan(vb)
 }
 
 // dial connects to a driver and asks NodeGetInfo and NodeGetCapabilities.
@@ -189,6 +229,8 @@ func dial(ctx context.Context, name, endpoint string, timeout time.Duration) (*D
 			d.Stats = true
 		case csispec.NodeServiceCapability_RPC_EXPAND_VOLUME:
 			d.Expand = true
+		case csispec.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
+			d.SingleNodeMultiWriter = true
 		}
 	}
 	return d, nil

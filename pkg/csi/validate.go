@@ -60,12 +60,35 @@ func validateEndpoint(endpoint string, dirs []string) error {
 	if clean != p {
 		return fmt.Errorf("endpoint %q is not a clean path", endpoint)
 	}
+	if !below(clean, dirs) {
+		return fmt.Errorf("endpoint %q is outside the plugin directories %v", endpoint, dirs)
+	}
+	// A link below the plugin directories to a socket elsewhere is refused as well, when the socket exists
+	// (it does when a driver registers: it serves it first).
+	if real, err := filepath.EvalSymlinks(clean); err == nil && real != clean && !below(real, dirs) && !below(real, resolved(dirs)) {
+		return fmt.Errorf("endpoint %q leads to %s, outside the plugin directories %v", endpoint, real, dirs)
+	}
+	return nil
+}
+
+// resolved is dirs with their links followed (a root directory that is itself a link).
+func resolved(dirs []string) []string {
+	out := make([]string, 0, len(dirs))
 	for _, d := range dirs {
-		if strings.HasPrefix(clean, filepath.Clean(d)+string(filepath.Separator)) {
-			return nil
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			out = append(out, r)
 		}
 	}
-	return fmt.Errorf("endpoint %q is outside the plugin directories %v", endpoint, dirs)
+	return out
+}
+
+func below(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, filepath.Clean(d)+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedStrings(s []string) []string {

@@ -32,6 +32,9 @@ type Handler interface {
 // Timeouts of one registration: dialing the socket and each of its calls.
 const (
 	callTimeout = 10 * time.Second
+	// handlerTimeout bounds a handler's registration or deregistration (its calls to the plugin and the API
+	// server): a hung API server delays the watcher, it does not stop it.
+	handlerTimeout = time.Minute
 	// resync is how often the directory is read again without an event.
 	resync = 5 * time.Second
 	// retryMin and retryMax bound the wait before a failed registration is tried again (the plugin making
@@ -187,7 +190,9 @@ func (w *Watcher) sync(ctx context.Context, fsw *fsnotify.Watcher) {
 	w.mu.Unlock()
 	for _, r := range gone {
 		klog.FromContext(ctx).Info("Deregistering plugin", "type", r.Type, "name", r.Name, "socket", r.Socket)
-		r.handler.DeRegisterPlugin(ctx, r.Name, r.Endpoint)
+		hctx, cancel := context.WithTimeout(ctx, handlerTimeout)
+		r.handler.DeRegisterPlugin(hctx, r.Name, r.Endpoint)
+		cancel()
 	}
 	for _, p := range a.register {
 		go w.register(ctx, p, mods[p])
@@ -250,7 +255,10 @@ func (w *Watcher) handshake(ctx context.Context, p string) (*registration, error
 	if err := h.ValidatePlugin(r.Name, r.Endpoint, info.SupportedVersions); err != nil {
 		return refuse(fmt.Errorf("plugin validation failed: %w", err))
 	}
-	if err := h.RegisterPlugin(ctx, r.Name, r.Endpoint, info.SupportedVersions); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, handlerTimeout)
+	err = h.RegisterPlugin(hctx, r.Name, r.Endpoint, info.SupportedVersions)
+	cancel()
+	if err != nil {
 		return refuse(fmt.Errorf("plugin registration failed: %w", err))
 	}
 	if err := notify(ctx, client, nil); err != nil {

@@ -18,12 +18,12 @@ import (
 // fakePlugin serves the registration service on a socket, as node-driver-registrar does.
 type fakePlugin struct {
 	registerapi.UnimplementedRegistrationServer
-	info   registerapi.PluginInfo
+	info   *registerapi.PluginInfo
 	srv    *grpc.Server
 	status chan *registerapi.RegistrationStatus
 }
 
-func startPlugin(t *testing.T, path string, info registerapi.PluginInfo) *fakePlugin {
+func startPlugin(t *testing.T, path string, info *registerapi.PluginInfo) *fakePlugin {
 	t.Helper()
 	l, err := net.Listen("unix", path)
 	if err != nil {
@@ -37,7 +37,7 @@ func startPlugin(t *testing.T, path string, info registerapi.PluginInfo) *fakePl
 }
 
 func (p *fakePlugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
-	return &p.info, nil
+	return p.info, nil
 }
 
 func (p *fakePlugin) NotifyRegistrationStatus(_ context.Context, st *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
@@ -123,7 +123,7 @@ func TestWatcherRegistersAndDeregisters(t *testing.T) {
 	h := &fakeHandler{}
 	w, dir := runWatcher(t, h)
 	sock := filepath.Join(dir, "drv-reg.sock")
-	p := startPlugin(t, sock, registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "drv", Endpoint: "/plugins/drv/csi.sock",
+	p := startPlugin(t, sock, &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "drv", Endpoint: "/plugins/drv/csi.sock",
 		SupportedVersions: []string{"1.0.0"}})
 	if st := p.waitStatus(t); !st.PluginRegistered {
 		t.Fatalf("not registered: %s", st.Error)
@@ -151,7 +151,7 @@ func TestWatcherFindsSocketsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A socket without an endpoint: the socket itself is the endpoint (DRA plugins do this).
-	p := startPlugin(t, filepath.Join(dir, "sub", "reg.sock"), registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "early"})
+	p := startPlugin(t, filepath.Join(dir, "sub", "reg.sock"), &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "early"})
 	h := &fakeHandler{}
 	w := New(dir, map[string]Handler{registerapi.CSIPlugin: h})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -165,11 +165,11 @@ func TestWatcherRefusals(t *testing.T) {
 	h := &fakeHandler{}
 	w, dir := runWatcher(t, h)
 	for _, tc := range []struct {
-		info registerapi.PluginInfo
+		info *registerapi.PluginInfo
 		want string
 	}{
-		{registerapi.PluginInfo{Type: "Unknown", Name: "u"}, `RegisterPlugin error -- no handler registered for plugin type "Unknown"`},
-		{registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "bad"}, "RegisterPlugin error -- plugin validation failed: name refused"},
+		{&registerapi.PluginInfo{Type: "Unknown", Name: "u"}, `RegisterPlugin error -- no handler registered for plugin type "Unknown"`},
+		{&registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "bad"}, "RegisterPlugin error -- plugin validation failed: name refused"},
 	} {
 		p := startPlugin(t, filepath.Join(dir, tc.info.Name+".sock"), tc.info)
 		st := p.waitStatus(t)
@@ -189,7 +189,7 @@ func TestWatcherRefusals(t *testing.T) {
 func TestWatcherRetriesAFailedRegistration(t *testing.T) {
 	h := &fakeHandler{fail: errors.New("API server unreachable")}
 	_, dir := runWatcher(t, h)
-	p := startPlugin(t, filepath.Join(dir, "r.sock"), registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "retry"})
+	p := startPlugin(t, filepath.Join(dir, "r.sock"), &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "retry"})
 	if st := p.waitStatus(t); st.PluginRegistered {
 		t.Fatal("registered although the handler failed")
 	}

@@ -80,8 +80,13 @@ func readVolData(path string) (volData, error) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		return d, fmt.Errorf("%s does not parse: %w", path, err)
 	}
-	if d.DriverName == "" || d.VolumeHandle == "" {
-		return d, fmt.Errorf("%s names no driver or volume handle", path)
+	if d.VolumeHandle == "" {
+		return d, fmt.Errorf("%s names no volume handle", path)
+	}
+	// The driver name is joined into the global directory's path: a record written by someone else must
+	// not lead outside it.
+	if err := csi.ValidateDriverName(d.DriverName); err != nil {
+		return d, fmt.Errorf("%s: %w", path, err)
 	}
 	return d, nil
 }
@@ -98,25 +103,39 @@ func writeVolData(path string, d volData) error {
 }
 
 // keyedLocks serialises the operations on one volume (by driver and handle): a pod publishing it and
-// another pod's teardown deciding whether to unstage it.
+// another pod's teardown deciding whether to unstage it. A key's lock is dropped when nobody holds or waits
+// for it (inline volumes have a handle per pod).
 type keyedLocks struct {
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int
 }
 
 func (k *keyedLocks) lock(key string) func() {
 	k.mu.Lock()
 	if k.locks == nil {
-		k.locks = map[string]*sync.Mutex{}
+		k.locks = map[string]*keyedLock{}
 	}
 	l, ok := k.locks[key]
 	if !ok {
-		l = &sync.Mutex{}
+		l = &keyedLock{}
 		k.locks[key] = l
 	}
+	l.users++
 	k.mu.Unlock()
 	l.Lock()
-	return l.Unlock
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // stagingPath is where the volume of data is staged (its global directory's globalmount).
@@ -222,12 +241,31 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 		}
 	}
 
+	// The volume's directory, then the volume: two of a pod's volumes that come to one directory (a claim
+	// named twice, an inline volume named like a claim's PersistentVolume) are set up one after the other.
+	defer m.csiLocks.lock("dir:" + dir)()
 	defer m.csiLocks.lock(v.driver + "/" + v.handle)()
-	// The record comes first: a kubelet killed after it finds, after its restart, what to unpublish and
-	// unstage, whatever the driver had done by then.
 	if !republish {
-		if err := writeVolData(filepath.Join(dir, volDataFile), data); err != nil {
+		record := filepath.Join(dir, volDataFile)
+		if old, err := readVolData(record); err == nil && (old.DriverName != v.driver || old.VolumeHandle != v.handle) {
+			return fmt.Errorf("the volume's directory %s already holds volume %s of driver %s", dir, old.VolumeHandle, old.DriverName)
+		}
+		if m.cfg.Mounter.IsMountPoint(target) {
+			return nil // published meanwhile: the pod names the claim twice
+		}
+		// The record comes first: a kubelet killed after it finds, after its restart, what to unpublish
+		// and unstage, whatever the driver had done by then.
+		if err := writeVolData(record, data); err != nil {
 			return fmt.Errorf("record csi volume: %w", err)
+		}
+		// An attached volume is used only once the node's status lists it in use (the record just written
+		// puts it there), as upstream waits: the attach/detach controller then never detaches it under the
+		// node, however soon the pod goes.
+		if data.AttachmentID != "" && m.cfg.ReportedInUse != nil {
+			name := v1.UniqueVolumeName("kubernetes.io/csi/" + v.driver + "^" + v.handle)
+			if ok, err := m.cfg.ReportedInUse(ctx, name); err != nil || !ok {
+				return errors.Join(fmt.Errorf("volume %s is not yet reported in use by the node (status.volumesInUse)", name), err)
+			}
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, csiTimeout)
@@ -245,13 +283,13 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 			}
 			// The stage is the node's, shared by the pods: the volume's attributes, without a pod's identity.
 			if _, err := drv.Node.NodeStageVolume(cctx, &csispec.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
-				StagingTargetPath: staging, VolumeCapability: v.capability(), Secrets: stageSecrets, VolumeContext: v.attributes}); err != nil {
+				StagingTargetPath: staging, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Secrets: stageSecrets, VolumeContext: v.attributes}); err != nil {
 				return fmt.Errorf("MountVolume.MountDevice failed: %w", err)
 			}
 		}
 	}
 	if _, err := drv.Node.NodePublishVolume(cctx, &csispec.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
-		StagingTargetPath: staging, TargetPath: target, VolumeCapability: v.capability(), Readonly: v.readOnly,
+		StagingTargetPath: staging, TargetPath: target, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Readonly: v.readOnly,
 		Secrets: publishSecrets, VolumeContext: volumeContext}); err != nil {
 		return err
 	}
@@ -263,17 +301,32 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 	return nil
 }
 
-// csiDriverObject reads the driver's CSIDriver; a driver without one gets upstream's defaults (nil).
+// csiDriverObject reads the driver's CSIDriver; a driver without one gets upstream's defaults (nil). A read
+// serves for Config.Reuse (the syncs of every pod using the driver's volumes within it), as configMaps do.
 func (m *Manager) csiDriverObject(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
 	if m.cfg.CSIAPI == nil {
 		return nil, nil
 	}
+	key := "csidriver//" + name
+	now := m.cfg.Clock.Now()
+	m.mu.Lock()
+	recent, fresh := m.recent[key]
+	m.mu.Unlock()
+	if fresh && now.Sub(recent.at) < m.cfg.Reuse {
+		obj, _ := recent.obj.(*storagev1.CSIDriver)
+		return obj, nil
+	}
 	obj, err := m.cfg.CSIAPI.CSIDriver(ctx, name)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		obj, err = nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get CSIDriver %s: %w", name, err)
+	}
+	if m.cfg.Reuse > 0 {
+		m.mu.Lock()
+		m.recent[key] = readObject{obj: obj, at: now}
+		m.mu.Unlock()
 	}
 	return obj, nil
 }
@@ -351,23 +404,25 @@ func (m *Manager) tearDownCSI(ctx context.Context, uid types.UID) error {
 func (m *Manager) tearDownCSIVolume(ctx context.Context, dir string, data volData) error {
 	defer m.csiLocks.lock(data.DriverName + "/" + data.VolumeHandle)()
 	target := data.target(dir)
-	drv, derr := m.driver(data.DriverName)
+	// The driver unpublishes whatever the record names, mounted or not, as upstream's TearDownAt always
+	// asks: a publication that failed half way (an inline volume's storage made, a block device linked
+	// rather than mounted) is the driver's to undo. Without the driver nothing is done, and the teardown is
+	// retried.
+	drv, err := m.driver(data.DriverName)
+	if err != nil {
+		return fmt.Errorf("UnmountVolume.TearDown: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, csiTimeout)
+	_, err = drv.Node.NodeUnpublishVolume(cctx, &csispec.NodeUnpublishVolumeRequest{VolumeId: data.VolumeHandle, TargetPath: target})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("UnmountVolume.TearDown failed: %w", err)
+	}
 	if m.cfg.Mounter.IsMountPoint(target) {
-		if derr != nil {
-			return fmt.Errorf("UnmountVolume.TearDown: %w", derr)
-		}
-		cctx, cancel := context.WithTimeout(ctx, csiTimeout)
-		_, err := drv.Node.NodeUnpublishVolume(cctx, &csispec.NodeUnpublishVolumeRequest{VolumeId: data.VolumeHandle, TargetPath: target})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("UnmountVolume.TearDown failed: %w", err)
-		}
-		if m.cfg.Mounter.IsMountPoint(target) {
-			return fmt.Errorf("UnmountVolume.TearDown: the driver left %s mounted", target)
-		}
+		return fmt.Errorf("UnmountVolume.TearDown: the driver left %s mounted", target)
 	}
 	if data.LifecycleMode != string(storagev1.VolumeLifecycleEphemeral) && !m.csiVolumeInUse(data, dir) {
-		if err := m.unstage(ctx, data, drv, derr); err != nil {
+		if err := m.unstage(ctx, data, drv); err != nil {
 			return err
 		}
 	}
@@ -378,14 +433,15 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, dir string, data volDat
 	return nil
 }
 
-// unstage unstages a volume no pod uses any more, if it is staged, and removes its global directory.
-func (m *Manager) unstage(ctx context.Context, data volData, drv *csi.Driver, derr error) error {
+// unstage unstages a volume no pod uses any more, if it was staged (its global directory exists), and
+// removes the global directory.
+func (m *Manager) unstage(ctx context.Context, data volData, drv *csi.Driver) error {
 	sdir := m.stagingDir(data.DriverName, data.VolumeHandle)
 	staging := filepath.Join(sdir, "globalmount")
 	if _, err := os.Stat(sdir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if derr == nil && drv.StageUnstage {
+	if drv.StageUnstage {
 		cctx, cancel := context.WithTimeout(ctx, csiTimeout)
 		_, err := drv.Node.NodeUnstageVolume(cctx, &csispec.NodeUnstageVolumeRequest{VolumeId: data.VolumeHandle, StagingTargetPath: staging})
 		cancel()
@@ -394,9 +450,6 @@ func (m *Manager) unstage(ctx context.Context, data volData, drv *csi.Driver, de
 		}
 	}
 	if m.cfg.Mounter.IsMountPoint(staging) {
-		if derr != nil {
-			return fmt.Errorf("UnmountDevice: %w", derr)
-		}
 		return fmt.Errorf("UnmountDevice: the driver left %s mounted", staging)
 	}
 	return os.RemoveAll(sdir)
@@ -417,7 +470,9 @@ func (m *Manager) csiVolumeInUse(data volData, self string) bool {
 		if filepath.Dir(p) == self {
 			continue
 		}
-		if d, err := readVolData(p); err == nil && d.DriverName == data.DriverName && d.VolumeHandle == data.VolumeHandle {
+		// A record that does not parse may name this volume: it counts as a user until its pod's teardown
+		// removes it.
+		if d, err := readVolData(p); err != nil || d.DriverName == data.DriverName && d.VolumeHandle == data.VolumeHandle {
 			return true
 		}
 	}

@@ -46,7 +46,7 @@ func (m *Manager) expandCSI(ctx context.Context, v csiVolume, data volData, targ
 		return err
 	}
 	if drv.Expand {
-		req := &csispec.NodeExpandVolumeRequest{VolumeId: v.handle, VolumePath: target, VolumeCapability: v.capability(),
+		req := &csispec.NodeExpandVolumeRequest{VolumeId: v.handle, VolumePath: target, VolumeCapability: v.capability(drv.SingleNodeMultiWriter),
 			CapacityRange: &csispec.CapacityRange{RequiredBytes: size.Value()}}
 		if drv.StageUnstage && !v.ephemeral {
 			req.StagingTargetPath = m.stagingPath(data)

@@ -25,8 +25,11 @@ type csiVolume struct {
 	fsType       string
 	mountOptions []string
 	accessMode   v1.PersistentVolumeAccessMode
-	attributes   map[string]string
-	stageSecret  *v1.SecretReference
+	// singleNode says the volume's access modes include ReadWriteOnce or ReadWriteOncePod (upstream's
+	// hasReadWriteOnce, for the fsGroup policy).
+	singleNode  bool
+	attributes  map[string]string
+	stageSecret *v1.SecretReference
 	// publishSecret is read from its namespace; an inline volume's is in the pod's.
 	publishSecret *v1.SecretReference
 	ephemeral     bool
@@ -47,6 +50,9 @@ func csiFromPV(pv *v1.PersistentVolume, readOnly bool) csiVolume {
 	if len(pv.Spec.AccessModes) > 0 {
 		v.accessMode = pv.Spec.AccessModes[0]
 	}
+	for _, m := range pv.Spec.AccessModes {
+		v.singleNode = v.singleNode || m == v1.ReadWriteOnce || m == v1.ReadWriteOncePod
+	}
 	v.block = pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock
 	return v
 }
@@ -56,7 +62,7 @@ func csiFromPV(pv *v1.PersistentVolume, readOnly bool) csiVolume {
 func csiInline(pod *v1.Pod, vol *v1.Volume) csiVolume {
 	src := vol.CSI
 	v := csiVolume{specName: vol.Name, podVolume: vol.Name, driver: src.Driver, handle: inlineHandle(string(pod.UID), vol.Name),
-		readOnly: src.ReadOnly != nil && *src.ReadOnly, attributes: src.VolumeAttributes, accessMode: v1.ReadWriteOnce,
+		readOnly: src.ReadOnly != nil && *src.ReadOnly, attributes: src.VolumeAttributes, accessMode: v1.ReadWriteOnce, singleNode: true,
 		ephemeral: true}
 	if src.FSType != nil {
 		v.fsType = *src.FSType
@@ -87,16 +93,24 @@ func handleDir(handle string) string {
 }
 
 // capability is the volume capability the driver is asked for: a filesystem with the volume's type and
-// mount options, and the access mode mapped as upstream maps it.
-func (v csiVolume) capability() *csispec.VolumeCapability {
+// mount options (or block access), and the access mode mapped as upstream maps it: ReadWriteOnce and
+// ReadWriteOncePod become SINGLE_NODE_MULTI_WRITER and SINGLE_NODE_SINGLE_WRITER for drivers that offer
+// those modes (multiWriter), SINGLE_NODE_WRITER for the others.
+func (v csiVolume) capability(multiWriter bool) *csispec.VolumeCapability {
 	mode := csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 	switch v.accessMode {
 	case v1.ReadOnlyMany:
 		mode = csispec.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 	case v1.ReadWriteMany:
 		mode = csispec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	case v1.ReadWriteOnce:
+		if multiWriter {
+			mode = csispec.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
+		}
 	case v1.ReadWriteOncePod:
-		mode = csispec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		if multiWriter {
+			mode = csispec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		}
 	}
 	c := &csispec.VolumeCapability{
 		AccessType: &csispec.VolumeCapability_Mount{Mount: &csispec.VolumeCapability_MountVolume{FsType: v.fsType, MountFlags: v.mountOptions}},
@@ -168,5 +182,5 @@ func (v csiVolume) appliesFSGroup(driver *storagev1.CSIDriver) bool {
 	case storagev1.NoneFSGroupPolicy:
 		return false
 	}
-	return v.fsType != "" && (v.accessMode == v1.ReadWriteOnce || v.accessMode == v1.ReadWriteOncePod)
+	return v.fsType != "" && v.singleNode
 }

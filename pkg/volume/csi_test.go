@@ -532,3 +532,89 @@ func TestCSITokensAndRepublish(t *testing.T) {
 		t.Errorf("tokens with serviceAccountTokenInSecrets: secrets %v, context %v", pub.Secrets, pub.VolumeContext)
 	}
 }
+
+func TestCSIAccessModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode        v1.PersistentVolumeAccessMode
+		multiWriter bool
+		want        csispec.VolumeCapability_AccessMode_Mode
+	}{
+		{v1.ReadWriteOnce, false, csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		{v1.ReadWriteOnce, true, csispec.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER},
+		{v1.ReadWriteOncePod, false, csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		{v1.ReadWriteOncePod, true, csispec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER},
+		{v1.ReadOnlyMany, false, csispec.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY},
+		{v1.ReadWriteMany, true, csispec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER},
+	} {
+		if got := (csiVolume{accessMode: tc.mode}).capability(tc.multiWriter).AccessMode.Mode; got != tc.want {
+			t.Errorf("%s (multi-writer driver %v): %s, want %s", tc.mode, tc.multiWriter, got, tc.want)
+		}
+	}
+}
+
+func TestCSIWaitsUntilReportedInUse(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	f.csi.objects["hostpath.csi"].Spec.AttachRequired = ptr.To(true)
+	p := f.claimPod("uid-a", "vol-1")
+	f.csi.attachments[attachmentName("vol-1", "hostpath.csi", "node1")] = &storagev1.VolumeAttachment{Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+	reported := false
+	var asked []v1.UniqueVolumeName
+	f.m.cfg.ReportedInUse = func(_ context.Context, name v1.UniqueVolumeName) (bool, error) {
+		asked = append(asked, name)
+		return reported, nil
+	}
+	if _, err := f.m.MountPod(ctx, p); err == nil || !strings.Contains(err.Error(), "not yet reported in use by the node") {
+		t.Fatalf("a volume not yet in the node's volumesInUse: %v", err)
+	}
+	if c := f.node.takeCalls(); c != "" {
+		t.Errorf("the driver was called before the node reported the volume in use: %q", c)
+	}
+	// The record written first is what puts the volume in the node's status.
+	if got := fmt.Sprint(f.m.VolumesInUse()); got != "[kubernetes.io/csi/hostpath.csi^vol-1]" {
+		t.Errorf("volumes in use while waiting: %s", got)
+	}
+	reported = true
+	if _, err := f.m.MountPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.node.takeCalls(); c != "stage vol-1, publish vol-1" || fmt.Sprint(asked) != "[kubernetes.io/csi/hostpath.csi^vol-1 kubernetes.io/csi/hostpath.csi^vol-1]" {
+		t.Errorf("calls %q, asked %v", c, asked)
+	}
+}
+
+func TestCSIVolumeDirectoryCollision(t *testing.T) {
+	f := newCSIFixture(t)
+	ctx := context.Background()
+	// An inline volume named like the claim's PersistentVolume would share its directory: refused.
+	p := f.claimPod("uid-a", "vol-1")
+	p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "pv-1", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "hostpath.csi"}}})
+	_, err := f.m.MountPod(ctx, p)
+	if err == nil || !strings.Contains(err.Error(), "already holds volume") {
+		t.Fatalf("two volumes in one directory: %v", err)
+	}
+	// The claim named twice: published once.
+	f2 := newCSIFixture(t)
+	twice := f2.claimPod("uid-b", "vol-2")
+	twice.Spec.Volumes = append(twice.Spec.Volumes, v1.Volume{Name: "again", VolumeSource: twice.Spec.Volumes[0].VolumeSource})
+	if _, err := f2.m.MountPod(ctx, twice); err != nil {
+		t.Fatal(err)
+	}
+	if c := f2.node.takeCalls(); strings.Count(c, "publish") != 1 {
+		t.Errorf("a claim named twice: calls %q, want one publish", c)
+	}
+}
+
+func TestKeyedLocksForgetIdleKeys(t *testing.T) {
+	var k keyedLocks
+	unlock := k.lock("a")
+	done := make(chan struct{})
+	go func() { k.lock("a")(); close(done) }()
+	unlock()
+	<-done
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.locks) != 0 {
+		t.Errorf("%d locks kept with nobody holding them", len(k.locks))
+	}
+}

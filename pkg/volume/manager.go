@@ -55,6 +55,9 @@ type Config struct {
 	CSIAPI CSIAPI
 	// ClaimStatus records claims' status after the node's part of a volume expansion; nil: expansions wait.
 	ClaimStatus ClaimStatus
+	// ReportedInUse says whether the node's status (in the API) lists the attachable volume in
+	// status.volumesInUse, asking for a status update when it does not; nil: attached volumes do not wait.
+	ReportedInUse func(ctx context.Context, name v1.UniqueVolumeName) (bool, error)
 	// Reuse is how long a configMap or secret read for a pod's volume serves the later syncs of the pods of
 	// its namespace before it is read again (0: every sync reads it). The kubelet uses half its sync period: a
 	// change reaches running pods within the sync period, and a burst of starting pods, each synced several
