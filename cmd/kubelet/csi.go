@@ -18,19 +18,24 @@ import (
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
+// shareRootDir makes the root directory a shared mount, as upstream's kubelet makes it, so that what a CSI
+// driver's pod mounts below it with Bidirectional propagation reaches the host. It runs first thing, before
+// anything is mounted below the directory.
+func shareRootDir(ctx context.Context, root string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	if bound, err := volume.EnsureShared(root); err != nil {
+		klog.FromContext(ctx).Error(err, "The root directory is not a shared mount: mounts of CSI drivers' pods will not reach the host", "path", root)
+	} else if bound {
+		klog.FromContext(ctx).Info("Made the root directory a shared mount (bind-mounted onto itself)", "path", root)
+	}
+}
+
 // newCSI builds the CSI driver registry and the plugin watcher of <root-dir>/plugins_registry, where CSI
-// drivers (through node-driver-registrar) register. The root directory is made a shared mount first, as
-// upstream's kubelet makes it, so that what a driver's pod mounts below it with Bidirectional propagation
-// reaches the host.
+// drivers (through node-driver-registrar) register.
 func (p *nodeParts) newCSI(ctx context.Context) error {
 	root := p.o.rootDir
-	if os.Geteuid() == 0 {
-		if bound, err := volume.EnsureShared(root); err != nil {
-			klog.FromContext(ctx).Error(err, "The root directory is not a shared mount: mounts of CSI drivers' pods will not reach the host", "path", root)
-		} else if bound {
-			klog.FromContext(ctx).Info("Made the root directory a shared mount (bind-mounted onto itself)", "path", root)
-		}
-	}
 	registry := filepath.Join(root, "plugins_registry")
 	p.csi = csi.NewRegistry([]string{filepath.Join(root, "plugins"), registry}, &csi.APINodeInfo{Client: p.d.clients.pods, Node: p.d.name})
 	p.plugins = pluginwatcher.New(registry, map[string]pluginwatcher.Handler{registerapi.CSIPlugin: p.csi})

@@ -31,6 +31,7 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	shareRootDir(ctx, o.rootDir)
 	creds, err := nodeCredentials(ctx, o)
 	if err != nil {
 		return err
