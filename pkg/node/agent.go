@@ -51,15 +51,18 @@ type Agent struct {
 	stale atomic.Bool
 
 	// Owned by the goroutine running Run.
-	last       *v1.Node // the Node as last read from or written to the API
-	lastPost   time.Time
-	version    string
-	images     []v1.ContainerImage
-	imagesOK   bool
-	slowAt     time.Time // when version and images were last asked for
-	pressure   pressure
-	statusFail streak
-	podCIDR    string // the pod CIDRs last given to Config.PodCIDR
+	last     *v1.Node // the Node as last read from or written to the API
+	lastPost time.Time
+	version  string
+	images   []v1.ContainerImage
+	imagesOK bool
+	// handlers are the runtime's handlers as its last Status reported them (handlersKnown once one did).
+	handlers      []v1.NodeRuntimeHandler
+	handlersKnown bool
+	slowAt        time.Time // when version and images were last asked for
+	pressure      pressure
+	statusFail    streak
+	podCIDR       string // the pod CIDRs last given to Config.PodCIDR
 }
 
 // New checks the configuration and reads the host (unless cfg.Host is given): capacity, allocatable and the
@@ -284,6 +287,9 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 		resp, err := a.cfg.Runtime.Status(rctx, false)
 		cancel()
 		failures = runtimeFailures(resp, err)
+		if err == nil {
+			a.handlers, a.handlersKnown = runtimeHandlers(resp.GetRuntimeHandlers()), true
+		}
 	}
 	a.health.setRuntime(failures)
 	failures = append(failures, checkFailures(a.cfg.Health)...)
@@ -299,6 +305,7 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 	}
 	return applyStatus(&n.Status, facts{
 		volumesInUse: inUse, volumesInUseKnown: a.cfg.VolumesInUse != nil,
+		runtimeHandlers: a.handlers, runtimeHandlersKnown: a.handlersKnown,
 		now: now, addresses: a.addresses, capacity: capacity, allocatable: allocatable,
 		info: v1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.SystemUUID, BootID: h.BootID,
 			KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: a.version,

@@ -24,6 +24,9 @@ type facts struct {
 	// volumesInUse, when known, are the attachable volumes mounted on the node (status.volumesInUse).
 	volumesInUse      []v1.UniqueVolumeName
 	volumesInUseKnown bool
+	// runtimeHandlers, when known, are the runtime's handlers and their features (status.runtimeHandlers).
+	runtimeHandlers      []v1.NodeRuntimeHandler
+	runtimeHandlersKnown bool
 }
 
 // transition is a change of a condition's status worth an event and a log line.
@@ -46,6 +49,9 @@ func applyStatus(st *v1.NodeStatus, f facts) []transition {
 	}
 	if f.volumesInUseKnown {
 		st.VolumesInUse = f.volumesInUse
+	}
+	if f.runtimeHandlersKnown {
+		st.RuntimeHandlers = f.runtimeHandlers
 	}
 	var out []transition
 	var events []string
@@ -129,4 +135,16 @@ func runtimeVersion(v *runtimeapi.VersionResponse) string {
 		return ""
 	}
 	return v.RuntimeName + "://" + v.RuntimeVersion
+}
+
+// runtimeHandlers is the runtime's handlers as the Node reports them, with their features, as upstream's
+// RuntimeHandlers setter writes them.
+func runtimeHandlers(hs []*runtimeapi.RuntimeHandler) []v1.NodeRuntimeHandler {
+	var out []v1.NodeRuntimeHandler
+	for _, h := range hs {
+		rro, userns := h.GetFeatures().GetRecursiveReadOnlyMounts(), h.GetFeatures().GetUserNamespaces()
+		out = append(out, v1.NodeRuntimeHandler{Name: h.GetName(),
+			Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &rro, UserNamespaces: &userns}})
+	}
+	return out
 }

@@ -215,3 +215,21 @@ func TestStreak(t *testing.T) {
 		t.Errorf("second succeed = %d", n)
 	}
 }
+
+func TestRuntimeHandlers(t *testing.T) {
+	got := runtimeHandlers([]*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}},
+		{Name: "kata"}})
+	if len(got) != 2 || got[0].Name != "" || !*got[0].Features.RecursiveReadOnlyMounts || *got[0].Features.UserNamespaces ||
+		got[1].Name != "kata" || *got[1].Features.RecursiveReadOnlyMounts {
+		t.Errorf("runtime handlers %+v", got)
+	}
+	st := v1.NodeStatus{}
+	applyStatus(&st, facts{now: t0, runtimeHandlers: got, runtimeHandlersKnown: true})
+	if len(st.RuntimeHandlers) != 2 {
+		t.Errorf("status runtimeHandlers %+v", st.RuntimeHandlers)
+	}
+	applyStatus(&st, facts{now: t0})
+	if len(st.RuntimeHandlers) != 2 {
+		t.Errorf("unknown handlers must keep the listed ones: %+v", st.RuntimeHandlers)
+	}
+}

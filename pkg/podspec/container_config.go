@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 
@@ -69,4 +70,31 @@ func Propagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
 		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
 	}
 	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+}
+
+// RecursiveReadOnly resolves a volume mount's recursiveReadOnly as upstream's kubelet does: Disabled (or
+// unset) is not recursive; IfPossible is when the runtime supports it; Enabled must be supported. Either
+// needs readOnly and no propagation other than None.
+func RecursiveReadOnly(m *v1.VolumeMount, runtimeSupports bool) (bool, error) {
+	if m.RecursiveReadOnly == nil || *m.RecursiveReadOnly == v1.RecursiveReadOnlyDisabled {
+		return false, nil
+	}
+	if !m.ReadOnly {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", m.Name)
+	}
+	if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q",
+			m.Name, *m.MountPropagation)
+	}
+	switch mode := *m.RecursiveReadOnly; mode {
+	case v1.RecursiveReadOnlyIfPossible:
+		return runtimeSupports, nil
+	case v1.RecursiveReadOnlyEnabled:
+		if !runtimeSupports {
+			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", m.Name)
+		}
+		return true, nil
+	default:
+		return false, fmt.Errorf("unknown recursive read-only mode %q", mode)
+	}
 }

@@ -448,3 +448,36 @@ func TestHashStable(t *testing.T) {
 		t.Error("hash did not change with args")
 	}
 }
+
+func TestRecursiveReadOnly(t *testing.T) {
+	mode := func(m v1.RecursiveReadOnlyMode) *v1.RecursiveReadOnlyMode { return &m }
+	bidi := v1.MountPropagationBidirectional
+	none := v1.MountPropagationNone
+	for _, tc := range []struct {
+		name     string
+		mount    v1.VolumeMount
+		supports bool
+		want     bool
+		wantErr  string
+	}{
+		{name: "unset", mount: v1.VolumeMount{Name: "v", ReadOnly: true}, supports: true},
+		{name: "disabled", mount: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyDisabled)}, supports: true},
+		{name: "enabled", mount: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled), MountPropagation: &none},
+			supports: true, want: true},
+		{name: "enabled, not supported", mount: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)},
+			wantErr: `volume "v" requested recursive read-only mode, but it is not supported by the runtime`},
+		{name: "if possible", mount: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible)}, supports: true, want: true},
+		{name: "if possible, not supported", mount: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible)}},
+		{name: "not read-only", mount: v1.VolumeMount{Name: "v", RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)}, supports: true,
+			wantErr: `volume "v" requested recursive read-only mode, but it is not read-only`},
+		{name: "propagation", mount: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible), MountPropagation: &bidi},
+			supports: true, wantErr: `not compatible with propagation "Bidirectional"`},
+		{name: "unknown", mount: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode("Sometimes")}, supports: true,
+			wantErr: `unknown recursive read-only mode "Sometimes"`},
+	} {
+		got, err := RecursiveReadOnly(&tc.mount, tc.supports)
+		if got != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: %v, %v; want %v, %q", tc.name, got, err, tc.want, tc.wantErr)
+		}
+	}
+}

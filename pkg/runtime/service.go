@@ -78,7 +78,13 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 	if err := r.cfg.Network.Status(); err != nil {
 		nw.Status, nw.Reason, nw.Message = false, "NetworkPluginNotReady", err.Error()
 	}
-	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{rt, nw}}}, nil
+	// The handler and its features, as containerd 2.x's CRI plugin reports them: this runtime has the
+	// default one ("") only.
+	features := &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: specopts.RecursiveReadOnlySupported()}
+	return &runtimeapi.StatusResponse{
+		Status:          &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{rt, nw}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: features}},
+	}, nil
 }
 
 // UpdateRuntimeConfig takes the node's pod CIDRs: with a CNI configuration template, the pod network's

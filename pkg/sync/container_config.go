@@ -148,8 +148,13 @@ func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			}
 			host = target
 		}
+		rro, err := podspec.RecursiveReadOnly(&c.VolumeMounts[i], m.RecursiveReadOnly != nil && k.supportsRecursiveReadOnly(ctx))
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: failed to resolve recursive read-only mode: %v", podspec.ErrConfigRef, err)
+		}
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly || vol.ReadOnly, Propagation: podspec.Propagation(m.MountPropagation),
+			RecursiveReadOnly: rro,
 		})
 	}
 	messagePath := ""

@@ -140,6 +140,8 @@ type Kubelet struct {
 	clock    clock.WithTicker
 	recorder record.EventRecorder
 	runtime  cri.RuntimeService
+	// features caches what the runtime's handler supports (recursive read-only mounts).
+	features runtimeFeatures
 	images   cri.ImageManagerService
 	cgroups  PodCgroups
 	volumes  PodVolumes

@@ -245,6 +245,22 @@ func validateContainer(c *corev1.Container, p *field.Path, names, vols sets.Set[
 		if m.MountPath == "" {
 			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
 		}
+		if r := m.RecursiveReadOnly; r != nil {
+			// Upstream's rules: a known mode; other than Disabled only with readOnly and no propagation.
+			switch *r {
+			case corev1.RecursiveReadOnlyDisabled:
+			case corev1.RecursiveReadOnlyIfPossible, corev1.RecursiveReadOnlyEnabled:
+				if !m.ReadOnly {
+					errs = append(errs, field.Forbidden(mp.Child("recursiveReadOnly"), "may only be specified when readOnly is true"))
+				}
+				if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
+					errs = append(errs, field.Forbidden(mp.Child("recursiveReadOnly"), "may only be specified when mountPropagation is None or not specified"))
+				}
+			default:
+				errs = append(errs, field.NotSupported(mp.Child("recursiveReadOnly"), *r, []string{string(corev1.RecursiveReadOnlyDisabled),
+					string(corev1.RecursiveReadOnlyIfPossible), string(corev1.RecursiveReadOnlyEnabled)}))
+			}
+		}
 	}
 	mounted := sets.New[string]()
 	for _, m := range c.VolumeMounts {

@@ -216,3 +216,30 @@ func TestCSIVolumeSourcesValidated(t *testing.T) {
 		t.Errorf("an inline csi volume of a bad driver name: %v", got)
 	}
 }
+
+func TestRecursiveReadOnlyValidated(t *testing.T) {
+	mode := func(m corev1.RecursiveReadOnlyMode) *corev1.RecursiveReadOnlyMode { return &m }
+	bidi := corev1.MountPropagationBidirectional
+	for _, tc := range []struct {
+		mount corev1.VolumeMount
+		want  string
+	}{
+		{corev1.VolumeMount{Name: "v", MountPath: "/v", ReadOnly: true, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyEnabled)}, ""},
+		{corev1.VolumeMount{Name: "v", MountPath: "/v", RecursiveReadOnly: mode(corev1.RecursiveReadOnlyDisabled)}, ""},
+		{corev1.VolumeMount{Name: "v", MountPath: "/v", RecursiveReadOnly: mode(corev1.RecursiveReadOnlyIfPossible)},
+			"recursiveReadOnly: Forbidden: may only be specified when readOnly is true"},
+		{corev1.VolumeMount{Name: "v", MountPath: "/v", ReadOnly: true, MountPropagation: &bidi, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyEnabled)},
+			"may only be specified when mountPropagation is None or not specified"},
+		{corev1.VolumeMount{Name: "v", MountPath: "/v", ReadOnly: true, RecursiveReadOnly: mode("Always")}, `Unsupported value: "Always"`},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "i", VolumeMounts: []corev1.VolumeMount{tc.mount},
+				ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile}},
+			RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
+		got := (podStrategy{}).Validate(pod).ToAggregate()
+		if (got == nil) != (tc.want == "") || (got != nil && !strings.Contains(got.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.mount, got, tc.want)
+		}
+	}
+}

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	osinterface "github.com/containerd/containerd/v2/pkg/os"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -87,8 +89,18 @@ func bindMount(osi osinterface.OS, l *runtimespec.Linux, m *runtimeapi.Mount) (r
 	if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
 		return runtimespec.Mount{}, fmt.Errorf("ID-mapped mounts are not supported by this runtime (hostPath=%q)", src)
 	}
+	// A recursive read-only mount (runc's "rro": every submount read-only too, mount_setattr with
+	// AT_RECURSIVE) is read-only and private, as containerd's CRI plugin requires.
 	if m.GetRecursiveReadOnly() {
-		return runtimespec.Mount{}, fmt.Errorf("recursive read-only mounts are not supported by this runtime (hostPath=%q)", src)
+		if !m.GetReadonly() {
+			return runtimespec.Mount{}, fmt.Errorf("recursive read-only mount must be read-only (hostPath=%q)", src)
+		}
+		if p := m.GetPropagation(); p != runtimeapi.MountPropagation_PROPAGATION_PRIVATE {
+			return runtimespec.Mount{}, fmt.Errorf("recursive read-only mount requires private propagation, got %s (hostPath=%q)", p, src)
+		}
+		if !RecursiveReadOnlySupported() {
+			return runtimespec.Mount{}, fmt.Errorf("recursive read-only mounts need Linux 5.12 or later (hostPath=%q)", src)
+		}
 	}
 	if _, err := osi.Stat(src); err != nil {
 		if !os.IsNotExist(err) {
@@ -121,7 +133,9 @@ func bindMount(osi osinterface.OS, l *runtimespec.Linux, m *runtimeapi.Mount) (r
 	default: // private, runc's default root propagation
 		options = append(options, "rprivate")
 	}
-	if m.GetReadonly() {
+	if m.GetRecursiveReadOnly() {
+		options = append(options, "rro")
+	} else if m.GetReadonly() {
 		options = append(options, "ro")
 	} else {
 		options = append(options, "rw")
@@ -173,3 +187,25 @@ func WithDevices(osi osinterface.OS, config *runtimeapi.ContainerConfig) oci.Spe
 		return nil
 	}
 }
+
+// RecursiveReadOnlySupported says whether the kernel can make a mount recursively read-only
+// (mount_setattr, Linux 5.12), which runc's "rro" option needs.
+func RecursiveReadOnlySupported() bool {
+	rroOnce.Do(func() {
+		var u unix.Utsname
+		if err := unix.Uname(&u); err != nil {
+			return
+		}
+		var major, minor int
+		if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+			return
+		}
+		rroSupported = major > 5 || major == 5 && minor >= 12
+	})
+	return rroSupported
+}
+
+var (
+	rroOnce      sync.Once
+	rroSupported bool
+)

@@ -92,6 +92,7 @@ func TestMounts(t *testing.T) {
 	missing := filepath.Join(dir, "made", "here")
 	config := &runtimeapi.ContainerConfig{Mounts: []*runtimeapi.Mount{
 		{ContainerPath: "/data/deep", HostPath: dir, Readonly: true},
+		{ContainerPath: "/data/rro", HostPath: dir, Readonly: true, RecursiveReadOnly: true},
 		{ContainerPath: "/data", HostPath: missing},
 		{ContainerPath: "/etc/hosts", HostPath: dir, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
 	}}
@@ -108,6 +109,7 @@ func TestMounts(t *testing.T) {
 		"/proc  ", "/dev  ", "/sys/fs/cgroup cgroup nosuid,noexec,nodev,relatime,ro",
 		"/data " + missing + " rbind,rprivate,rw",
 		"/data/deep " + dir + " rbind,rprivate,ro",
+		"/data/rro " + dir + " rbind,rprivate,rro",
 		"/etc/hosts " + dir + " rbind,rslave,rw",
 		"/dev/shm " + dir + " rbind,rprivate,rw",
 	}
@@ -129,7 +131,9 @@ func TestMountRefusals(t *testing.T) {
 	}{
 		{name: "bidirectional on a private mount", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}, optional: "master:1", want: "not a shared mount"},
 		{name: "host-to-container on a private mount", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, want: "not a shared or slave mount"},
-		{name: "recursive read-only", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, Readonly: true, RecursiveReadOnly: true}, want: "recursive read-only"},
+		{name: "recursive read-only, not read-only", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, RecursiveReadOnly: true}, want: "recursive read-only mount must be read-only"},
+		{name: "recursive read-only, propagated", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, Readonly: true, RecursiveReadOnly: true,
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, optional: "master:1", want: "recursive read-only mount requires private propagation"},
 		{name: "ID-mapped", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, UidMappings: []*runtimeapi.IDMapping{{HostId: 1, Length: 1}}}, want: "ID-mapped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
