@@ -40,8 +40,10 @@ func (n *node) kubectlIn(stdin string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// kubectlSession runs kubectl as a user at a terminal would: it types each line of input, waits until the
-// output holds want (up to 30 s), then types "exit" and closes its input. It returns kubectl's output.
+// kubectlSession runs kubectl as a user at a terminal would: it types the input, waits until the output
+// holds want, typing the input again every 3 s meanwhile (a line typed before the attach stream is up is
+// lost, which is why kubectl says "If you don't see a command prompt, try pressing enter"), up to 30 s; then
+// it types "exit" and closes its input. It returns kubectl's output.
 func (n *node) kubectlSession(input, want string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -56,7 +58,12 @@ func (n *node) kubectlSession(input, want string, args ...string) (string, error
 		return "", err
 	}
 	_, _ = io.WriteString(stdin, input)
+	typed := time.Now()
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), want) && time.Now().Before(deadline); {
+		if time.Since(typed) > 3*time.Second {
+			_, _ = io.WriteString(stdin, input)
+			typed = time.Now()
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	_, _ = io.WriteString(stdin, "exit\n")
