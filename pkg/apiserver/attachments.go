@@ -1,28 +1,14 @@
 package apiserver
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/kubelet/pkg/csi/csinames"
 )
-
-// csiPluginName is the plugin part of a CSI volume's unique name, upstream's
-// csi.CSIPluginName; the kubelet lists volumes in use by such names.
-const csiPluginName = "kubernetes.io/csi"
-
-// attachmentName is the name of the VolumeAttachment of a CSI volume to a
-// node, as upstream's csi attacher makes it (getAttachmentName): "csi-" and
-// the hex SHA-256 of the volume handle, driver and node name, concatenated.
-// The kubelet (pkg/volume) computes the same name to wait for it.
-func attachmentName(handle, driver, node string) string {
-	sum := sha256.Sum256([]byte(handle + driver + node))
-	return "csi-" + hex.EncodeToString(sum[:])
-}
 
 // attachWorld is what the attach/detach decisions read: the pods (any), the
 // claims by namespace/name, the PersistentVolumes, CSIDrivers and nodes by
@@ -167,7 +153,7 @@ func desiredAttachments(w *attachWorld) map[string]attachment {
 				continue
 			}
 			hold(pv.Name, node)
-			name := attachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, node)
+			name := csinames.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, node)
 			out[name] = attachment{name: name, driver: pv.Spec.CSI.Driver, handle: pv.Spec.CSI.VolumeHandle, node: node, volume: pv.Name}
 		}
 	}
@@ -184,11 +170,7 @@ func mountedOnNode(va *storagev1.VolumeAttachment, node *corev1.Node) bool {
 		return false
 	}
 	for _, u := range node.Status.VolumesInUse {
-		rest, ok := strings.CutPrefix(string(u), csiPluginName+"/")
-		if !ok {
-			continue
-		}
-		if driver, handle, ok := strings.Cut(rest, "^"); ok && attachmentName(handle, driver, node.Name) == va.Name {
+		if driver, handle, ok := csinames.ParseUniqueVolumeName(string(u)); ok && csinames.AttachmentName(handle, driver, node.Name) == va.Name {
 			return true
 		}
 	}
@@ -211,7 +193,7 @@ func ownAttachment(w *attachWorld, va *storagev1.VolumeAttachment) bool {
 		return false
 	}
 	csi := w.volumes[*src].Spec.CSI
-	return csi.Driver == va.Spec.Attacher && va.Name == attachmentName(csi.VolumeHandle, csi.Driver, va.Spec.NodeName)
+	return csi.Driver == va.Spec.Attacher && va.Name == csinames.AttachmentName(csi.VolumeHandle, csi.Driver, va.Spec.NodeName)
 }
 
 // attachmentsToDelete returns, sorted, the VolumeAttachments to delete

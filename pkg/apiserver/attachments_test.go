@@ -3,6 +3,7 @@ package apiserver
 import (
 	"crypto/sha256"
 	"fmt"
+	"github.com/nodeagent/kubelet/pkg/csi/csinames"
 	"sort"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 func TestAttachmentName(t *testing.T) {
 	t.Parallel()
 	want := fmt.Sprintf("csi-%x", sha256.Sum256([]byte(fmt.Sprintf("%s%s%s", "vol-1", "hostpath.csi.k8s.io", "n1"))))
-	if got := attachmentName("vol-1", "hostpath.csi.k8s.io", "n1"); got != want || len(got) != 68 {
+	if got := csinames.AttachmentName("vol-1", "hostpath.csi.k8s.io", "n1"); got != want || len(got) != 68 {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
@@ -84,7 +85,7 @@ func attachPod(name, node string, age int, claims ...string) *corev1.Pod {
 
 // vaFor returns the attachment of handle (driver attach.csi) on node, of volume pv.
 func vaFor(handle, node, pv string) *storagev1.VolumeAttachment {
-	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachmentName(handle, "attach.csi", node)},
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: csinames.AttachmentName(handle, "attach.csi", node)},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "attach.csi", NodeName: node,
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}}}
 }
@@ -158,7 +159,7 @@ func TestDesiredAttachments(t *testing.T) {
 			got := desiredAttachments(f.w)
 			var desc []string
 			for name, a := range got {
-				if name != attachmentName(a.handle, a.driver, a.node) {
+				if name != csinames.AttachmentName(a.handle, a.driver, a.node) {
 					t.Errorf("attachment %+v named %s", a, name)
 				}
 				desc = append(desc, a.handle+"@"+a.node)

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"github.com/nodeagent/kubelet/pkg/csi/csinames"
 	"testing"
 	"time"
 
@@ -87,7 +88,7 @@ func TestAttachDetachController(t *testing.T) {
 	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	name := attachmentName("vol-a", attach, "n1")
+	name := csinames.AttachmentName("vol-a", attach, "n1")
 	var va *storagev1.VolumeAttachment
 	eventually(t, "the attachment of vol-a", func() bool {
 		var err error
@@ -109,7 +110,7 @@ func TestAttachDetachController(t *testing.T) {
 	if _, err := pods.Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ephName := attachmentName("vol-eph", attach, "n1")
+	ephName := csinames.AttachmentName("vol-eph", attach, "n1")
 	eventually(t, "the attachment of the ephemeral volume", func() bool {
 		_, err := vas.Get(ctx, ephName, metav1.GetOptions{})
 		return err == nil

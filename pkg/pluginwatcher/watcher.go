@@ -77,9 +77,6 @@ func New(dir string, handlers map[string]Handler) *Watcher {
 	return &Watcher{dir: dir, handlers: handlers, regs: map[string]*registration{}, busy: map[string]bool{}}
 }
 
-// Dir is the registration directory.
-func (w *Watcher) Dir() string { return w.dir }
-
 // Run makes the directory and registers the plugins found there until ctx ends.
 func (w *Watcher) Run(ctx context.Context) error {
 	if err := os.MkdirAll(w.dir, 0o750); err != nil {

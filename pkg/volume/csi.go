@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodeagent/kubelet/internal/atomicfile"
 	"github.com/nodeagent/kubelet/pkg/csi"
+	"github.com/nodeagent/kubelet/pkg/csi/csinames"
 )
 
 const (
@@ -215,7 +216,7 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 	if v.ephemeral {
 		data.LifecycleMode = string(storagev1.VolumeLifecycleEphemeral)
 	} else if attachRequired(obj) {
-		data.AttachmentID = attachmentName(v.handle, v.driver, node)
+		data.AttachmentID = csinames.AttachmentName(v.handle, v.driver, node)
 		if publishContext, err = m.attached(ctx, data.AttachmentID, v); err != nil {
 			return err
 		}
@@ -262,7 +263,7 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 		// puts it there), as upstream waits: the attach/detach controller then never detaches it under the
 		// node, however soon the pod goes.
 		if data.AttachmentID != "" && m.cfg.ReportedInUse != nil {
-			name := v1.UniqueVolumeName("kubernetes.io/csi/" + v.driver + "^" + v.handle)
+			name := v1.UniqueVolumeName(csinames.UniqueVolumeName(v.driver, v.handle))
 			if ok, err := m.cfg.ReportedInUse(ctx, name); err != nil || !ok {
 				return errors.Join(fmt.Errorf("volume %s is not yet reported in use by the node (status.volumesInUse)", name), err)
 			}
@@ -491,7 +492,7 @@ func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
 		if err != nil || d.AttachmentID == "" {
 			continue
 		}
-		name := v1.UniqueVolumeName("kubernetes.io/csi/" + d.DriverName + "^" + d.VolumeHandle)
+		name := v1.UniqueVolumeName(csinames.UniqueVolumeName(d.DriverName, d.VolumeHandle))
 		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)

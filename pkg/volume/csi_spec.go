@@ -78,13 +78,6 @@ func inlineHandle(podUID, volume string) string {
 	return "csi-" + hex.EncodeToString(sum[:])
 }
 
-// attachmentName is the name of the VolumeAttachment of a volume to a node, as kube-controller-manager's
-// attach/detach controller names it.
-func attachmentName(handle, driver, node string) string {
-	sum := sha256.Sum256([]byte(handle + driver + node))
-	return "csi-" + hex.EncodeToString(sum[:])
-}
-
 // handleDir is the directory of a volume handle under the driver's global directory: the handle hashed, so
 // that a handle with "/" or ".." never becomes a path.
 func handleDir(handle string) string {

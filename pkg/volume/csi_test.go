@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent/kubelet/pkg/csi"
+	"github.com/nodeagent/kubelet/pkg/csi/csinames"
 )
 
 // fakeCSINode is a driver's node service that "mounts" through the fixture's fake mounter and records the
@@ -274,7 +275,7 @@ func TestCSIAttachRequired(t *testing.T) {
 	ctx := context.Background()
 	f.csi.objects["hostpath.csi"].Spec.AttachRequired = ptr.To(true)
 	p := f.claimPod("uid-a", "vol-1")
-	name := attachmentName("vol-1", "hostpath.csi", "node1")
+	name := csinames.AttachmentName("vol-1", "hostpath.csi", "node1")
 	if _, err := f.m.MountPod(ctx, p); err == nil || !strings.Contains(err.Error(), "waiting for VolumeAttachment "+name) {
 		t.Fatalf("no attachment: %v", err)
 	}
@@ -557,7 +558,7 @@ func TestCSIWaitsUntilReportedInUse(t *testing.T) {
 	ctx := context.Background()
 	f.csi.objects["hostpath.csi"].Spec.AttachRequired = ptr.To(true)
 	p := f.claimPod("uid-a", "vol-1")
-	f.csi.attachments[attachmentName("vol-1", "hostpath.csi", "node1")] = &storagev1.VolumeAttachment{Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+	f.csi.attachments[csinames.AttachmentName("vol-1", "hostpath.csi", "node1")] = &storagev1.VolumeAttachment{Status: storagev1.VolumeAttachmentStatus{Attached: true}}
 	reported := false
 	var asked []v1.UniqueVolumeName
 	f.m.cfg.ReportedInUse = func(_ context.Context, name v1.UniqueVolumeName) (bool, error) {
