@@ -59,10 +59,12 @@ type Agent struct {
 	// handlers are the runtime's handlers as its last Status reported them (handlersKnown once one did).
 	handlers      []v1.NodeRuntimeHandler
 	handlersKnown bool
-	slowAt        time.Time // when version and images were last asked for
-	pressure      pressure
-	statusFail    streak
-	podCIDR       string // the pod CIDRs last given to Config.PodCIDR
+	// deviceNames are the device plugins' resources the status listed, to report them at zero once gone.
+	deviceNames map[v1.ResourceName]bool
+	slowAt      time.Time // when version and images were last asked for
+	pressure    pressure
+	statusFail  streak
+	podCIDR     string // the pod CIDRs last given to Config.PodCIDR
 }
 
 // New checks the configuration and reads the host (unless cfg.Host is given): capacity, allocatable and the
@@ -132,6 +134,27 @@ func (a *Agent) withDevices() (capacity, allocatable v1.ResourceList) {
 		allocatable[name] = q
 	}
 	return capacity, allocatable
+}
+
+// goneDevices returns the device plugins' resources this agent reported before and capacity (its own
+// resources and the plugins') no longer lists, remembering the plugins' ones it lists now. Only the status
+// loop calls it.
+func (a *Agent) goneDevices(capacity v1.ResourceList) []v1.ResourceName {
+	var gone []v1.ResourceName
+	for name := range a.deviceNames {
+		if _, ok := capacity[name]; !ok {
+			gone = append(gone, name) // every time: a failed post must not bring the old count back
+		}
+	}
+	for name := range capacity {
+		if _, own := a.capacity[name]; !own {
+			if a.deviceNames == nil {
+				a.deviceNames = map[v1.ResourceName]bool{}
+			}
+			a.deviceNames[name] = true
+		}
+	}
+	return gone
 }
 
 // NodeIPs returns the node's IPs (--node-ip, or the address found on the host); empty when there is none.
@@ -299,6 +322,7 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 	}
 	h := a.host
 	capacity, allocatable := a.withDevices()
+	gone := a.goneDevices(capacity)
 	var inUse []v1.UniqueVolumeName
 	if a.cfg.VolumesInUse != nil {
 		inUse = a.cfg.VolumesInUse()
@@ -306,7 +330,7 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 	return applyStatus(&n.Status, facts{
 		volumesInUse: inUse, volumesInUseKnown: a.cfg.VolumesInUse != nil,
 		runtimeHandlers: a.handlers, runtimeHandlersKnown: a.handlersKnown,
-		now: now, addresses: a.addresses, capacity: capacity, allocatable: allocatable,
+		now: now, addresses: a.addresses, capacity: capacity, allocatable: allocatable, goneDevices: gone,
 		info: v1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.SystemUUID, BootID: h.BootID,
 			KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: a.version,
 			KubeletVersion: a.cfg.KubeletVersion, OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH},

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -15,12 +16,14 @@ type facts struct {
 	now                   time.Time
 	addresses             []v1.NodeAddress
 	capacity, allocatable v1.ResourceList
-	info                  v1.NodeSystemInfo
-	port                  int32
-	images                []v1.ContainerImage
-	imagesKnown           bool // false keeps the images the status already lists
-	failures              []error
-	pressure              pressure
+	// goneDevices are device plugins' resources reported before and no more: their capacity becomes zero.
+	goneDevices []v1.ResourceName
+	info        v1.NodeSystemInfo
+	port        int32
+	images      []v1.ContainerImage
+	imagesKnown bool // false keeps the images the status already lists
+	failures    []error
+	pressure    pressure
 	// volumesInUse, when known, are the attachable volumes mounted on the node (status.volumesInUse).
 	volumesInUse      []v1.UniqueVolumeName
 	volumesInUseKnown bool
@@ -40,8 +43,7 @@ type transition struct {
 func applyStatus(st *v1.NodeStatus, f facts) []transition {
 	now := metav1.NewTime(f.now)
 	st.Addresses = f.addresses
-	st.Capacity = f.capacity
-	st.Allocatable = f.allocatable
+	st.Capacity, st.Allocatable = mergeResources(st.Capacity, f.capacity, f.allocatable, f.goneDevices)
 	st.NodeInfo = f.info
 	st.DaemonEndpoints.KubeletEndpoint.Port = f.port
 	if f.imagesKnown {
@@ -70,6 +72,32 @@ func applyStatus(st *v1.NodeStatus, f facts) []transition {
 		}
 	}
 	return out
+}
+
+// mergeResources returns the Node's capacity and allocatable as upstream's MachineInfo setter writes them
+// over the status the API holds: the kubelet's own resources (cpu, memory, pods, storage, huge pages, device
+// plugins') as it computes them; a device plugin's resource that went away at zero; and any other resource
+// the status lists (an extended resource an administrator advertised) kept, allocatable equal to its
+// capacity. It is pure.
+func mergeResources(old, capacity, allocatable v1.ResourceList, gone []v1.ResourceName) (v1.ResourceList, v1.ResourceList) {
+	outCap, outAlloc := capacity.DeepCopy(), allocatable.DeepCopy()
+	if outCap == nil {
+		outCap = v1.ResourceList{}
+	}
+	if outAlloc == nil {
+		outAlloc = v1.ResourceList{}
+	}
+	for _, name := range gone {
+		if _, ok := capacity[name]; !ok {
+			outCap[name], outAlloc[name] = *resource.NewQuantity(0, resource.DecimalSI), *resource.NewQuantity(0, resource.DecimalSI)
+		}
+	}
+	for name, q := range old {
+		if _, ok := outCap[name]; !ok {
+			outCap[name], outAlloc[name] = q.DeepCopy(), q.DeepCopy()
+		}
+	}
+	return outCap, outAlloc
 }
 
 // statusChanged says whether new differs from old in anything but the conditions' heartbeat times, as

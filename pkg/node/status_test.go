@@ -233,3 +233,44 @@ func TestRuntimeHandlers(t *testing.T) {
 		t.Errorf("unknown handlers must keep the listed ones: %+v", st.RuntimeHandlers)
 	}
 }
+
+func TestMergeResources(t *testing.T) {
+	q := resource.MustParse
+	own := v1.ResourceList{"cpu": q("2"), "example.com/gpu": q("2")}
+	ownAlloc := v1.ResourceList{"cpu": q("1900m"), "example.com/gpu": q("1")}
+	tests := []struct {
+		name              string
+		old               v1.ResourceList
+		gone              []v1.ResourceName
+		wantCap, wantAllc map[string]string
+	}{
+		{"fresh node", nil, nil,
+			map[string]string{"cpu": "2", "example.com/gpu": "2"}, map[string]string{"cpu": "1900m", "example.com/gpu": "1"}},
+		{"the kubelet's own values win", v1.ResourceList{"cpu": q("8"), "example.com/gpu": q("5")}, nil,
+			map[string]string{"cpu": "2", "example.com/gpu": "2"}, map[string]string{"cpu": "1900m", "example.com/gpu": "1"}},
+		{"an advertised extended resource stays, allocatable = capacity", v1.ResourceList{"cpu": q("2"), "example.com/dongle": q("3")}, nil,
+			map[string]string{"cpu": "2", "example.com/gpu": "2", "example.com/dongle": "3"},
+			map[string]string{"cpu": "1900m", "example.com/gpu": "1", "example.com/dongle": "3"}},
+		{"a gone device plugin resource at zero", v1.ResourceList{"cpu": q("2"), "example.com/fpga": q("4")}, []v1.ResourceName{"example.com/fpga"},
+			map[string]string{"cpu": "2", "example.com/gpu": "2", "example.com/fpga": "0"},
+			map[string]string{"cpu": "1900m", "example.com/gpu": "1", "example.com/fpga": "0"}},
+	}
+	str := func(l v1.ResourceList) map[string]string {
+		out := map[string]string{}
+		for k, v := range l {
+			out[string(k)] = v.String()
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, a := mergeResources(tt.old, own, ownAlloc, tt.gone)
+			if !reflect.DeepEqual(str(c), tt.wantCap) || !reflect.DeepEqual(str(a), tt.wantAllc) {
+				t.Errorf("capacity %v allocatable %v, want %v and %v", str(c), str(a), tt.wantCap, tt.wantAllc)
+			}
+		})
+	}
+	if own["example.com/dongle"] != (resource.Quantity{}) || len(own) != 2 {
+		t.Errorf("the kubelet's list was modified: %v", own)
+	}
+}
