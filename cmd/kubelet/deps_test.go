@@ -16,7 +16,8 @@ func TestKubeletLinksOnlyItsAPIGroups(t *testing.T) {
 	}
 	allowed := map[string]bool{"k8s.io/api/core/v1": true, "k8s.io/api/coordination/v1": true,
 		"k8s.io/api/authentication/v1": true, "k8s.io/api/authorization/v1": true, // the endpoint's reviews
-		"k8s.io/api/storage/v1": true} // CSINode, CSIDriver and VolumeAttachment, for CSI volumes
+		"k8s.io/api/storage/v1":  true, // CSINode, CSIDriver and VolumeAttachment, for CSI volumes
+		"k8s.io/api/resource/v1": true} // ResourceClaims and ResourceSlices, for dynamic resource allocation
 	for _, pkg := range strings.Fields(string(out)) {
 		switch {
 		case strings.HasPrefix(pkg, "k8s.io/api/") && !allowed[pkg],

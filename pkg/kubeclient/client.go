@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ type Interface interface {
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
 	StorageV1() StorageV1Interface
+	ResourceV1() ResourceV1Interface
 }
 
 // CoreV1Interface is the kubelet's part of core/v1.
@@ -73,6 +75,19 @@ type StorageV1Interface interface {
 	CSINodes() CSINodeInterface
 	CSIDrivers() CSIDriverInterface
 	VolumeAttachments() VolumeAttachmentInterface
+}
+
+// ResourceV1Interface is the kubelet's part of resource.k8s.io/v1: the ResourceClaims its pods use, and the
+// ResourceSlices of its node (which it wipes for drivers that went away).
+type ResourceV1Interface interface {
+	ResourceClaims(namespace string) ResourceClaimInterface
+	ResourceSlices() ResourceSliceInterface
+}
+
+// ResourceSliceInterface reads and writes ResourceSlices, and deletes them by selector.
+type ResourceSliceInterface interface {
+	Resource[*resourcev1.ResourceSlice, *resourcev1.ResourceSliceList]
+	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error
 }
 
 // Creator is the one call on a resource that is only ever created (a review answered in its status).
@@ -123,6 +138,8 @@ type (
 	CSIDriverInterface = Resource[*storagev1.CSIDriver, *storagev1.CSIDriverList]
 	// VolumeAttachmentInterface reads VolumeAttachments.
 	VolumeAttachmentInterface = Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]
+	// ResourceClaimInterface reads ResourceClaims.
+	ResourceClaimInterface = Resource[*resourcev1.ResourceClaim, *resourcev1.ResourceClaimList]
 )
 
 // Scheme holds the types this client knows: core/v1, coordination/v1, authentication/v1, authorization/v1,
@@ -140,6 +157,7 @@ func init() {
 	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
 	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
 	utilruntime.Must(storagev1.AddToScheme(Scheme))
+	utilruntime.Must(resourcev1.AddToScheme(Scheme))
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 }
 
@@ -180,8 +198,13 @@ func New(cfg *rest.Config) (Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	res, err := restClient(c, httpClient, resourcev1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
 	return &client{core: coreV1{core}, coordination: coordinationV1{coord},
-		authentication: authenticationV1{authn}, authorization: authorizationV1{authz}, storage: storageV1{storage}}, nil
+		authentication: authenticationV1{authn}, authorization: authorizationV1{authz}, storage: storageV1{storage},
+		resource: resourceV1{res}}, nil
 }
 
 // restClient is a REST client for one group version, set up as client-go's generated clients set theirs up.
@@ -199,6 +222,7 @@ type client struct {
 	authentication authenticationV1
 	authorization  authorizationV1
 	storage        storageV1
+	resource       resourceV1
 }
 
 func (c *client) CoreV1() CoreV1Interface                     { return c.core }
@@ -206,6 +230,7 @@ func (c *client) CoordinationV1() CoordinationV1Interface     { return c.coordin
 func (c *client) AuthenticationV1() AuthenticationV1Interface { return c.authentication }
 func (c *client) AuthorizationV1() AuthorizationV1Interface   { return c.authorization }
 func (c *client) StorageV1() StorageV1Interface               { return c.storage }
+func (c *client) ResourceV1() ResourceV1Interface             { return c.resource }
 
 type coreV1 struct{ rc rest.Interface }
 
@@ -276,6 +301,19 @@ func (c storageV1) CSIDrivers() CSIDriverInterface {
 
 func (c storageV1) VolumeAttachments() VolumeAttachmentInterface {
 	return resource(c.rc, "volumeattachments", "", func() *storagev1.VolumeAttachment { return &storagev1.VolumeAttachment{} }, func() *storagev1.VolumeAttachmentList { return &storagev1.VolumeAttachmentList{} })
+}
+
+type resourceV1 struct{ rc rest.Interface }
+
+func (c resourceV1) ResourceClaims(namespace string) ResourceClaimInterface {
+	return resource(c.rc, "resourceclaims", namespace, func() *resourcev1.ResourceClaim { return &resourcev1.ResourceClaim{} }, func() *resourcev1.ResourceClaimList { return &resourcev1.ResourceClaimList{} })
+}
+
+func (c resourceV1) ResourceSlices() ResourceSliceInterface {
+	return gentype.NewClientWithList("resourceslices", c.rc, parameterCodec, "",
+		func() *resourcev1.ResourceSlice { return &resourcev1.ResourceSlice{} },
+		func() *resourcev1.ResourceSliceList { return &resourcev1.ResourceSliceList{} },
+		gentype.PrefersProtobuf[*resourcev1.ResourceSlice]())
 }
 
 type authenticationV1 struct{ rc rest.Interface }

@@ -59,7 +59,6 @@ type MirrorClient interface {
 	DeleteMirror(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
-// Config holds the kubelet's dependencies and settings. Runtime and Images are required.
 // Devices is the device manager as the pod sync uses it: admission allocates a new pod's devices, a
 // container's config carries what the plugins answered, housekeeping frees the devices of pods gone.
 type Devices interface {
@@ -69,6 +68,25 @@ type Devices interface {
 	Allocated() v1.ResourceList
 }
 
+// DRA is dynamic resource allocation as the pod sync uses it (pkg/dra, upstream's cm/dra): a pod's
+// ResourceClaims are prepared by their drivers before its sandbox runs, its containers get the CDI devices of
+// the claims they name, and the claims are unprepared once the pod's containers are gone.
+type DRA interface {
+	// Prepare prepares the pod's claims that are not prepared yet (a claim must be allocated and reserved
+	// for the pod); nil at once when every claim is. An error names the claim and the driver's message.
+	Prepare(ctx context.Context, pod *v1.Pod) error
+	// ContainerCDIDevices returns the CDI device IDs of the claims (and requests) the container names.
+	ContainerCDIDevices(pod *v1.Pod, c *v1.Container) ([]string, error)
+	// Unprepare unprepares the claims of the pod with that UID that no other pod uses; nil when none.
+	Unprepare(ctx context.Context, pod types.UID) error
+	// Reconcile unprepares, in the background, the claims of pods not in active (deleted while the kubelet
+	// was down). Call it only once the pod sources have synced.
+	Reconcile(ctx context.Context, active []types.UID)
+	// Holds says whether the pod with that UID still has prepared claims: its terminal phase waits.
+	Holds(pod types.UID) bool
+}
+
+// Config holds the kubelet's dependencies and settings. Runtime and Images are required.
 type Config struct {
 	NodeName   string
 	RootDir    string // default /var/lib/kubelet
@@ -101,6 +119,8 @@ type Config struct {
 	Host admission.Host
 	// Devices, when set, gives containers the devices of device plugins (pkg/devicemanager).
 	Devices Devices
+	// DRA, when set, prepares pods' ResourceClaims; nil refuses pods with claims.
+	DRA DRA
 	// PressureAdmit, when set, refuses pods under node pressure after admission's checks (the eviction
 	// manager's Admit): whether the pod may start, else the reason and message.
 	PressureAdmit func(*v1.Pod) (bool, string, string)

@@ -6,6 +6,7 @@ import (
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	resourcev1 "k8s.io/client-go/kubernetes/typed/resource/v1"
 	storagev1 "k8s.io/client-go/kubernetes/typed/storage/v1"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
@@ -27,6 +28,17 @@ func (w wrapped) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 	return authorization{w.cs.AuthorizationV1()}
 }
 func (w wrapped) StorageV1() kubeclient.StorageV1Interface { return storage{w.cs.StorageV1()} }
+
+func (w wrapped) ResourceV1() kubeclient.ResourceV1Interface { return resources{w.cs.ResourceV1()} }
+
+type resources struct {
+	c resourcev1.ResourceV1Interface
+}
+
+func (r resources) ResourceClaims(ns string) kubeclient.ResourceClaimInterface {
+	return r.c.ResourceClaims(ns)
+}
+func (r resources) ResourceSlices() kubeclient.ResourceSliceInterface { return r.c.ResourceSlices() }
 
 type storage struct{ c storagev1.StorageV1Interface }
 
