@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds upstream Kubernetes binaries from the Go module proxy at a pinned version:
 # kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager, kubelet and
-# sample-device-plugin (upstream's test device plugin, test/images/sample-device-plugin, built static) named
-# as arguments.
+# sample-device-plugin (upstream's test device plugin, test/images/sample-device-plugin, built static) and
+# dra-test-driver (upstream's DRA test driver, test/e2e/dra/test-driver, built static) named as arguments.
 #
 #   hack/kube-binaries.sh                  # kubectl
 #   hack/kube-binaries.sh kube-apiserver   # kubectl and kube-apiserver
@@ -34,8 +34,8 @@ targets=(kubectl)
 for arg in "$@"; do
 	case "$arg" in
 	kubectl) ;;
-	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet | sample-device-plugin) targets+=("$arg") ;;
-	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager, kubelet or sample-device-plugin)" ;;
+	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet | sample-device-plugin | dra-test-driver) targets+=("$arg") ;;
+	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, sample-device-plugin or dra-test-driver)" ;;
 	esac
 done
 
@@ -43,6 +43,7 @@ done
 pkg_of() {
 	case "$1" in
 	sample-device-plugin) echo k8s.io/kubernetes/test/images/sample-device-plugin ;;
+	dra-test-driver) echo k8s.io/kubernetes/test/e2e/dra/test-driver ;;
 	*) echo "k8s.io/kubernetes/cmd/$1" ;;
 	esac
 }
@@ -75,7 +76,7 @@ if [ ${#todo[@]} -gt 0 ]; then
 
 	# Every binary built here so far stays a tool of the module, so one go.sum serves them all.
 	tools=("${todo[@]}")
-	for t in kubectl kube-apiserver kube-scheduler kube-controller-manager kubelet sample-device-plugin; do
+	for t in kubectl kube-apiserver kube-scheduler kube-controller-manager kubelet sample-device-plugin dra-test-driver; do
 		if [ -x "$KUBE_BIN_DIR/$t" ]; then tools+=("$t"); fi
 	done
 	mapfile -t tools < <(printf '%s\n' "${tools[@]}" | sort -u)
@@ -115,9 +116,9 @@ if [ ${#todo[@]} -gt 0 ]; then
 	for t in "${todo[@]}"; do
 		say "building $t $KUBE_VERSION (the first build takes several minutes)"
 		start=$(date +%s)
-		# The test device plugin runs in a busybox container: static.
+		# The test device plugin and DRA driver run in busybox containers: static.
 		cgo=${CGO_ENABLED:-}
-		if [ "$t" = sample-device-plugin ]; then cgo=0; fi
+		case "$t" in sample-device-plugin | dra-test-driver) cgo=0 ;; esac
 		CGO_ENABLED=$cgo nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$KUBE_BIN_DIR/$t.tmp" "$(pkg_of "$t")" ||
 			die "building $t failed"
 		mv -f "$KUBE_BIN_DIR/$t.tmp" "$KUBE_BIN_DIR/$t"

@@ -16,6 +16,10 @@ const (
 	AfterCNIAdd          = "after-cni-add"          // the pod network is set up, the pause container maybe not
 	AfterSandbox         = "after-sandbox"          // RunPodSandbox returned, no container created yet
 	AfterContainerCreate = "after-container-create" // a container is created, not started
+	AfterDRAPrepare      = "after-dra-prepare"      // the pod's ResourceClaims are prepared, no sandbox yet
+	BeforeDRAUnprepare   = "before-dra-unprepare"   // a terminated pod's containers are gone, its claims prepared
+	// DRACallTimeout=<duration>: the kubelet's calls to DRA drivers time out after that instead of 45 s.
+	DRACallTimeout = "dra-call-timeout"
 	// HangContainerStatus=<container name>: the runtime's ContainerStatus of that container never returns,
 	// as a wedged shim's would.
 	HangContainerStatus = "hang-container-status"

@@ -88,6 +88,18 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return nil, err
 	}
 	cfg.Devices = append(cfg.Devices, devices...)
+	if len(c.Resources.Claims) > 0 {
+		if k.cfg.DRA == nil {
+			return nil, errNoDRA
+		}
+		ids, err := k.cfg.DRA.ContainerCDIDevices(pod, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			cfg.CDIDevices = append(cfg.CDIDevices, &runtimeapi.CDIDevice{Name: id})
+		}
+	}
 	if k.cfg.Devices != nil {
 		o, err := k.cfg.Devices.ContainerOptions(ctx, pod.UID, c.Name)
 		if err != nil {

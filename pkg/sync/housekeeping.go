@@ -71,12 +71,15 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	if err := k.cgroups.CleanupOrphans(ctx, active); err != nil {
 		logger.Error(err, "Failed to clean up orphaned pod cgroups")
 	}
+	activeUIDs := make([]types.UID, 0, len(active))
+	for uid := range active {
+		activeUIDs = append(activeUIDs, uid)
+	}
 	if k.cfg.Devices != nil {
-		uids := make([]types.UID, 0, len(active))
-		for uid := range active {
-			uids = append(uids, uid)
-		}
-		k.cfg.Devices.Prune(ctx, uids)
+		k.cfg.Devices.Prune(ctx, activeUIDs)
+	}
+	if k.cfg.DRA != nil {
+		k.cfg.DRA.Reconcile(ctx, activeUIDs) // claims of pods deleted while the kubelet was down
 	}
 	if err := k.alloc.RemoveOrphans(active); err != nil {
 		logger.Error(err, "Failed to forget the allocations of removed pods")

@@ -97,6 +97,10 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	if !a.CreateSandbox && len(a.InitToStart)+len(a.ContainersToStart)+len(a.EphemeralToStart) == 0 {
 		return r // nothing to start: no sandbox config to build
 	}
+	if err := k.prepareClaims(ctx, pod); err != nil {
+		r.fail(err)
+		return r
+	}
 	var dnsWarnings []podspec.DNSWarning
 	env.sandboxConfig, dnsWarnings = k.sandboxConfig(pod, a.Attempt, cgroupParent)
 	if a.CreateSandbox {

@@ -66,7 +66,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 		in.FailReason, in.FailMessage = status.ReasonDeadlineExceeded, status.MessageDeadline
 		st = status.Compute(in)
 	}
-	k.status.SetPodStatus(pod, st)
+	k.setStatus(pod, in.Previous, st)
 	now := k.clock.Now()
 	k.starts.synced(pod, &st, now)
 	if !pod.CreationTimestamp.IsZero() {
@@ -119,7 +119,8 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	}
 	k.syncProbes(pod, state, st.PodIP)
 	if res.reasonsChanged {
-		k.status.SetPodStatus(pod, status.Compute(k.statusInput(pod, state)))
+		in := k.statusInput(pod, state)
+		k.setStatus(pod, in.Previous, status.Compute(in))
 	}
 	out := syncOutcome{changed: res.changed, requeue: res.requeue}
 	if left, ok := k.deadlineLeft(pod, &st); ok && (out.requeue == 0 || left < out.requeue) {
@@ -190,7 +191,8 @@ func (k *Kubelet) ensureMirror(ctx context.Context, pod *v1.Pod) {
 func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState, grace *int64) error {
 	k.probes.RemovePod(pod.UID) // nothing is restarted or probed while the pod stops
 	if _, known := k.pods.get(pod.UID); known {
-		k.status.SetPodStatus(pod, status.Compute(k.statusInput(pod, state)))
+		in := k.statusInput(pod, state)
+		k.setStatus(pod, in.Previous, status.Compute(in))
 	}
 	return k.killPod(ctx, pod, state, gracePeriodOf(pod, grace, state))
 }
@@ -206,6 +208,9 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, state *ple
 			return err
 		}
 		return fmt.Errorf("%d containers and %d sandboxes were still running", len(running), len(sandboxes))
+	}
+	if err := k.unprepareClaims(ctx, pod.UID); err != nil {
+		return err
 	}
 	if err := volume.CleanSubPaths(filepath.Join(k.podDir(pod.UID), "volume-subpaths")); err != nil {
 		return fmt.Errorf("unmount subPaths: %w", err)
