@@ -33,12 +33,20 @@ type Devices interface {
 	AllocatableDevices() map[string][]string
 }
 
+// DynamicResources is what dynamic resource allocation tells the API: the prepared claims' devices a
+// container uses.
+type DynamicResources interface {
+	ContainerDynamicResources(pod *v1.Pod, container string) []*podresourcesapi.DynamicResource
+}
+
 // Config is what a Server needs. Socket, Pods and Devices are required.
 type Config struct {
 	Socket string
 	// Pods returns the pods the kubelet runs.
 	Pods    func() []*v1.Pod
 	Devices Devices
+	// DRA, when set, adds the devices of each container's ResourceClaims.
+	DRA DynamicResources
 }
 
 // Server serves the API.
@@ -119,9 +127,13 @@ func (s *Server) GetAllocatableResources(context.Context, *podresourcesapi.Alloc
 func (s *Server) podResources(p *v1.Pod) *podresourcesapi.PodResources {
 	out := &podresourcesapi.PodResources{Name: p.Name, Namespace: p.Namespace}
 	add := func(c *v1.Container) {
-		out.Containers = append(out.Containers, &podresourcesapi.ContainerResources{
+		cr := &podresourcesapi.ContainerResources{
 			Name: c.Name, Devices: containerDevices(s.cfg.Devices.ContainerDevices(p.UID, c.Name)),
-		})
+		}
+		if s.cfg.DRA != nil {
+			cr.DynamicResources = s.cfg.DRA.ContainerDynamicResources(p, c.Name)
+		}
+		out.Containers = append(out.Containers, cr)
 	}
 	for i := range p.Spec.InitContainers {
 		if c := &p.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {

@@ -30,6 +30,16 @@ func (fakeDevices) AllocatableDevices() map[string][]string {
 	return map[string][]string{"example.com/gpu": {"g1", "g2", "g3"}}
 }
 
+type fakeDRA struct{}
+
+func (fakeDRA) ContainerDynamicResources(pod *v1.Pod, container string) []*podresourcesapi.DynamicResource {
+	if pod.UID == "uid-gpu" && container == "main" {
+		return []*podresourcesapi.DynamicResource{{ClaimName: "gpu-claim", ClaimNamespace: "ml", ClaimResources: []*podresourcesapi.ClaimResource{
+			{CdiDevices: []*podresourcesapi.CDIDevice{{Name: "example.com/gpu=g7"}}, DriverName: "example.com", PoolName: "node1", DeviceName: "g7"}}}}
+	}
+	return nil
+}
+
 func serve(t *testing.T) podresourcesapi.PodResourcesListerClient {
 	t.Helper()
 	always := v1.ContainerRestartPolicyAlways
@@ -41,7 +51,7 @@ func serve(t *testing.T) podresourcesapi.PodResourcesListerClient {
 			Containers: []v1.Container{{Name: "app"}}}},
 	}
 	sock := filepath.Join(t.TempDir(), "pod-resources", "kubelet.sock")
-	s, err := New(Config{Socket: sock, Pods: func() []*v1.Pod { return pods }, Devices: fakeDevices{}})
+	s, err := New(Config{Socket: sock, Pods: func() []*v1.Pod { return pods }, Devices: fakeDevices{}, DRA: fakeDRA{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +104,13 @@ func TestListGetAllocatable(t *testing.T) {
 	if len(devs) != 2 || devs[0].ResourceName != "example.com/gpu" || len(devs[0].DeviceIds) != 2 || devs[0].DeviceIds[0] != "g1" ||
 		devs[1].ResourceName != "example.com/nic" {
 		t.Errorf("main's devices %+v", devs)
+	}
+	if dr := gpu.Containers[1].DynamicResources; len(dr) != 1 || dr[0].ClaimName != "gpu-claim" || len(dr[0].ClaimResources) != 1 ||
+		dr[0].ClaimResources[0].DeviceName != "g7" || dr[0].ClaimResources[0].CdiDevices[0].Name != "example.com/gpu=g7" {
+		t.Errorf("main's claims %+v", dr)
+	}
+	if len(gpu.Containers[0].DynamicResources) != 0 {
+		t.Errorf("the sidecar lists claims: %+v", gpu.Containers[0].DynamicResources)
 	}
 	if len(gpu.Containers[0].Devices) != 0 || len(list.PodResources[1].Containers[0].Devices) != 0 {
 		t.Errorf("containers without devices list some: %+v", list.PodResources)
