@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/nodeagent/kubelet/pkg/csi"
+	"github.com/nodeagent/kubelet/pkg/dra"
 	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
@@ -32,13 +34,19 @@ func shareRootDir(ctx context.Context, root string) {
 	}
 }
 
-// newCSI builds the CSI driver registry and the plugin watcher of <root-dir>/plugins_registry, where CSI
-// drivers (through node-driver-registrar) register.
-func (p *nodeParts) newCSI(ctx context.Context) error {
+// newPlugins builds the CSI driver registry, the DRA manager (with the claims its checkpoint lists) and the
+// plugin watcher of <root-dir>/plugins_registry, where CSI drivers (through node-driver-registrar) and DRA
+// drivers register.
+func (p *nodeParts) newPlugins(ctx context.Context) error {
 	root := p.o.rootDir
 	registry := filepath.Join(root, "plugins_registry")
 	p.csi = csi.NewRegistry([]string{filepath.Join(root, "plugins"), registry}, &csi.APINodeInfo{Client: p.d.clients.pods, Node: p.d.name})
-	p.plugins = pluginwatcher.New(registry, map[string]pluginwatcher.Handler{registerapi.CSIPlugin: p.csi})
+	var err error
+	p.dra, err = dra.New(dra.Config{NodeName: p.d.name, RootDir: root, Client: p.d.clients.pods, Registerer: p.registry})
+	if err != nil {
+		return fmt.Errorf("dynamic resource allocation: %w", err)
+	}
+	p.plugins = pluginwatcher.New(registry, map[string]pluginwatcher.Handler{registerapi.CSIPlugin: p.csi, registerapi.DRAPlugin: p.dra})
 	return nil
 }
 

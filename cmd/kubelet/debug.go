@@ -1,20 +1,24 @@
 package main
 
 import (
+	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/devicemanager"
+	"github.com/nodeagent/kubelet/pkg/dra"
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
 )
 
 // debugPage builds the node's debug page from what the kubelet, the PLEG, the node agent, the cgroup
-// manager, the device manager and the plugin watcher hold in memory: no runtime or API call.
+// manager, the device manager, the plugin watcher and the DRA manager hold in memory: no runtime or API call.
 func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.Manager, driver string, devices *devicemanager.Manager,
-	plugins *pluginwatcher.Watcher) func() *debugpage.Page {
+	plugins *pluginwatcher.Watcher, claims *dra.Manager) func() *debugpage.Page {
 	return func() *debugpage.Page {
 		h := agent.Health()
 		relist, took, stuck := kl.PLEGStatus()
@@ -29,6 +33,11 @@ func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.
 		}}
 		if len(h.Failures) > 0 {
 			p.Node.ReadyMessage = h.Failures[0]
+		}
+		for i := range p.Pods {
+			if claim, driver, err := claims.Waiting(types.UID(p.Pods[i].UID)); err != "" {
+				p.Pods[i].WaitingFor = fmt.Sprintf("ResourceClaim %s (driver %s): %s", claim, driver, err)
+			}
 		}
 		for _, r := range devices.Summary() {
 			d := debugpage.DeviceResource{Name: r.Name, Plugin: r.Endpoint, Devices: r.Devices, Healthy: r.Healthy, Held: r.Held}

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/csi"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 	"github.com/nodeagent/kubelet/pkg/devicemanager"
+	"github.com/nodeagent/kubelet/pkg/dra"
 	"github.com/nodeagent/kubelet/pkg/eviction"
 	"github.com/nodeagent/kubelet/pkg/imagecreds"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
@@ -80,7 +81,7 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err := p.newAgent(); err != nil {
 		return err
 	}
-	if err := p.newCSI(ctx); err != nil {
+	if err := p.newPlugins(ctx); err != nil {
 		return err
 	}
 	if err := p.newPodSync(ctx); err != nil {
@@ -110,6 +111,7 @@ type nodeParts struct {
 	evictionDeps *evictionDeps
 	devices      *devicemanager.Manager
 	csi          *csi.Registry
+	dra          *dra.Manager
 	plugins      *pluginwatcher.Watcher
 	agent        *node.Agent
 	volumes      *volume.Manager
@@ -304,6 +306,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		Host:                  hostFeatures(o),
 		PressureAdmit:         p.evictions.Admit,
 		Devices:               p.devices,
+		DRA:                   p.dra,
 		SyncFrequency:         o.syncFrequency,
 		CrashLoopBackOffMax:   o.crashLoopBackOffMax,
 		MaxParallelImagePulls: o.imagePullParallel,
@@ -377,7 +380,7 @@ func (p *nodeParts) newServer() error {
 			RunningPods: kl.RunningPods,
 			Configz:     func() any { return o.kubeletConfiguration() },
 			NodeLogsDir: nodeLogsDir,
-			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver, p.devices, p.plugins)),
+			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver, p.devices, p.plugins, p.dra)),
 		},
 	})
 	return err
@@ -392,12 +395,13 @@ func (p *nodeParts) run(ctx context.Context) error {
 		return err
 	}
 	podResources, err := podresources.New(podresources.Config{
-		Socket: filepath.Join(p.o.rootDir, "pod-resources", "kubelet.sock"), Pods: p.kl.ActivePods, Devices: p.devices})
+		Socket: filepath.Join(p.o.rootDir, "pod-resources", "kubelet.sock"), Pods: p.kl.ActivePods, Devices: p.devices, DRA: p.dra})
 	if err != nil {
 		return err
 	}
 	g.Go(func() error { return podResources.Run(gctx) })
 	g.Go(func() error { return p.plugins.Run(gctx) })
+	g.Go(func() error { p.dra.Run(gctx); return nil })
 	g.Go(func() error { return p.agent.Run(gctx) })
 	g.Go(func() error { p.services.Run(gctx); return nil })
 	g.Go(func() error { return p.kl.Run(gctx) })

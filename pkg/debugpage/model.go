@@ -67,21 +67,24 @@ type Stuck struct {
 
 // Pod is one pod as the kubelet knows it.
 type Pod struct {
-	Namespace     string        `json:"namespace"`
-	Name          string        `json:"name"`
-	UID           string        `json:"uid"`
-	State         string        `json:"state"` // the worker's: Syncing, Terminating, Terminated, Pending, Rejected
-	Phase         string        `json:"phase,omitempty"`
-	QOS           string        `json:"qos,omitempty"`
-	Ready         bool          `json:"ready"`
-	Conditions    []Condition   `json:"conditions,omitempty"`
-	Syncs         int           `json:"syncs"`
-	LastSyncError string        `json:"lastSyncError,omitempty"`
-	Backoffs      []Backoff     `json:"backoffs,omitempty"`
-	Timeline      []Step        `json:"timeline,omitempty"`
-	Probes        []Probe       `json:"probes,omitempty"`
-	WhyNotReady   string        `json:"whyNotReady,omitempty"`
-	Age           time.Duration `json:"age"`
+	Namespace     string      `json:"namespace"`
+	Name          string      `json:"name"`
+	UID           string      `json:"uid"`
+	State         string      `json:"state"` // the worker's: Syncing, Terminating, Terminated, Pending, Rejected
+	Phase         string      `json:"phase,omitempty"`
+	QOS           string      `json:"qos,omitempty"`
+	Ready         bool        `json:"ready"`
+	Conditions    []Condition `json:"conditions,omitempty"`
+	Syncs         int         `json:"syncs"`
+	LastSyncError string      `json:"lastSyncError,omitempty"`
+	Backoffs      []Backoff   `json:"backoffs,omitempty"`
+	Timeline      []Step      `json:"timeline,omitempty"`
+	Probes        []Probe     `json:"probes,omitempty"`
+	WhyNotReady   string      `json:"whyNotReady,omitempty"`
+	// WaitingFor names what the pod's start waits for outside the kubelet: a ResourceClaim, its driver and
+	// the driver's last error.
+	WaitingFor string        `json:"waitingFor,omitempty"`
+	Age        time.Duration `json:"age"`
 }
 
 // Condition is a pod condition.

@@ -85,6 +85,7 @@ code{white-space:pre-wrap}
 {{range .Pods}}<div class="pod" data-uid="{{.UID}}">
 <p><b>{{.Namespace}}/{{.Name}}</b> &middot; <span data-field="state">{{.State}}</span> &middot; <span data-field="phase">{{.Phase}}</span> &middot; {{.QOS}} &middot; {{.Syncs}} syncs &middot; age {{ms .Age}}</p>
 <p class="why">{{if .WhyNotReady}}Not Ready: <span data-field="whyNotReady">{{.WhyNotReady}}</span>{{else}}<span data-field="whyNotReady" class="ok">Ready</span>{{end}}</p>
+{{if .WaitingFor}}<p class="bad">waiting for <span data-field="waitingFor">{{.WaitingFor}}</span></p>{{end}}
 {{if .LastSyncError}}<p class="bad">last sync error: <code>{{.LastSyncError}}</code></p>{{end}}
 {{if .Conditions}}<table><tr><th>condition</th><th>status</th><th>reason</th><th>message</th></tr>
 {{range .Conditions}}<tr><td>{{.Type}}</td><td>{{.Status}}</td><td>{{.Reason}}</td><td>{{.Message}}</td></tr>{{end}}</table>{{end}}

@@ -36,7 +36,7 @@ type Devices interface {
 // DynamicResources is what dynamic resource allocation tells the API: the prepared claims' devices a
 // container uses.
 type DynamicResources interface {
-	ContainerDynamicResources(pod *v1.Pod, container string) []*podresourcesapi.DynamicResource
+	PodResources(pod *v1.Pod, container string) []*podresourcesapi.DynamicResource
 }
 
 // Config is what a Server needs. Socket, Pods and Devices are required.
@@ -131,7 +131,7 @@ func (s *Server) podResources(p *v1.Pod) *podresourcesapi.PodResources {
 			Name: c.Name, Devices: containerDevices(s.cfg.Devices.ContainerDevices(p.UID, c.Name)),
 		}
 		if s.cfg.DRA != nil {
-			cr.DynamicResources = s.cfg.DRA.ContainerDynamicResources(p, c.Name)
+			cr.DynamicResources = s.cfg.DRA.PodResources(p, c.Name)
 		}
 		out.Containers = append(out.Containers, cr)
 	}

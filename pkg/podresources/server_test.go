@@ -32,7 +32,7 @@ func (fakeDevices) AllocatableDevices() map[string][]string {
 
 type fakeDRA struct{}
 
-func (fakeDRA) ContainerDynamicResources(pod *v1.Pod, container string) []*podresourcesapi.DynamicResource {
+func (fakeDRA) PodResources(pod *v1.Pod, container string) []*podresourcesapi.DynamicResource {
 	if pod.UID == "uid-gpu" && container == "main" {
 		return []*podresourcesapi.DynamicResource{{ClaimName: "gpu-claim", ClaimNamespace: "ml", ClaimResources: []*podresourcesapi.ClaimResource{
 			{CdiDevices: []*podresourcesapi.CDIDevice{{Name: "example.com/gpu=g7"}}, DriverName: "example.com", PoolName: "node1", DeviceName: "g7"}}}}

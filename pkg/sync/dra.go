@@ -43,10 +43,12 @@ func (k *Kubelet) prepareClaims(ctx context.Context, pod *v1.Pod) error {
 // unprepareClaims has the claims of a pod whose containers are all gone unprepared by their drivers; an
 // error keeps the pod terminating, to be tried again.
 func (k *Kubelet) unprepareClaims(ctx context.Context, uid types.UID) error {
-	if k.cfg.DRA == nil || !k.cfg.DRA.Holds(uid) {
+	if k.cfg.DRA == nil {
 		return nil
 	}
-	failpoint.Hit(failpoint.BeforeDRAUnprepare)
+	if k.cfg.DRA.Holds(uid) {
+		failpoint.Hit(failpoint.BeforeDRAUnprepare)
+	}
 	if err := k.cfg.DRA.Unprepare(ctx, uid); err != nil {
 		return fmt.Errorf("unprepare dynamic resources: %w", err)
 	}
