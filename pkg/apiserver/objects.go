@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -21,11 +22,13 @@ type objectIndex struct {
 }
 
 var (
-	_ auth.PodIndex           = objectIndex{}
-	_ auth.ObjectGetter       = objectIndex{}
-	_ auth.VolumeIndex        = objectIndex{}
-	_ auth.AttachmentIndex    = objectIndex{}
-	_ admission.ServiceLister = objectIndex{}
+	_ auth.PodIndex             = objectIndex{}
+	_ auth.ObjectGetter         = objectIndex{}
+	_ auth.VolumeIndex          = objectIndex{}
+	_ auth.AttachmentIndex      = objectIndex{}
+	_ auth.SliceIndex           = objectIndex{}
+	_ admission.ServiceLister   = objectIndex{}
+	_ admission.NamespaceGetter = objectIndex{}
 )
 
 // PodsOnNode implements auth.PodIndex.
@@ -69,6 +72,11 @@ func (x objectIndex) Secret(namespace, name string) (*corev1.Secret, error) {
 	return getObject[corev1.Secret](x, "secrets", namespace, name)
 }
 
+// Namespace implements admission.NamespaceGetter.
+func (x objectIndex) Namespace(name string) (*corev1.Namespace, error) {
+	return getObject[corev1.Namespace](x, "namespaces", "", name)
+}
+
 // Node implements auth.ObjectGetter.
 func (x objectIndex) Node(name string) (*corev1.Node, error) {
 	return getObject[corev1.Node](x, "nodes", "", name)
@@ -84,6 +92,17 @@ func (x objectIndex) PersistentVolume(name string) (*corev1.PersistentVolume, bo
 func (x objectIndex) VolumeAttachment(name string) (*storagev1.VolumeAttachment, bool) {
 	va, err := getObject[storagev1.VolumeAttachment](x, "volumeattachments", "", name)
 	return va, err == nil
+}
+
+// ResourceSlice implements auth.SliceIndex.
+func (x objectIndex) ResourceSlice(name string) (*resourcev1.ResourceSlice, bool) {
+	s, err := getObject[resourcev1.ResourceSlice](x, "resourceslices", "", name)
+	return s, err == nil
+}
+
+// ResourceClaim returns the claim namespace/name, or the API's NotFound.
+func (x objectIndex) ResourceClaim(namespace, name string) (*resourcev1.ResourceClaim, error) {
+	return getObject[resourcev1.ResourceClaim](x, "resourceclaims", namespace, name)
 }
 
 // Services implements admission.ServiceLister.

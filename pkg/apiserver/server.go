@@ -141,7 +141,7 @@ func New(cfg Config) (s *Server, retErr error) {
 	s.serviceCIDR = cidr
 	s.metrics = newResourceMetrics(objs, nodes)
 	mutate := admission.Mutators{admission.NewServiceAccount(objs, cfg.Clock),
-		admission.NewServices(cidr, admission.DefaultNodePorts, objs)}
+		admission.NewServices(cidr, admission.DefaultNodePorts, objs), admission.DRAAdminAccess{Namespaces: objs}}
 	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs}, Mutate: mutate,
 		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes,
 		Reviewer: auth.Reviewer{Tokens: tokens, Audiences: cfg.APIAudiences, Authorizer: s.authz},

@@ -89,8 +89,15 @@ func (a *Authorizer) Decide(u *request.User, info *request.Info) Decision {
 	if !isNode {
 		return Decision{false, fmt.Sprintf("user %q cannot %s", u.Name, describe(info))}
 	}
-	if a.nodeMay(node, info) {
+	ok, why := a.nodeMay(node, info), ""
+	if info.Group == "resource.k8s.io" {
+		ok, why = a.nodeMayResource(node, info)
+	}
+	if ok {
 		return Decision{true, fmt.Sprintf("node %q may %s", node, describe(info))}
+	}
+	if why != "" {
+		return Decision{false, fmt.Sprintf("node %q cannot %s: %s", node, describe(info), why)}
 	}
 	return Decision{false, fmt.Sprintf("node %q cannot %s", node, describe(info))}
 }

@@ -155,6 +155,8 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 			refs = references(pod).claims
 		case "serviceaccounts":
 			refs = []string{pod.Spec.ServiceAccountName}
+		case "resourceclaims":
+			refs = claimNames(pod)
 		}
 		for _, r := range refs {
 			if r != "" && r == name {

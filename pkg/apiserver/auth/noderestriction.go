@@ -63,6 +63,10 @@ func (nr NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 		if old := a.Old.(*corev1.Pod); old.Spec.NodeName != node {
 			return deny("can only modify or delete pods bound to itself")
 		}
+		if cur, ok := a.Object.(*corev1.Pod); ok && a.Info != nil && a.Info.Subresource == "status" &&
+			claimStatusesChanged(a.Old.(*corev1.Pod), cur) {
+			return deny("%v", errClaimStatuses)
+		}
 	case "/nodes":
 		if nameOf(a.Object, a.Old) != node {
 			return deny("can only modify its own node object")
@@ -76,6 +80,8 @@ func (nr NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 		if nameOf(a.Object, a.Old) != node {
 			return deny("can only modify its own lease")
 		}
+	case "resource.k8s.io/resourceslices":
+		return admitResourceSlice(node, a)
 	case "storage.k8s.io/csinodes":
 		if nameOf(a.Object, a.Old) != node {
 			return deny("can only access CSINode with the same name as the requesting node")

@@ -38,6 +38,7 @@ func (podStrategy) Validate(obj runtime.Object) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create"))
 	}
 	errs = append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validatePodClaims(pod, field.NewPath("spec"))...)
 	return append(errs, validateEphemeralClaimNames(pod, field.NewPath("spec", "volumes"))...)
 }
 
@@ -51,6 +52,7 @@ func (podStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	pod, o := obj.(*corev1.Pod), old.(*corev1.Pod)
 	errs := validateMetaUpdate(obj, old)
 	errs = append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validatePodClaims(pod, field.NewPath("spec"))...)
 	munged := pod.Spec.DeepCopy()
 	if len(munged.Containers) == len(o.Spec.Containers) {
 		for i := range munged.Containers {
@@ -132,7 +134,7 @@ func (podStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList
 		errs = append(errs, field.Forbidden(field.NewPath("status", "phase"),
 			"cannot transition from a terminal phase"))
 	}
-	return errs
+	return append(errs, validatePodResourceClaimStatuses(pod, field.NewPath("status", "resourceClaimStatuses"))...)
 }
 
 func isTerminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }

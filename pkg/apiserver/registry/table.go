@@ -4,6 +4,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -90,5 +91,25 @@ func resources() []*Resource {
 			New:      func() runtime.Object { return &storagev1.VolumeAttachment{} },
 			NewList:  func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
 			Strategy: volumeAttachmentStrategy{}},
+		{Group: resourcev1.GroupName, Version: "v1", Name: "deviceclasses", Singular: "deviceclass", Kind: "DeviceClass",
+			Storage:  "deviceclasses",
+			New:      func() runtime.Object { return &resourcev1.DeviceClass{} },
+			NewList:  func() runtime.Object { return &resourcev1.DeviceClassList{} },
+			Strategy: deviceClassStrategy{}},
+		{Group: resourcev1.GroupName, Version: "v1", Name: "resourceclaims", Singular: "resourceclaim", Kind: "ResourceClaim",
+			Namespaced: true, Subresources: []string{"status"}, Storage: "resourceclaims",
+			New:      func() runtime.Object { return &resourcev1.ResourceClaim{} },
+			NewList:  func() runtime.Object { return &resourcev1.ResourceClaimList{} },
+			Strategy: resourceClaimStrategy{}},
+		{Group: resourcev1.GroupName, Version: "v1", Name: "resourceclaimtemplates", Singular: "resourceclaimtemplate",
+			Kind: "ResourceClaimTemplate", Namespaced: true, Storage: "resourceclaimtemplates",
+			New:      func() runtime.Object { return &resourcev1.ResourceClaimTemplate{} },
+			NewList:  func() runtime.Object { return &resourcev1.ResourceClaimTemplateList{} },
+			Strategy: resourceClaimTemplateStrategy{}},
+		{Group: resourcev1.GroupName, Version: "v1", Name: "resourceslices", Singular: "resourceslice", Kind: "ResourceSlice",
+			Storage:  "resourceslices",
+			New:      func() runtime.Object { return &resourcev1.ResourceSlice{} },
+			NewList:  func() runtime.Object { return &resourcev1.ResourceSliceList{} },
+			Strategy: resourceSliceStrategy{}},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -134,6 +135,10 @@ func tableColumns(res *registry.Resource) ([]column, cellFunc) {
 		return volumeAttachmentColumns, volumeAttachmentCells
 	case *storagev1.CSIStorageCapacity:
 		return csiStorageCapacityColumns, csiStorageCapacityCells
+	case *resourcev1.ResourceClaim:
+		return resourceClaimColumns, resourceClaimCells
+	case *resourcev1.ResourceSlice:
+		return resourceSliceColumns, resourceSliceCells
 	case *corev1.Event, *eventsv1.Event:
 		_ = obj
 		return []column{{"Last Seen", "string", 0}, {"Type", "string", 0}, {"Reason", "string", 0},
