@@ -25,7 +25,7 @@ const controllerResync = time.Second
 
 // startControllers starts the control loop that does what upstream's
 // namespace, service-account, root CA publisher, persistent volume binder,
-// ephemeral volume, attach/detach (VolumeAttachments only), node lifecycle
+// ephemeral volume, ResourceClaim, attach/detach (VolumeAttachments only), node lifecycle
 // (heartbeats, pressure and readiness taints), taint eviction and pod GC
 // controllers, its scheduler and kube-apiserver's kubernetes Service
 // reconciler do, in the small: it observes the store directly and acts through the API as an
@@ -123,6 +123,7 @@ func (c *controller) sync(ctx context.Context) {
 	c.report(ctx, "Node pod CIDRs", c.assignPodCIDRs(ctx, nodes))
 	c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
 	c.report(ctx, "Taint eviction", c.evictPods(ctx, nodes))
+	c.report(ctx, "Resource claims", c.syncResourceClaims(ctx))
 	c.report(ctx, "Placement", c.schedule(ctx, nodes))
 	c.report(ctx, "Pod cleanup", c.collectPods(ctx, nodes))
 	c.graph.requeue()
@@ -151,6 +152,9 @@ func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
 	if need.taints {
 		c.report(ctx, "Node pod CIDRs", c.assignPodCIDRs(ctx, nodes))
 		c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
+	}
+	if need.claims {
+		c.report(ctx, "Resource claims", c.syncResourceClaims(ctx))
 	}
 	if need.schedule {
 		c.report(ctx, "Placement", c.schedule(ctx, nodes))
@@ -183,7 +187,7 @@ func (c *controller) report(ctx context.Context, what string, err error) {
 
 // loops says which control loops have work.
 type loops struct {
-	schedule, collect, namespaces, volumes, kubernetesService, taints, ephemeral, attach bool
+	schedule, collect, namespaces, volumes, kubernetesService, taints, ephemeral, attach, claims bool
 }
 
 // loopsFor returns the loops a batch of changes concerns, so that a write
@@ -194,8 +198,11 @@ type loops struct {
 // volume loop wants a pod with a generic ephemeral volume and a claim removed;
 // the attachment loop a pod on a node with claims or ephemeral volumes, a
 // claim, volume, CSIDriver or VolumeAttachment, and a node added, removed or
-// whose volumes in use change. The garbage collector keeps its own account of
-// the changes it needs (ownerGraph.observe).
+// whose volumes in use change. The ResourceClaim loop wants a pod with
+// resourceClaims and a ResourceClaim or ResourceClaimTemplate; placement also
+// a claim, ResourceSlice or DeviceClass, which may let a pod with claims fit.
+// The garbage collector keeps its own account of the changes it needs
+// (ownerGraph.observe).
 func loopsFor(evs []storage.Event) loops {
 	var l loops
 	for _, ev := range evs {
@@ -205,6 +212,7 @@ func loopsFor(evs []storage.Event) loops {
 			hasClaims := bytes.Contains(o.Raw, claimVolumeJSON) || bytes.Contains(o.Raw, ephemeralVolumeJSON)
 			l.attach = l.attach || hasClaims && o.Fields["spec.nodeName"] != ""
 			l.ephemeral = l.ephemeral || ev.Type != watch.Deleted && bytes.Contains(o.Raw, ephemeralVolumeJSON)
+			l.claims = l.claims || bytes.Contains(o.Raw, podResourceClaimsJSON)
 			switch {
 			case ev.Type == watch.Deleted:
 				l.namespaces = true
@@ -231,6 +239,11 @@ func loopsFor(evs []storage.Event) loops {
 		case "leases", "events":
 		case "csidrivers", "volumeattachments":
 			l.attach = true
+		case "resourceclaims", "resourceclaimtemplates":
+			l.claims, l.schedule = true, true
+			l.namespaces = l.namespaces || ev.Type == watch.Deleted
+		case "resourceslices", "deviceclasses":
+			l.schedule = true
 		case "csinodes", "storageclasses": // cluster-scoped: no loop's business
 		default:
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
@@ -345,6 +358,7 @@ func (c *controller) schedule(ctx context.Context, nodes map[string]*corev1.Node
 	for _, n := range nodes {
 		nodeList = append(nodeList, n)
 	}
+	var devices *placement.Devices // read once a pod with claims needs it
 	bound := map[string][]*corev1.Pod{}
 	for _, p := range decodeAll[corev1.Pod](c.s, c.s.store.Select("pods/", func(o *storage.Object) bool {
 		return o.Fields["spec.nodeName"] != ""
@@ -355,12 +369,33 @@ func (c *controller) schedule(ctx context.Context, nodes map[string]*corev1.Node
 		if pod.DeletionTimestamp != nil || len(pod.Spec.SchedulingGates) > 0 {
 			continue
 		}
-		node, msg := placement.Choose(pod, nodeList, bound)
+		node, msg := "", ""
+		var plan *placement.ClaimPlan
+		if len(pod.Spec.ResourceClaims) == 0 {
+			node, msg = placement.Choose(pod, nodeList, bound)
+		} else {
+			if devices == nil {
+				devices = c.devices()
+			}
+			var wait bool
+			node, msg, plan, wait = c.chooseWithClaims(ctx, devices, pod, nodeList, bound)
+			if wait {
+				continue
+			}
+		}
 		if node == "" {
 			if err := c.markUnschedulable(ctx, pod, msg); err != nil {
 				return err
 			}
 			continue
+		}
+		if plan != nil {
+			if err := c.reserveClaims(ctx, devices, plan, pod, node); err != nil {
+				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+					continue // a claim changed meanwhile: the next pass looks again
+				}
+				return err
+			}
 		}
 		err := c.client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},

@@ -54,6 +54,18 @@ func TestLoopsFor(t *testing.T) {
 			Raw: []byte(`{"status":{"volumesInUse":["kubernetes.io/csi/d^h"]}}`)}}}, loops{schedule: true, collect: true, taints: true, attach: true}},
 		{"node with no volumes in use any more", []storage.Event{{Type: watch.Modified, Object: obj("nodes//n1"), Prev: &storage.Object{
 			Key: "nodes//n1", Raw: []byte(`{"status":{"volumesInUse":["kubernetes.io/csi/d^h"]}}`)}}}, loops{schedule: true, collect: true, taints: true, attach: true}},
+		{"unbound pod with resource claims", []storage.Event{{Type: watch.Added,
+			Object: pod("", "default-scheduler", `{"spec":{"resourceClaims":[{"name":"gpu"}]}}`)}}, loops{schedule: true, claims: true}},
+		{"bound pod with resource claims", []storage.Event{{Type: watch.Modified,
+			Object: pod("n1", "default-scheduler", `{"spec":{"resourceClaims":[{"name":"gpu"}]}}`)}}, loops{claims: true}},
+		{"pod with resource claims removed", []storage.Event{{Type: watch.Deleted,
+			Object: pod("n1", "default-scheduler", `{"spec":{"resourceClaims":[{"name":"gpu"}]}}`)}}, loops{claims: true, namespaces: true}},
+		{"resource claim", []storage.Event{{Type: watch.Modified, Object: obj("resourceclaims/ns/c")}}, loops{claims: true, schedule: true}},
+		{"resource claim removed", []storage.Event{{Type: watch.Deleted, Object: obj("resourceclaims/ns/c")}},
+			loops{claims: true, schedule: true, namespaces: true}},
+		{"resource claim template", []storage.Event{{Type: watch.Added, Object: obj("resourceclaimtemplates/ns/t")}}, loops{claims: true, schedule: true}},
+		{"resource slice", []storage.Event{{Type: watch.Added, Object: obj("resourceslices//s")}}, loops{schedule: true}},
+		{"device class", []storage.Event{{Type: watch.Modified, Object: obj("deviceclasses//c")}}, loops{schedule: true}},
 	} {
 		if got := loopsFor(tc.evs); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)

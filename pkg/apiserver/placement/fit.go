@@ -25,10 +25,21 @@ const (
 // Unschedulable message when none fits. bound holds the pods already bound, by node name; terminal pods
 // in it are ignored. Among equal scores the node with fewer pods wins, then the first name.
 func Choose(pod *corev1.Pod, nodes []*corev1.Node, bound map[string][]*corev1.Pod) (string, string) {
+	return ChooseWith(pod, nodes, bound, nil)
+}
+
+// ChooseWith is Choose with one more check: filter, when not nil, is asked
+// about each node that fits otherwise, last (the allocation of a pod's
+// ResourceClaims, ClaimPlan.Filter, is the costliest check), and returns ""
+// or the reason the node does not fit.
+func ChooseWith(pod *corev1.Pod, nodes []*corev1.Node, bound map[string][]*corev1.Pod, filter func(*corev1.Node) string) (string, string) {
 	reasons := map[string]int{}
 	best, bestScore, bestPods := "", int64(-1), 0
 	for _, n := range nodes {
 		reason := Fits(pod, n, bound[n.Name])
+		if reason == "" && filter != nil {
+			reason = filter(n)
+		}
 		if reason != "" {
 			reasons[reason]++
 			continue
