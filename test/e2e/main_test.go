@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,6 +45,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if kubeletPath != "" { // the binaries built for this run (some 230 MB)
+		_ = os.RemoveAll(filepath.Dir(kubeletPath))
+	}
 	// The parallel tests' slots go with the run; one still holding a container fails it.
 	if err := removeSlots(); err != nil {
 		fmt.Fprintln(os.Stderr, "remove the parallel tests' containerd namespaces and cgroups:", err)

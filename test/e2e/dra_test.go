@@ -1,0 +1,250 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeagent/kubelet/pkg/debugpage"
+)
+
+// draDriverPath is upstream's DRA test driver, built by `hack/kube-binaries.sh dra-test-driver`.
+const draDriverPath = "/var/lib/nodeagent/bin/dra-test-driver"
+
+// draDriver is the name upstream's test driver registers and publishes its devices under.
+const draDriver = "test-driver.cdi.k8s.io"
+
+// Dynamic resource allocation with upstream's DRA test driver run as a pod on the node (privileged, the
+// kubelet's plugin directories as hostPaths, as DRA drivers are deployed), on both runtime backends: the
+// driver registers through the plugin watcher and publishes the node's two devices as a ResourceSlice; a pod
+// with a claim from a ResourceClaimTemplate gets a claim of its own, allocated and reserved at placement,
+// prepared by the driver before the pod's sandbox, and its container sees the environment of the driver's
+// CDI device; a third claim finds no device (Pending, upstream's message); a claim whose parameters the
+// driver refuses keeps its pod waiting with the driver's message while the node stays Ready; a restarted
+// kubelet keeps the running container and its claim; a deleted pod's claim is unprepared (the CDI spec
+// removed), deallocated and deleted, and the waiting pod gets the device.
+func TestDRA(t *testing.T) {
+	parallel(t)
+	if _, err := os.Stat(draDriverPath); err != nil {
+		t.Fatalf("upstream's DRA test driver: %v (build it with hack/kube-binaries.sh dra-test-driver)", err)
+	}
+	for _, rt := range runtimes {
+		t.Run(rt.name, func(t *testing.T) {
+			// The driver reads the admin kubeconfig once: the restarted kubelet's API server keeps its port.
+			testDRA(t, startNode(t, append(append([]string(nil), rt.args...), "--apiserver-port", fmt.Sprint(freePort(t)))...))
+		})
+	}
+}
+
+func testDRA(t *testing.T, n *node) {
+	ctx := context.Background()
+	draObjects(t, n)
+	n.createPod(draDriverPod(n, 2))
+	t.Cleanup(func() {
+		// The pods with claims go before the driver: without it their claims cannot be unprepared, and
+		// they stay terminating (as on upstream's kubelet) until it comes back.
+		for _, name := range []string{"first", "second", "third", "refused"} {
+			_ = n.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		eventually(t, 60*time.Second, "the pods with claims gone", func() error {
+			pods, err := n.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			if err != nil || len(pods.Items) > 1 {
+				return fmt.Errorf("%d pods left: %v", len(pods.Items), err)
+			}
+			return nil
+		})
+		if t.Failed() {
+			b, err := n.client.CoreV1().Pods("default").GetLogs("dra-driver", &v1.PodLogOptions{TailLines: ptrInt64(40)}).Do(ctx).Raw()
+			t.Logf("the DRA driver's log (%v):\n%s", err, b)
+		}
+	})
+	waitSlice(t, n)
+
+	n.createPod(draClaimPod("first", "gpu"))
+	first := n.waitPod("first", 90*time.Second, "the pod with a claim ready", ready)
+	claim := podClaim(t, n, first)
+	if !strings.HasPrefix(claim.Name, "first-gpu-") || claim.Status.Allocation == nil || len(claim.Status.ReservedFor) != 1 ||
+		claim.Status.ReservedFor[0].UID != first.UID || len(claim.OwnerReferences) != 1 || claim.OwnerReferences[0].UID != first.UID {
+		t.Errorf("the pod's claim: %s allocation %+v reservedFor %+v owners %+v", claim.Name, claim.Status.Allocation, claim.Status.ReservedFor, claim.OwnerReferences)
+	}
+	envName := "claim_" + strings.NewReplacer("-", "_", ".", "_").Replace(claim.Name) + "_gpu=true"
+	if out := n.podLogs(t, "first", "main"); !strings.Contains(out, envName) || !strings.Contains(out, "user_color=blue") {
+		t.Errorf("the container lacks the CDI device's environment (%s, user_color=blue):\n%s", envName, out)
+	}
+	cdiFile := fmt.Sprintf("/var/run/cdi/%s-%s-gpu.json", draDriver, claim.UID)
+	if _, err := os.Stat(cdiFile); err != nil {
+		t.Errorf("the driver's CDI spec: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(n.dir, "root", "dra_manager_state")); err != nil || !strings.Contains(string(b), string(claim.UID)) {
+		t.Errorf("the kubelet's checkpoint does not name the claim: %v\n%s", err, b)
+	}
+
+	// The driver refuses the claim's parameters: the pod waits with its message, the node stays Ready.
+	n.createPod(draClaimPod("refused", "bad-params"))
+	eventually(t, 60*time.Second, "the driver's refusal as an event", func() error {
+		for _, e := range n.events(t, "refused") {
+			if e.Reason == "FailedPrepareDynamicResources" && strings.Contains(e.Message, "cannot unmarshal number") {
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", eventReasons(n.events(t, "refused")))
+	})
+	if nd, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err != nil || nodeReady(nd) != nil {
+		t.Errorf("the node is not Ready while a driver refuses a claim: %v", err)
+	}
+	if page, err := n.debugPods(); err != nil || !debugWaitingFor(page.Pods, "refused", "cannot unmarshal number") {
+		t.Errorf("the debug page does not say what the pod waits for: %v", err)
+	}
+	n.deletePodAndWait(t, "refused") // its claim deallocated: the device is free again
+
+	n.createPod(draClaimPod("second", "gpu"))
+	n.waitPod("second", 90*time.Second, "a second pod with a claim ready", ready)
+	n.createPod(draClaimPod("third", "gpu"))
+	n.waitPod("third", 30*time.Second, "Pending: both devices allocated", pending("third", "cannot allocate all claims"))
+
+	// A restarted kubelet keeps the container and its prepared claim.
+	n.restart()
+	after := n.waitPod("first", 60*time.Second, "the pod with a claim ready after the restart", ready)
+	waitSlice(t, n) // wiped by the restarted kubelet, published again by the driver
+	if b, a := first.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || a.RestartCount != 0 {
+		t.Errorf("the container changed across a kubelet restart: %s -> %s, restarts %d", b.ContainerID, a.ContainerID, a.RestartCount)
+	}
+
+	// The pod deleted: its claim is unprepared, deallocated and deleted; the waiting pod gets the device.
+	n.deletePodAndWait(t, "first")
+	eventually(t, 60*time.Second, "the deleted pod's claim gone", func() error {
+		_, err := n.client.ResourceV1().ResourceClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("claim still there: %v", err)
+	})
+	if _, err := os.Stat(cdiFile); !os.IsNotExist(err) {
+		t.Errorf("the deleted pod's CDI spec is still there: %v", err)
+	}
+	n.waitPod("third", 90*time.Second, "the waiting pod ready once a device is free", ready)
+	if b, err := os.ReadFile(filepath.Join(n.dir, "root", "dra_manager_state")); err != nil || strings.Contains(string(b), string(claim.UID)) {
+		t.Errorf("the kubelet's checkpoint still names the deleted pod's claim: %v\n%s", err, b)
+	}
+}
+
+// waitSlice waits until the driver's ResourceSlice for the node lists its two devices.
+func waitSlice(t *testing.T, n *node) {
+	t.Helper()
+	eventually(t, 60*time.Second, "the driver's ResourceSlice for the node", func() error {
+		l, err := n.client.ResourceV1().ResourceSlices().List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+		if err != nil {
+			return err
+		}
+		if len(l.Items) != 1 || l.Items[0].Spec.Driver != draDriver || len(l.Items[0].Spec.Devices) != 2 {
+			return fmt.Errorf("slices %+v", l.Items)
+		}
+		return nil
+	})
+}
+
+// draObjects creates the DeviceClass of the test driver's devices and two claim templates: "gpu" (with
+// parameters the driver puts in the container's environment) and "bad-params" (parameters it refuses).
+func draObjects(t *testing.T, n *node) {
+	t.Helper()
+	ctx := context.Background()
+	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "test-devices"},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.driver == %q", draDriver)}}}}}
+	if _, err := n.client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create DeviceClass: %v", err)
+	}
+	for name, params := range map[string]string{"gpu": `{"color":"blue"}`, "bad-params": `{"color":1}`} {
+		tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+				Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "test-devices"}}},
+				Config: []resourcev1.DeviceClaimConfiguration{{DeviceConfiguration: resourcev1.DeviceConfiguration{
+					Opaque: &resourcev1.OpaqueDeviceConfiguration{Driver: draDriver, Parameters: runtime.RawExtension{Raw: []byte(params)}}}}},
+			}}}}
+		if _, err := n.client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create ResourceClaimTemplate %s: %v", name, err)
+		}
+	}
+}
+
+// draDriverPod runs upstream's DRA test driver for the node with devices devices. The kubelet's plugin
+// directories are mounted at the paths the kubelet sees, since the driver registers its socket's path.
+func draDriverPod(n *node, devices int) *v1.Pod {
+	registry, plugins := filepath.Join(n.dir, "root", "plugins_registry"), filepath.Join(n.dir, "root", "plugins")
+	p := busyboxPod("dra-driver", "/plugin/"+filepath.Base(draDriverPath), "--kubeconfig", "/kubeconfig", "-v", "5",
+		"kubelet-plugin", "--node-name", n.name, "--num-devices", fmt.Sprint(devices),
+		"--plugin-registration-path", registry, "--datadir", plugins, "--cdi-dir", "/var/run/cdi")
+	p.Spec.NodeName = n.name
+	p.Spec.HostNetwork = true // the admin kubeconfig names the API server on the host's loopback
+	privileged := true
+	p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &privileged}
+	hostPath := func(name, path, mountPath string, typ v1.HostPathType) {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: &typ}}})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: name, MountPath: mountPath})
+	}
+	hostPath("registry", registry, registry, v1.HostPathDirectoryOrCreate)
+	// The driver's socket directory, <datadir>/<driver>, as upstream's deployment mounts it (the driver itself
+	// creates only its parent).
+	hostPath("plugins", filepath.Join(plugins, draDriver), filepath.Join(plugins, draDriver), v1.HostPathDirectoryOrCreate)
+	hostPath("binary", filepath.Dir(draDriverPath), "/plugin", v1.HostPathDirectory)
+	hostPath("cdi", "/var/run/cdi", "/var/run/cdi", v1.HostPathDirectoryOrCreate)
+	hostPath("kubeconfig", filepath.Join(n.dir, "admin.kubeconfig"), "/kubeconfig", v1.HostPathFile)
+	return p
+}
+
+// draClaimPod is a pod, placed by the API server, whose container uses a claim made from the template and
+// prints the environment the claim's CDI device gives it.
+func draClaimPod(name, template string) *v1.Pod {
+	p := busyboxPod(name, "sh", "-c", `env | grep -E '^(claim|user)_' | sort; exec sleep 3600`)
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}
+	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	return p
+}
+
+// podClaim returns the claim made for the pod's "gpu" claim, as its status names it.
+func podClaim(t *testing.T, n *node, pod *v1.Pod) *resourcev1.ResourceClaim {
+	t.Helper()
+	for _, s := range pod.Status.ResourceClaimStatuses {
+		if s.Name == "gpu" && s.ResourceClaimName != nil {
+			c, err := n.client.ResourceV1().ResourceClaims(pod.Namespace).Get(context.Background(), *s.ResourceClaimName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the pod's claim: %v", err)
+			}
+			return c
+		}
+	}
+	b, _ := json.Marshal(pod.Status.ResourceClaimStatuses)
+	t.Fatalf("the pod's status names no claim: %s", b)
+	return nil
+}
+
+func eventReasons(evs []v1.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Reason+": "+e.Message)
+	}
+	return out
+}
+
+// debugWaitingFor says whether the debug page's pod name waits for something whose description has want.
+func debugWaitingFor(pods []debugpage.Pod, name, want string) bool {
+	for _, p := range pods {
+		if p.Name == name && strings.Contains(p.WaitingFor, want) {
+			return true
+		}
+	}
+	return false
+}
