@@ -71,7 +71,13 @@
 //     Dev-1 (its mount, the CDI environment and block device node), the placement and the kubelet's admission
 //     refuse more than are free (`UnexpectedAdmissionError` with upstream's message), pod-resources and the
 //     debug page name the devices, a kubelet restart keeps the container and its device, the plugin gone
-//     leaves nothing allocatable while the pod runs on. 1.35 pod fields: env files
+//     leaves nothing allocatable while the pod runs on.
+//     `TestDRA` (both runtimes): upstream's DRA test driver run as a pod publishes its ResourceSlice; a pod's
+//     template claim is allocated at placement, prepared, its CDI environment in the container; a third claim
+//     Pending; a refused claim's message on the pod and the debug page, the node Ready; a kubelet restart
+//     keeps the container; deletion unprepares, deallocates and frees the device. `TestDRAFaults`: the
+//     kubelet killed after preparing and before unpreparing (one sandbox, one unprepare), a claim reserved
+//     for another pod never prepared, a hung driver's deadline while other pods start. 1.35 pod fields: env files
 //     (`TestKubeletEnvFile`), `hostnameOverride` (`TestKubeletHostnameOverride`), the crash-loop back-off
 //     ceiling (`TestKubeletCrashLoopBackOffCeiling`), and cgroup v1 as 1.35 treats it (`TestKubeletCgroupV1`).
 //   - The CRI contract, on the built-in runtime (in-process and through its socket) beside containerd's CRI

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
 )
 
@@ -247,4 +250,177 @@ func debugWaitingFor(pods []debugpage.Pod, name, want string) bool {
 		}
 	}
 	return false
+}
+
+// The kubelet's DRA steps under faults (built-in runtime): killed right after it prepared a pod's claims, the
+// restarted kubelet starts the pod with one sandbox and container and the claim still prepared; killed
+// right before it unprepares a deleted pod's claims, the restarted kubelet unprepares them (the driver
+// removes the CDI spec once) and forgets them. A pod naming a claim reserved for another pod is never
+// prepared, with upstream's message. A hung driver makes the pod wait with the deadline's error while the
+// node stays Ready and other pods start; once the driver answers again the pod runs.
+func TestDRAFaults(t *testing.T) {
+	parallel(t)
+	if _, err := os.Stat(draDriverPath); err != nil {
+		t.Fatalf("upstream's DRA test driver: %v (build it with hack/kube-binaries.sh dra-test-driver)", err)
+	}
+	n := startNode(t, "--apiserver-port", fmt.Sprint(freePort(t)))
+	ctx := context.Background()
+	draObjects(t, n)
+	n.createPod(draDriverPod(n, 2))
+	t.Cleanup(func() {
+		for _, name := range []string{"killed", "intruder", "hung", "plain"} {
+			_ = n.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		eventually(t, 60*time.Second, "the pods with claims gone", func() error {
+			pods, err := n.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			if err != nil || len(pods.Items) > 1 {
+				return fmt.Errorf("%d pods left: %v", len(pods.Items), err)
+			}
+			return nil
+		})
+	})
+	waitSlice(t, n)
+	checkpoint := filepath.Join(n.dir, "root", "dra_manager_state")
+
+	// Killed after the claims were prepared, before the sandbox.
+	n.stop()
+	n.launch(failpoint.EnvVar + "=" + failpoint.AfterDRAPrepare)
+	n.waitAPI()
+	n.createPod(draClaimPod("killed", "gpu"))
+	if !n.exited(90 * time.Second) {
+		t.Fatalf("the kubelet did not die after preparing the claims; log:\n%s", n.logTail())
+	}
+	n.start()
+	pod := n.waitPod("killed", 90*time.Second, "the pod ready after the restart", ready)
+	claim := podClaim(t, n, pod)
+	view := n.runtimeView(t)
+	if len(view.sandboxes["killed"]) != 1 || len(view.containers["killed"]) != 1 {
+		t.Errorf("after a kill after the prepare the pod runs %d sandboxes and %d containers, want 1 and 1",
+			len(view.sandboxes["killed"]), len(view.containers["killed"]))
+	}
+	cdiFile := fmt.Sprintf("/var/run/cdi/%s-%s-gpu.json", draDriver, claim.UID)
+	if b, err := os.ReadFile(checkpoint); err != nil || !strings.Contains(string(b), string(claim.UID)) {
+		t.Errorf("the checkpoint does not name the prepared claim: %v\n%s", err, b)
+	}
+
+	// A pod bound by hand to the claim of another pod: never prepared.
+	intruder := busyboxPod("intruder", "sleep", "3600")
+	intruder.Spec.NodeName = n.name
+	intruder.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim.Name}}
+	intruder.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	n.createPod(intruder)
+	want := fmt.Sprintf("is not allowed to use ResourceClaim %s (%s)", claim.Name, claim.UID)
+	eventually(t, 60*time.Second, "the intruder refused", func() error {
+		for _, e := range n.events(t, "intruder") {
+			if e.Reason == "FailedPrepareDynamicResources" && strings.Contains(e.Message, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", eventReasons(n.events(t, "intruder")))
+	})
+	n.deletePodAndWait(t, "intruder")
+
+	// Killed before unpreparing a deleted pod's claims.
+	n.stop()
+	n.launch(failpoint.EnvVar + "=" + failpoint.BeforeDRAUnprepare)
+	n.waitAPI()
+	if err := n.client.CoreV1().Pods("default").Delete(ctx, "killed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !n.exited(90 * time.Second) {
+		t.Fatalf("the kubelet did not die before unpreparing the claims; log:\n%s", n.logTail())
+	}
+	if _, err := os.Stat(cdiFile); err != nil {
+		t.Errorf("the claim was unprepared before the failpoint: %v", err)
+	}
+	n.start()
+	eventually(t, 60*time.Second, "the deleted pod's claim unprepared and forgotten", func() error {
+		if _, err := os.Stat(cdiFile); !os.IsNotExist(err) {
+			return fmt.Errorf("CDI spec still there: %v", err)
+		}
+		if b, err := os.ReadFile(checkpoint); err != nil || strings.Contains(string(b), string(claim.UID)) {
+			return fmt.Errorf("checkpoint: %v %s", err, b)
+		}
+		_, err := n.client.CoreV1().Pods("default").Get(ctx, "killed", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the pod is still in the API: %v", err)
+		}
+		return nil
+	})
+	logs := n.podLogs(t, "dra-driver", "main")
+	removed := 0
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"CDI file removed"`) && strings.Contains(line, cdiFile) {
+			removed++
+		}
+	}
+	if removed != 1 {
+		t.Errorf("the driver removed the claim's CDI spec %d times, want once", removed)
+	}
+
+	// A hung driver: the call times out, the pod waits, the node stays Ready, other pods start.
+	n.stop()
+	n.start(failpoint.EnvVar + "=" + failpoint.DRACallTimeout + "=3s")
+	waitSlice(t, n)
+	pid := draDriverPID(t, n)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	n.createPod(draClaimPod("hung", "gpu"))
+	eventually(t, 60*time.Second, "the hung driver's deadline as an event", func() error {
+		for _, e := range n.events(t, "hung") {
+			if e.Reason == "FailedPrepareDynamicResources" && strings.Contains(e.Message, "DeadlineExceeded") {
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", eventReasons(n.events(t, "hung")))
+	})
+	n.createPod(busyboxPod("plain", "sleep", "3600"))
+	n.waitPod("plain", 60*time.Second, "a pod without claims ready while the driver hangs", ready)
+	if nd, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err != nil || nodeReady(nd) != nil {
+		t.Errorf("the node is not Ready while a driver hangs: %v", err)
+	}
+	resume()
+	n.waitPod("hung", 90*time.Second, "the pod ready once the driver answers", ready)
+}
+
+// draDriverPID finds the host PID of the node's DRA driver by its command line, which names the node's own
+// plugin registration directory.
+func draDriverPID(t *testing.T, n *node) int {
+	t.Helper()
+	registry := filepath.Join(n.dir, "root", "plugins_registry")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmd), "kubelet-plugin") && strings.Contains(string(cmd), registry) {
+			return pid
+		}
+	}
+	t.Fatalf("no DRA driver process for %s", registry)
+	return 0
+}
+
+// waitAPI waits until the node's API answers again after launch (a standalone node's API server keeps its
+// port, so the test's client still reaches it).
+func (n *node) waitAPI() {
+	n.t.Helper()
+	eventually(n.t, 60*time.Second, "the API answers", func() error {
+		_, err := n.client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
+		return err
+	})
 }
