@@ -248,6 +248,25 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// Container restart rules: in a Never pod, an exit code a rule restarts keeps the pod Running.
+			name: "restart rule matched in a Never pod",
+			in: Input{
+				Pod:        restartRulePod(),
+				Sandboxes:  []*runtimeapi.PodSandboxStatus{readySandbox("10.88.0.5")},
+				Containers: []*runtimeapi.ContainerStatus{exited("app", "c1", 0, 42, "Error", t0)},
+			},
+			check: func(t *testing.T, s v1.PodStatus) { expectPhase(t, s, v1.PodRunning) },
+		},
+		{
+			name: "restart rule not matched in a Never pod",
+			in: Input{
+				Pod:        restartRulePod(),
+				Sandboxes:  []*runtimeapi.PodSandboxStatus{readySandbox("10.88.0.5")},
+				Containers: []*runtimeapi.ContainerStatus{exited("app", "c1", 0, 1, "Error", t0)},
+			},
+			check: func(t *testing.T, s v1.PodStatus) { expectPhase(t, s, v1.PodFailed) },
+		},
+		{
 			name: "crash loop",
 			in: Input{
 				Pod:        testPod(v1.RestartPolicyAlways, "app"),
@@ -509,4 +528,14 @@ func TestReadinessGates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restartRulePod is a restartPolicy Never pod whose container restarts on exit code 42.
+func restartRulePod() *v1.Pod {
+	p := testPod(v1.RestartPolicyNever, "app")
+	never := v1.ContainerRestartPolicyNever
+	p.Spec.Containers[0].RestartPolicy = &never
+	p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	return p
 }

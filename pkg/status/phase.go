@@ -6,11 +6,16 @@ import (
 	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
-// podPhase follows upstream's getPhase: init containers first, then sidecars and app containers.
+// podPhase follows upstream's getPhase with ContainerRestartRules on (1.35's default): init containers first,
+// then sidecars and app containers; an exited container counts as restarting by its own restart rules and
+// policy, else the pod's.
 func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized bool) v1.PodPhase {
 	spec := &pod.Spec
-	pendingInit, pendingSidecars, failedInit := 0, 0, 0
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	pendingInit, pendingSidecars, failedInitNotRestartable := 0, 0, 0
+	unknown, running, waiting, stopped, stoppedNotRestartable, succeeded := 0, 0, 0, 0, 0, 0
+	restarts := func(c *v1.Container, t *v1.ContainerStateTerminated) bool {
+		return podfacts.ContainerShouldRestart(c, spec, t.ExitCode)
+	}
 
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
@@ -43,13 +48,13 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized 
 		case st.State.Running != nil:
 			pendingInit++
 		case st.State.Terminated != nil:
-			if st.State.Terminated.ExitCode != 0 {
-				failedInit++
+			if t := st.State.Terminated; t.ExitCode != 0 && !restarts(c, t) {
+				failedInitNotRestartable++
 			}
 		case st.State.Waiting != nil:
 			if t := st.LastTerminationState.Terminated; t != nil {
-				if t.ExitCode != 0 {
-					failedInit++
+				if t.ExitCode != 0 && !restarts(c, t) {
+					failedInitNotRestartable++
 				}
 			} else {
 				pendingInit++
@@ -60,7 +65,8 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized 
 	}
 
 	for i := range spec.Containers {
-		st, ok := findStatus(statuses, spec.Containers[i].Name)
+		c := &spec.Containers[i]
+		st, ok := findStatus(statuses, c.Name)
 		switch {
 		case !ok:
 			unknown++
@@ -68,12 +74,18 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized 
 			running++
 		case st.State.Terminated != nil:
 			stopped++
+			if !restarts(c, st.State.Terminated) {
+				stoppedNotRestartable++
+			}
 			if st.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
 		case st.State.Waiting != nil:
-			if st.LastTerminationState.Terminated != nil {
+			if t := st.LastTerminationState.Terminated; t != nil {
 				stopped++
+				if !restarts(c, t) {
+					stoppedNotRestartable++
+				}
 			} else {
 				waiting++
 			}
@@ -82,7 +94,7 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized 
 		}
 	}
 
-	if failedInit > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
+	if failedInitNotRestartable > 0 {
 		return v1.PodFailed
 	}
 	switch {
@@ -99,16 +111,13 @@ func podPhase(pod *v1.Pod, statuses []v1.ContainerStatus, terminal, initialized 
 			}
 			return v1.PodFailed
 		}
-		if spec.RestartPolicy == v1.RestartPolicyAlways {
-			return v1.PodRunning // restarting
+		if stopped != stoppedNotRestartable {
+			return v1.PodRunning // at least one container restarts
 		}
 		if stopped == succeeded {
 			return v1.PodSucceeded
 		}
-		if spec.RestartPolicy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning // OnFailure, restarting
+		return v1.PodFailed
 	default:
 		return v1.PodPending
 	}

@@ -60,7 +60,7 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 		var toStart []int
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if latest := first(all[c.Name]); pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && latest != nil &&
+			if latest := first(all[c.Name]); podfacts.RunsOnce(c, &pod.Spec) && latest != nil &&
 				latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0 {
 				continue
 			}
@@ -105,7 +105,7 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 		c := &pod.Spec.Containers[i]
 		latest := first(cur[c.Name])
 		if latest == nil || latest.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			if shouldRestart(pod, latest) {
+			if shouldRestart(pod, c, latest) {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 				if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 					a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: "Container is in unknown state, try killing it before restart"}
@@ -115,7 +115,7 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 		}
 		if latest.Annotations[podfacts.AnnotationContainerHash] != podspec.HashContainer(c) {
 			a.ContainersToKill[latest.Id] = killInfo{name: c.Name, message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
-			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+			if podfacts.RestartsWhenKilled(c, &pod.Spec) {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
 			continue
@@ -180,7 +180,7 @@ func computeInitActions(pod *v1.Pod, cur map[string][]*runtimeapi.ContainerStatu
 			if latest.ExitCode == 0 {
 				continue
 			}
-			if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			if !podfacts.ContainerShouldRestart(c, &pod.Spec, latest.ExitCode) {
 				return false, true
 			}
 		default:
@@ -192,8 +192,9 @@ func computeInitActions(pod *v1.Pod, cur map[string][]*runtimeapi.ContainerStatu
 	return true, false
 }
 
-// shouldRestart follows upstream's ShouldContainerBeRestarted for a container that is not running.
-func shouldRestart(pod *v1.Pod, latest *runtimeapi.ContainerStatus) bool {
+// shouldRestart follows upstream's ShouldContainerBeRestarted for a container that is not running: an
+// exited one by its restart rules and policies (ContainerRestartRules).
+func shouldRestart(pod *v1.Pod, c *v1.Container, latest *runtimeapi.ContainerStatus) bool {
 	if latest == nil {
 		return true
 	}
@@ -201,12 +202,7 @@ func shouldRestart(pod *v1.Pod, latest *runtimeapi.ContainerStatus) bool {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		return false
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		switch pod.Spec.RestartPolicy {
-		case v1.RestartPolicyNever:
-			return false
-		case v1.RestartPolicyOnFailure:
-			return latest.ExitCode != 0
-		}
+		return podfacts.ContainerShouldRestart(c, &pod.Spec, latest.ExitCode)
 	}
 	return true
 }

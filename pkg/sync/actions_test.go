@@ -251,3 +251,45 @@ func TestComputePodActions(t *testing.T) {
 		})
 	}
 }
+
+// Container restart rules (ContainerRestartRules, on in 1.35): a container restarts by its own rules and
+// policy, whatever the pod's restartPolicy.
+func TestComputePodActionsRestartRules(t *testing.T) {
+	never, neverPolicy := v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyNever
+	retry42 := newPod("u1", "p", "a", "b")
+	retry42.Spec.RestartPolicy = v1.RestartPolicyNever
+	retry42.Spec.Containers[0].RestartPolicy = &never
+	retry42.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	oneShot := newPod("u1", "p", "a", "b")
+	oneShot.Spec.Containers[0].RestartPolicy = &neverPolicy
+	a, b := &retry42.Spec.Containers[0], &retry42.Spec.Containers[1]
+	oa, ob := &oneShot.Spec.Containers[0], &oneShot.Spec.Containers[1]
+	tests := []struct {
+		name  string
+		pod   *v1.Pod
+		state *pleg.PodState
+		want  podActions
+	}{
+		{"exit code matching a Restart rule in a Never pod", retry42,
+			newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "exited", 42).ctr("s1", "c2", b, 1, "running", 0).s,
+			podActions{SandboxID: "s1", ContainersToStart: []int{0}}},
+		{"exit code matching no rule: the container's Never", retry42,
+			newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "exited", 1).ctr("s1", "c2", b, 1, "running", 0).s,
+			podActions{SandboxID: "s1"}},
+		{"a container's Never in an Always pod", oneShot,
+			newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", oa, 1, "exited", 1).ctr("s1", "c2", ob, 1, "running", 0).s,
+			podActions{SandboxID: "s1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := computePodActions(tt.pod, tt.state)
+			if len(got.ContainersToKill) == 0 {
+				got.ContainersToKill = nil
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -101,7 +101,7 @@ func (k *Kubelet) addProbeKills(a *podActions, pod *v1.Pod, state *pleg.PodState
 			continue
 		}
 		ki.message = fmt.Sprintf("Container %s failed %s probe", rc.spec.Name, strings.ToLower(string(t)))
-		if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+		if podfacts.RestartsWhenKilled(rc.spec, &pod.Spec) {
 			ki.message += ", will be restarted"
 			if i := appIndex(pod, rc.spec.Name); i >= 0 && !a.CreateSandbox {
 				a.ContainersToStart = append(a.ContainersToStart, i)

@@ -77,7 +77,7 @@
 //     Pending; a refused claim's message on the pod and the debug page, the node Ready; a kubelet restart
 //     keeps the container; deletion unprepares, deallocates and frees the device. `TestDRAFaults`: the
 //     kubelet killed after preparing and before unpreparing (one sandbox, one unprepare), a claim reserved
-//     for another pod never prepared, a hung driver's deadline while other pods start. 1.35 pod fields: env files
+//     for another pod never prepared, a hung driver's deadline while other pods start. 1.35 pod fields: container restart rules (`TestContainerRestartRules`, both runtimes), env files
 //     (`TestKubeletEnvFile`), `hostnameOverride` (`TestKubeletHostnameOverride`), the crash-loop back-off
 //     ceiling (`TestKubeletCrashLoopBackOffCeiling`), and cgroup v1 as 1.35 treats it (`TestKubeletCgroupV1`).
 //   - The CRI contract, on the built-in runtime (in-process and through its socket) beside containerd's CRI
