@@ -94,6 +94,7 @@ var configFields = map[string]configField{
 		}
 	}},
 	"failCgroupV1": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) { o.failCgroupV1 = deref(c.FailCgroupV1) }},
+	"featureGates": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) { o.featureGates = c.FeatureGates }},
 	"imageMaximumGCAge": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.imageGCMaxAge = c.ImageMaximumGCAge.Duration
 	}},

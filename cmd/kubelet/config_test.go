@@ -63,6 +63,7 @@ shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 10s
 nodeLeaseDurationSeconds: 8
 crashLoopBackOff: {maxContainerRestartPeriod: 1m}
+featureGates: {ResourceHealthStatus: true}
 `, map[string]string{"10-pool.conf": header + "maxPods: 60\n", "20-later.conf": header + "maxPods: 70\nsyncFrequency: 20s\n"},
 		"--sync-frequency", "45s")
 	if err != nil {
@@ -85,6 +86,8 @@ crashLoopBackOff: {maxContainerRestartPeriod: 1m}
 		t.Errorf("node lease duration %v", o.nodeLeaseDuration)
 	case o.crashLoopBackOffMax != time.Minute:
 		t.Errorf("crash loop back-off ceiling %v", o.crashLoopBackOffMax)
+	case !o.featureGates["ResourceHealthStatus"]:
+		t.Errorf("feature gates %v", o.featureGates)
 	}
 	if c := o.kubeletConfiguration(); c.MaxPods != 70 || c.CgroupDriver != "systemd" || c.ShutdownGracePeriod.Duration != 30*time.Second ||
 		c.NodeLeaseDurationSeconds != 8 {
@@ -116,6 +119,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"negative lease", header + "nodeLeaseDurationSeconds: -1\n", "nodeLeaseDurationSeconds must not be negative"},
 		{"crash loop ceiling too long", header + "crashLoopBackOff: {maxContainerRestartPeriod: 10m}\n", "crashLoopBackOff.maxContainerRestartPeriod (got: 10m0s) must be set between 1s and 300s"},
 		{"crash loop ceiling too short", header + "crashLoopBackOff: {maxContainerRestartPeriod: 500ms}\n", "must be set between 1s and 300s"},
+		{"unknown feature gate", header + "featureGates: {ResourceHealthStatus: true, NoSuchGate: true}\n", "featureGates: unrecognized feature gate: NoSuchGate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.file, nil)

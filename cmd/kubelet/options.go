@@ -101,6 +101,8 @@ type options struct {
 	crashLoopBackOffMax time.Duration
 	// failCgroupV1 refuses to start on a cgroup v1 host (configuration file only; false here, true upstream).
 	failCgroupV1 bool
+	// featureGates are the configuration file's featureGates; only those in knownFeatureGates are accepted.
+	featureGates map[string]bool
 
 	debugTimelines bool
 
@@ -256,6 +258,11 @@ func (o *options) validate() error {
 	}
 	if o.imageGCMinAge < 0 || o.imageGCMaxAge < 0 || o.imageGCMaxAge > 0 && o.imageGCMaxAge < o.imageGCMinAge {
 		return flagErrorf([]string{"image-minimum-gc-age"}, "--image-minimum-gc-age (%v) must not be negative, nor above imageMaximumGCAge (%v)", o.imageGCMinAge, o.imageGCMaxAge)
+	}
+	for name := range o.featureGates {
+		if !knownFeatureGates[name] {
+			return fmt.Errorf("invalid configuration: featureGates: unrecognized feature gate: %s (this kubelet knows %s)", name, strings.Join(slices.Sorted(maps.Keys(knownFeatureGates)), ", "))
+		}
 	}
 	if o.crashLoopBackOffMax != 0 && (o.crashLoopBackOffMax < time.Second || o.crashLoopBackOffMax > 300*time.Second) {
 		return fmt.Errorf("invalid configuration: crashLoopBackOff.maxContainerRestartPeriod (got: %v) must be set between 1s and 300s", o.crashLoopBackOffMax)
@@ -426,3 +433,9 @@ func (s *statements) Set(v string) error {
 }
 
 func (s *statements) Type() string { return "statements" }
+
+// knownFeatureGates are the feature gates the configuration file may set: those of features off by default
+// upstream that this kubelet has. ResourceHealthStatus (alpha in 1.35) puts DRA drivers' device health in
+// containers' status.allocatedResourcesStatus; turn it on only when the API server keeps that field (the
+// lightweight API server does; kube-apiserver needs the same gate).
+var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true}

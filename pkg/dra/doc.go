@@ -19,6 +19,13 @@
 // this node are deleted; all of the node's slices are deleted when the kubelet starts (Manager.Run), since
 // no driver is registered then and the drivers publish theirs again.
 //
+// Device health (upstream's ResourceHealthStatus): a driver that registers with the v1alpha1.DRAResourceHealth
+// service among its versions gets a NodeWatchResources stream per endpoint, opened again with a back-off when
+// it breaks and closed when the endpoint deregisters; the manager keeps each device's last reported health
+// (Unknown once older than the driver's timeout, 30 s by default, or when the driver is gone).
+// Manager.ContainerHealth gives a container's allocatedResourcesStatus, and the function set with
+// Manager.SetHealthChanged learns which pods' devices changed health, so that their status is computed again.
+//
 // Metrics, with upstream's names: dra_operations_duration_seconds, dra_grpc_operations_duration_seconds and
 // dra_resource_claims_in_use.
 package dra

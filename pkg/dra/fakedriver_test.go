@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
 	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 )
@@ -29,6 +32,8 @@ type fakeDriver struct {
 	hang bool
 	// unknownUID adds a result for a claim that was not asked for.
 	unknownUID bool
+	// health, when set, is served too (registering it with the health service is up to the test).
+	health *fakeHealth
 }
 
 func (d *fakeDriver) NodePrepareResources(ctx context.Context, req *drapbv1.NodePrepareResourcesRequest) (*drapbv1.NodePrepareResourcesResponse, error) {
@@ -108,7 +113,56 @@ func serve(t *testing.T, d *fakeDriver, dir string, v1beta1 bool) string {
 	} else {
 		drapbv1.RegisterDRAPluginServer(srv, d)
 	}
+	if d.health != nil {
+		drahealthv1alpha1.RegisterDRAResourceHealthServer(srv, d.health)
+	}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(srv.Stop)
 	return sock
+}
+
+// fakeHealth is a driver's DRAResourceHealth service: each NodeWatchResources stream sends the reports the
+// test puts in reports, until the test breaks it (a value on breaks) or the kubelet ends it.
+type fakeHealth struct {
+	drahealthv1alpha1.UnimplementedDRAResourceHealthServer
+	reports chan *drahealthv1alpha1.NodeWatchResourcesResponse
+	breaks  chan struct{}
+
+	mu             sync.Mutex
+	opened, active int
+}
+
+func newFakeHealth() *fakeHealth {
+	return &fakeHealth{reports: make(chan *drahealthv1alpha1.NodeWatchResourcesResponse), breaks: make(chan struct{})}
+}
+
+func (h *fakeHealth) NodeWatchResources(_ *drahealthv1alpha1.NodeWatchResourcesRequest, stream drahealthv1alpha1.DRAResourceHealth_NodeWatchResourcesServer) error {
+	h.mu.Lock()
+	h.opened++
+	h.active++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.active--
+		h.mu.Unlock()
+	}()
+	for {
+		select {
+		case r := <-h.reports:
+			if err := stream.Send(r); err != nil {
+				return err
+			}
+		case <-h.breaks:
+			return status.Error(codes.Unavailable, "broken on purpose")
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// streams returns how many streams were opened and how many are open.
+func (h *fakeHealth) streams() (opened, active int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.opened, h.active
 }

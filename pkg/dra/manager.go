@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
@@ -72,6 +73,12 @@ type Manager struct {
 
 	reconciling atomic.Bool
 	reconcileWG sync.WaitGroup
+
+	// health is the devices' health from the drivers' health streams, which healthWG counts.
+	health        *healthCache
+	healthChanged atomic.Pointer[func(types.UID)]
+	healthBackoff wait.Backoff
+	healthWG      sync.WaitGroup
 }
 
 // failure is a pod's last prepare failure.
@@ -127,7 +134,8 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{nodeName: cfg.NodeName, client: cfg.Client, callTimeout: timeout, wipingDelay: defaultWipingDelay,
 		metrics: newMetrics(), cache: cache, plugins: map[string][]*plugin{}, wipes: map[string]*time.Timer{},
-		waiting: map[types.UID]failure{}, prepareStarted: map[types.UID]time.Time{}}
+		waiting: map[types.UID]failure{}, prepareStarted: map[types.UID]time.Time{},
+		health: &healthCache{devices: map[deviceKey]deviceHealth{}, drivers: sets.New[string]()}, healthBackoff: defaultHealthBackoff}
 	m.bg, m.stop = context.WithCancel(klog.NewContext(context.Background(), logger))
 	if cfg.Registerer != nil {
 		if err := m.metrics.register(cfg.Registerer, cache); err != nil {
@@ -138,10 +146,12 @@ func New(cfg Config) (*Manager, error) {
 }
 
 // Run wipes this node's ResourceSlices (no driver has registered yet after a start; drivers publish theirs
-// again), then waits for ctx to end and stops the pending wipes of drivers that went away.
+// again), then waits for ctx to end, stops the pending wipes of drivers that went away and the health
+// streams, and waits for those to end.
 func (m *Manager) Run(ctx context.Context) {
 	defer func() {
 		m.stop()
+		defer m.healthWG.Wait()
 		m.pluginsMu.Lock()
 		for name, t := range m.wipes {
 			t.Stop()

@@ -31,6 +31,8 @@ type plugin struct {
 	service  string // the chosen service, one of servicesSupported
 	conn     *grpc.ClientConn
 	client   drapbv1.DRAPluginClient // v1beta1 through its wrapper
+	// healthCancel stops the endpoint's health stream; nil when the driver does not offer the health service.
+	healthCancel context.CancelFunc
 }
 
 // DriverInfo describes a registered endpoint of a DRA driver, for the debug page.
@@ -93,25 +95,34 @@ func (m *Manager) RegisterPlugin(ctx context.Context, name, endpoint string, ver
 		p.client = drapbv1.NewDRAPluginClient(conn)
 	}
 	conn.Connect() // connect now rather than at the first call
+	if offersHealth(versions) {
+		m.startHealth(p)
+	}
 	m.plugins[name] = append(m.plugins[name], p)
 	if t := m.wipes[name]; t != nil {
 		t.Stop()
 		delete(m.wipes, name)
 	}
 	klog.FromContext(ctx).V(2).Info("Registered DRA plugin", "driver", name, "endpoint", endpoint, "service", service,
-		"endpoints", len(m.plugins[name]))
+		"health", p.healthCancel != nil, "endpoints", len(m.plugins[name]))
 	return nil
 }
 
-// DeRegisterPlugin forgets an endpoint of the driver name. When it was the driver's last, the driver's
-// ResourceSlices of this node are deleted after a delay unless it registers again in the meantime.
+// DeRegisterPlugin forgets an endpoint of the driver name and stops its health stream. When it was the
+// driver's last, the driver's ResourceSlices of this node are deleted after a delay unless it registers again
+// in the meantime; when it was the last watching health, the driver's devices become Unknown.
 func (m *Manager) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
+	m.notifyHealth(m.deregister(ctx, name, endpoint))
+}
+
+// deregister is DeRegisterPlugin under pluginsMu; it returns the devices whose health became Unknown.
+func (m *Manager) deregister(ctx context.Context, name, endpoint string) []deviceKey {
 	m.pluginsMu.Lock()
 	defer m.pluginsMu.Unlock()
 	plugins := m.plugins[name]
 	i := slices.IndexFunc(plugins, func(p *plugin) bool { return p.endpoint == endpoint })
 	if i < 0 {
-		return
+		return nil
 	}
 	p := plugins[i]
 	if len(plugins) == 1 {
@@ -122,10 +133,12 @@ func (m *Manager) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
 	} else {
 		m.plugins[name] = slices.Delete(plugins, i, i+1)
 	}
+	changed := m.stopHealth(p)
 	// Calls in flight on the connection fail; their pods retry with the driver's next endpoint.
 	go func() { _ = p.conn.Close() }()
 	klog.FromContext(ctx).V(2).Info("Deregistered DRA plugin", "driver", name, "endpoint", endpoint,
 		"endpoints", len(m.plugins[name]))
+	return changed
 }
 
 // Drivers lists the registered endpoints, by driver name and then oldest first.

@@ -78,6 +78,9 @@ type Input struct {
 	// probe succeeded, or it has none) and is ready (started, and its readiness probe succeeded or it has
 	// none). Nil: every running container is started and ready.
 	Probe func(spec *v1.Container, id string) (started, ready bool)
+	// DeviceHealth, when set, gives a container's status.allocatedResourcesStatus: the health of the devices
+	// of the ResourceClaims it uses, as their DRA drivers report it (upstream's ResourceHealthStatus).
+	DeviceHealth func(pod *v1.Pod, container string) []v1.ResourceStatus
 }
 
 // Compute returns the API status of a pod. It is a pure function: it never panics on what it is given and
@@ -113,6 +116,7 @@ func Compute(in Input) v1.PodStatus {
 		waiting:     in.Waiting,
 		runtimeName: runtimeName,
 		probe:       in.Probe,
+		health:      in.DeviceHealth,
 	}
 	s.InitContainerStatuses = containerStatuses(cc, pod.Spec.InitContainers, prev.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(cc, pod.Spec.Containers, prev.ContainerStatuses, false)

@@ -539,3 +539,30 @@ func restartRulePod() *v1.Pod {
 		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
 	return p
 }
+
+// A container using a ResourceClaim reports its devices' health (allocatedResourcesStatus) when DeviceHealth
+// is set; a container using none reports nothing.
+func TestComputeDeviceHealth(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, "app", "plain")
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu"}}
+	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	health := []v1.ResourceStatus{{Name: "claim:gpu", Resources: []v1.ResourceHealth{{ResourceID: "example.com/gpu=g1", Health: v1.ResourceHealthStatusUnhealthy}}}}
+	in := Input{Pod: pod, Sandboxes: []*runtimeapi.PodSandboxStatus{readySandbox("10.88.0.5")},
+		DeviceHealth: func(p *v1.Pod, c string) []v1.ResourceStatus {
+			if c == "app" {
+				return health
+			}
+			return nil
+		}}
+	s := Compute(in)
+	if got := s.ContainerStatuses[0].AllocatedResourcesStatus; len(got) != 1 || got[0].Resources[0].Health != v1.ResourceHealthStatusUnhealthy {
+		t.Errorf("app: %+v", got)
+	}
+	if got := s.ContainerStatuses[1].AllocatedResourcesStatus; got != nil {
+		t.Errorf("plain: %+v", got)
+	}
+	in.DeviceHealth = nil
+	if got := Compute(in).ContainerStatuses[0].AllocatedResourcesStatus; got != nil {
+		t.Errorf("without DeviceHealth: %+v", got)
+	}
+}

@@ -68,3 +68,7 @@ func (k *Kubelet) setStatus(pod *v1.Pod, prev *v1.PodStatus, st v1.PodStatus) {
 	}
 	k.status.SetPodStatus(pod, st)
 }
+
+// ResyncPod has the pod synced soon (its status computed again): what its status shows changed outside the
+// kubelet's view of the runtime, such as the health of its devices. It never blocks.
+func (k *Kubelet) ResyncPod(uid types.UID) { k.probeChanged.add(uid) }

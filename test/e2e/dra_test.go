@@ -44,10 +44,16 @@ func TestDRA(t *testing.T) {
 	if _, err := os.Stat(draDriverPath); err != nil {
 		t.Fatalf("upstream's DRA test driver: %v (build it with hack/kube-binaries.sh dra-test-driver)", err)
 	}
+	// Device health in the pod's status (ResourceHealthStatus, alpha, off by default as upstream).
+	cfg := filepath.Join(t.TempDir(), "kubelet.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+
+		"featureGates: {ResourceHealthStatus: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, rt := range runtimes {
 		t.Run(rt.name, func(t *testing.T) {
 			// The driver reads the admin kubeconfig once: the restarted kubelet's API server keeps its port.
-			testDRA(t, startNode(t, append(append([]string(nil), rt.args...), "--apiserver-port", fmt.Sprint(freePort(t)))...))
+			testDRA(t, startNode(t, append(append([]string(nil), rt.args...), "--apiserver-port", fmt.Sprint(freePort(t)), "--config", cfg)...))
 		})
 	}
 }
@@ -91,6 +97,20 @@ func testDRA(t *testing.T, n *node) {
 	if _, err := os.Stat(cdiFile); err != nil {
 		t.Errorf("the driver's CDI spec: %v", err)
 	}
+	// The driver serves the health service but reports no device: the device is listed, health Unknown.
+	wantID := fmt.Sprintf("%s/test=claim-%s-gpu", draDriver, claim.UID)
+	n.waitPod("first", 30*time.Second, "the claim's device in allocatedResourcesStatus", func(p *v1.Pod) error {
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, rs := range cs.AllocatedResourcesStatus {
+				for _, r := range rs.Resources {
+					if rs.Name == "claim:gpu" && string(r.ResourceID) == wantID && r.Health == v1.ResourceHealthStatusUnknown {
+						return nil
+					}
+				}
+			}
+		}
+		return fmt.Errorf("statuses %+v", p.Status.ContainerStatuses)
+	})
 	if b, err := os.ReadFile(filepath.Join(n.dir, "root", "dra_manager_state")); err != nil || !strings.Contains(string(b), string(claim.UID)) {
 		t.Errorf("the kubelet's checkpoint does not name the claim: %v\n%s", err, b)
 	}
@@ -333,7 +353,8 @@ func TestDRAFaults(t *testing.T) {
 	if _, err := os.Stat(cdiFile); err != nil {
 		t.Errorf("the claim was unprepared before the failpoint: %v", err)
 	}
-	n.start()
+	// Restarted with driver calls timing out after 3 s, for the hung driver below.
+	n.start(failpoint.EnvVar + "=" + failpoint.DRACallTimeout + "=3s")
 	eventually(t, 60*time.Second, "the deleted pod's claim unprepared and forgotten", func() error {
 		if _, err := os.Stat(cdiFile); !os.IsNotExist(err) {
 			return fmt.Errorf("CDI spec still there: %v", err)
@@ -359,8 +380,6 @@ func TestDRAFaults(t *testing.T) {
 	}
 
 	// A hung driver: the call times out, the pod waits, the node stays Ready, other pods start.
-	n.stop()
-	n.start(failpoint.EnvVar + "=" + failpoint.DRACallTimeout + "=3s")
 	waitSlice(t, n)
 	pid := draDriverPID(t, n)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
