@@ -307,6 +307,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		PressureAdmit:         p.evictions.Admit,
 		Devices:               p.devices,
 		DRA:                   p.dra,
+		DeviceHealth:          p.deviceHealth(),
 		SyncFrequency:         o.syncFrequency,
 		CrashLoopBackOffMax:   o.crashLoopBackOffMax,
 		MaxParallelImagePulls: o.imagePullParallel,
@@ -323,7 +324,19 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		return err
 	}
 	p.starter.Store(p.kl)
+	if o.featureGates["ResourceHealthStatus"] {
+		p.dra.SetHealthChanged(p.kl.ResyncPod)
+	}
 	return nil
+}
+
+// deviceHealth is the DRA manager's device health for containers' status, with the ResourceHealthStatus
+// feature gate on (off by default, as upstream).
+func (p *nodeParts) deviceHealth() func(*v1.Pod, string) []v1.ResourceStatus {
+	if !p.o.featureGates["ResourceHealthStatus"] {
+		return nil
+	}
+	return p.dra.ContainerHealth
 }
 
 // newStats builds the stats collector and the image garbage collector, and completes what eviction reads.
@@ -462,8 +475,9 @@ func ipStrings(ips []net.IP) []string {
 
 // hostFeatures is what this node can honour of what pods ask for, so that admission rejects the rest
 // rather than running a pod without it. The built-in runtime applies no AppArmor profile; a remote runtime
-// applies them when the kernel enforces AppArmor. Neither runtime is given user namespaces or the Strict
-// supplemental groups policy by this kubelet, so those are refused on both.
+// applies them when the kernel enforces AppArmor. Neither runtime is given user namespaces by this kubelet,
+// so those are refused on both. The Strict supplemental groups policy is left out here: the pod sync admits it
+// by what the runtime's status reports (both runtimes honour it).
 func hostFeatures(o *options) admission.Host {
 	return admission.Host{
 		OS:                   goruntime.GOOS,

@@ -29,7 +29,8 @@ type Host struct {
 	AppArmor bool
 	// UserNamespaces says whether the runtime runs pods in user namespaces (hostUsers: false).
 	UserNamespaces bool
-	// SupplementalGroupsPolicy says whether the runtime honours supplementalGroupsPolicy: Strict.
+	// SupplementalGroupsPolicy says whether the runtime honours supplementalGroupsPolicy: Strict (its CRI
+	// status reports features.supplemental_groups_policy, which the Node lists in status.features).
 	SupplementalGroupsPolicy bool
 }
 
@@ -134,7 +135,8 @@ func checkOS(pod *v1.Pod, nodeOS string) *Result {
 }
 
 // checkSupplementalGroupsPolicy rejects supplementalGroupsPolicy Strict when the runtime cannot honour it,
-// as upstream does, rather than running the pod with the image's groups merged in.
+// as upstream does, rather than running the pod with the image's groups merged in. Merge needs nothing: it is
+// what a runtime without the feature does.
 func checkSupplementalGroupsPolicy(pod *v1.Pod, h Host) *Result {
 	sc := pod.Spec.SecurityContext
 	if sc != nil && sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict && !h.SupplementalGroupsPolicy {

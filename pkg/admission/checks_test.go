@@ -66,7 +66,7 @@ func TestSysctls(t *testing.T) {
 }
 
 func TestOSAndRuntimeFeatures(t *testing.T) {
-	strict := v1.SupplementalGroupsPolicyStrict
+	strict, merge := v1.SupplementalGroupsPolicyStrict, v1.SupplementalGroupsPolicyMerge
 	no := false
 	tests := []struct {
 		name   string
@@ -81,6 +81,9 @@ func TestOSAndRuntimeFeatures(t *testing.T) {
 		{"strict groups, unsupported", func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &strict}
 		}, Host{}, ReasonSupplementalGroupsPolicy},
+		{"merge groups need nothing", func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &merge}
+		}, Host{}, ""},
 		{"strict groups, supported", func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &strict}
 		}, Host{SupplementalGroupsPolicy: true}, ""},

@@ -59,6 +59,8 @@ type Agent struct {
 	// handlers are the runtime's handlers as its last Status reported them (handlersKnown once one did).
 	handlers      []v1.NodeRuntimeHandler
 	handlersKnown bool
+	// features are the runtime's features as its last Status that listed them reported them (nil before).
+	features *v1.NodeFeatures
 	// deviceNames are the device plugins' resources the status listed, to report them at zero once gone.
 	deviceNames map[v1.ResourceName]bool
 	slowAt      time.Time // when version and images were last asked for
@@ -312,6 +314,9 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 		failures = runtimeFailures(resp, err)
 		if err == nil {
 			a.handlers, a.handlersKnown = runtimeHandlers(resp.GetRuntimeHandlers()), true
+			if f := nodeFeatures(resp.GetFeatures()); f != nil {
+				a.features = f
+			}
 		}
 	}
 	a.health.setRuntime(failures)
@@ -329,7 +334,7 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 	}
 	return applyStatus(&n.Status, facts{
 		volumesInUse: inUse, volumesInUseKnown: a.cfg.VolumesInUse != nil,
-		runtimeHandlers: a.handlers, runtimeHandlersKnown: a.handlersKnown,
+		runtimeHandlers: a.handlers, runtimeHandlersKnown: a.handlersKnown, features: a.features,
 		now: now, addresses: a.addresses, capacity: capacity, allocatable: allocatable, goneDevices: gone,
 		info: v1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.SystemUUID, BootID: h.BootID,
 			KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: a.version,

@@ -30,6 +30,8 @@ type facts struct {
 	// runtimeHandlers, when known, are the runtime's handlers and their features (status.runtimeHandlers).
 	runtimeHandlers      []v1.NodeRuntimeHandler
 	runtimeHandlersKnown bool
+	// features, when the runtime reported them, are its features as the Node lists them (status.features).
+	features *v1.NodeFeatures
 }
 
 // transition is a change of a condition's status worth an event and a log line.
@@ -54,6 +56,9 @@ func applyStatus(st *v1.NodeStatus, f facts) []transition {
 	}
 	if f.runtimeHandlersKnown {
 		st.RuntimeHandlers = f.runtimeHandlers
+	}
+	if f.features != nil {
+		st.Features = f.features
 	}
 	var out []transition
 	var events []string
@@ -175,4 +180,14 @@ func runtimeHandlers(hs []*runtimeapi.RuntimeHandler) []v1.NodeRuntimeHandler {
 			Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &rro, UserNamespaces: &userns}})
 	}
 	return out
+}
+
+// nodeFeatures is the runtime's features as upstream's NodeFeatures setter writes them (supplementalGroupsPolicy);
+// nil when the runtime reports none, which leaves the Node's as they are.
+func nodeFeatures(f *runtimeapi.RuntimeFeatures) *v1.NodeFeatures {
+	if f == nil {
+		return nil
+	}
+	sgp := f.GetSupplementalGroupsPolicy()
+	return &v1.NodeFeatures{SupplementalGroupsPolicy: &sgp}
 }

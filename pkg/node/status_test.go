@@ -274,3 +274,22 @@ func TestMergeResources(t *testing.T) {
 		t.Errorf("the kubelet's list was modified: %v", own)
 	}
 }
+
+func TestNodeFeatures(t *testing.T) {
+	if nodeFeatures(nil) != nil {
+		t.Error("a runtime reporting no features must leave the Node's")
+	}
+	st := v1.NodeStatus{}
+	applyStatus(&st, facts{now: t0, features: nodeFeatures(&runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true})})
+	if f := st.Features; f == nil || f.SupplementalGroupsPolicy == nil || !*f.SupplementalGroupsPolicy {
+		t.Errorf("status.features %+v", st.Features)
+	}
+	applyStatus(&st, facts{now: t0})
+	if st.Features == nil {
+		t.Error("unknown features must keep the listed ones")
+	}
+	applyStatus(&st, facts{now: t0, features: nodeFeatures(&runtimeapi.RuntimeFeatures{})})
+	if *st.Features.SupplementalGroupsPolicy {
+		t.Errorf("a runtime without the feature: %+v", st.Features)
+	}
+}

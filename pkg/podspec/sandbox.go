@@ -184,6 +184,7 @@ func SandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext
 		}
 	}
 	sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIdentity(pod.Spec.SecurityContext)
+	sc.SupplementalGroupsPolicy = SupplementalGroupsPolicy(pod)
 	return sc
 }
 

@@ -25,6 +25,7 @@ var (
 func ContainerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: NamespaceOptions(pod)}
 	sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIdentity(pod.Spec.SecurityContext)
+	sc.SupplementalGroupsPolicy = SupplementalGroupsPolicy(pod)
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.SeccompProfile != nil {
 			p, err := securityProfile(psc.SeccompProfile, seccompRoot)

@@ -108,7 +108,7 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb 
 	}
 	opts = append(opts,
 		specopts.WithPodNamespaces(sc, sandboxPid, targetPid),
-		specopts.WithSupplementalGroups(sc.GetSupplementalGroups()),
+		specopts.WithSupplementalGroupsPolicy(sc, img.User),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: meta.SandboxID}),
 	)
 	// CDI devices last, as containerd's CRI plugin applies them: their edits (environment, device nodes,
@@ -117,7 +117,8 @@ func (r *Runtime) containerSpecOpts(id string, sandboxPid, targetPid uint32, sb 
 	if names := cdiDeviceNames(config); len(names) > 0 {
 		opts = append(opts, cdispec.WithCDIDevices(names...))
 	}
-	return opts, nil
+	// The identity the process starts with, as the spec ends up (CDI may add groups), for its status.
+	return append(opts, recordUser(meta)), nil
 }
 
 // cdiDeviceNames are the fully qualified CDI device names the container asks for (vendor.com/class=name).

@@ -128,6 +128,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 		Annotations: v.meta.Annotations,
 		Mounts:      v.meta.Mounts,
 		LogPath:     v.meta.LogPath,
+		User:        containerUser(rec, v.meta),
 	}
 	resp := &runtimeapi.ContainerStatusResponse{Status: st}
 	if verbose {

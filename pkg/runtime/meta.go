@@ -80,7 +80,10 @@ type containerMeta struct {
 	StdinOnce   bool                          `json:"stdinOnce,omitempty"`
 	TTY         bool                          `json:"tty,omitempty"`
 	CgroupsPath string                        `json:"cgroupsPath,omitempty"`
-	CreatedAt   int64                         `json:"createdAt"`
+	// User is the identity the container's process starts with (ContainerStatus.user); nil for containers
+	// created before it was recorded.
+	User      *runtimeapi.LinuxContainerUser `json:"user,omitempty"`
+	CreatedAt int64                          `json:"createdAt"`
 }
 
 func init() {

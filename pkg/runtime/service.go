@@ -81,9 +81,12 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 	// The handler and its features, as containerd 2.x's CRI plugin reports them: this runtime has the
 	// default one ("") only.
 	features := &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: specopts.RecursiveReadOnlySupported()}
+	// The runtime's own features, as containerd 2.x reports them: supplementalGroupsPolicy (Merge and Strict)
+	// and the container's user in its status.
 	return &runtimeapi.StatusResponse{
 		Status:          &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{rt, nw}},
 		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: features}},
+		Features:        &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
 	}, nil
 }
 

@@ -17,6 +17,7 @@ type containerInput struct {
 	waiting     map[string]Waiting
 	runtimeName string
 	probe       func(spec *v1.Container, id string) (started, ready bool)
+	health      func(pod *v1.Pod, container string) []v1.ResourceStatus
 }
 
 // apiTime converts a CRI timestamp (ns) to API time, at the API's precision of one second, so statuses read
@@ -91,6 +92,9 @@ func containerStatuses(in containerInput, specs []v1.Container, old []v1.Contain
 		}
 
 		applyWaiting(in, spec, &st, isInit)
+		if in.health != nil && len(spec.Resources.Claims) > 0 {
+			st.AllocatedResourcesStatus = in.health(in.pod, spec.Name)
+		}
 		if isInit && !podfacts.IsSidecar(spec) && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
 			st.Ready = true // as upstream: an init container that completed is ready
 		}
@@ -140,6 +144,7 @@ func convert(in containerInput, spec *v1.Container, c *runtimeapi.ContainerStatu
 		ContainerID:  id,
 		RestartCount: RestartCountOf(c.Annotations),
 		Started:      ptrBool(false),
+		User:         containerUser(c.GetUser()),
 	}
 	switch c.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
@@ -185,3 +190,17 @@ func convert(in containerInput, spec *v1.Container, c *runtimeapi.ContainerStatu
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// containerUser is the identity the runtime reports a container's process started with, as upstream's
+// kubelet puts it in the container's status (user.linux: uid, gid, supplementalGroups); nil when the runtime
+// reports none.
+func containerUser(u *runtimeapi.ContainerUser) *v1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	out := &v1.ContainerUser{}
+	if l := u.GetLinux(); l != nil {
+		out.Linux = &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}
+	}
+	return out
+}

@@ -121,6 +121,9 @@ type Config struct {
 	Devices Devices
 	// DRA, when set, prepares pods' ResourceClaims; nil refuses pods with claims.
 	DRA DRA
+	// DeviceHealth, when set, reports the health of the devices of a container's claims in its status
+	// (allocatedResourcesStatus); call ResyncPod when it changes.
+	DeviceHealth func(pod *v1.Pod, container string) []v1.ResourceStatus
 	// PressureAdmit, when set, refuses pods under node pressure after admission's checks (the eviction
 	// manager's Admit): whether the pod may start, else the reason and message.
 	PressureAdmit func(*v1.Pod) (bool, string, string)
@@ -160,7 +163,7 @@ type Kubelet struct {
 	clock    clock.WithTicker
 	recorder record.EventRecorder
 	runtime  cri.RuntimeService
-	// features caches what the runtime's handler supports (recursive read-only mounts).
+	// features caches what the runtime supports (recursive read-only mounts, supplementalGroupsPolicy).
 	features runtimeFeatures
 	images   cri.ImageManagerService
 	cgroups  PodCgroups

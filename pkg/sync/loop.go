@@ -179,7 +179,13 @@ func (k *Kubelet) admit(pod *v1.Pod) admission.Result {
 		}
 		active = append(active, p)
 	}
-	res := admission.Admit(pod, k.nodeInfo(), active)
+	node := k.nodeInfo()
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil && !node.Host.SupplementalGroupsPolicy {
+		// Strict is admitted when the runtime reports it honours the policy, as upstream's kubelet admits by
+		// the node's status.features, which its runtime's status fills. Asked only of a pod that sets it.
+		node.Host.SupplementalGroupsPolicy = k.supportsSupplementalGroupsPolicy()
+	}
+	res := admission.Admit(pod, node, active)
 	if res.Admit && k.cfg.PressureAdmit != nil {
 		if ok, reason, msg := k.cfg.PressureAdmit(pod); !ok {
 			return admission.Result{Reason: reason, Message: msg}

@@ -8,33 +8,61 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// featuresTTL is how long the runtime's handler features, as its Status reports them, serve the container
-// starts before they are asked again.
+// featuresTTL is how long the runtime's features, as its Status reports them, serve admission and the
+// container starts before they are asked again.
 const featuresTTL = time.Minute
 
-// runtimeFeatures caches the features of the runtime's default handler (RuntimeStatus.runtime_handlers).
+// featuresTimeout bounds the Status call of an admission, which has no context of its own.
+const featuresTimeout = 10 * time.Second
+
+// runtimeFeatures caches the runtime's features: those of its default handler (RuntimeStatus.runtime_handlers)
+// and its own (StatusResponse.features).
 type runtimeFeatures struct {
 	mu  sync.Mutex
 	at  time.Time
-	rro bool
+	set featureSet
+}
+
+// featureSet is what the runtime supports of what the kubelet asks of it.
+type featureSet struct {
+	rro bool // the default handler mounts recursively read-only
+	sgp bool // supplementalGroupsPolicy is honoured, and the container's user reported
 }
 
 // supportsRecursiveReadOnly says whether the runtime's default handler mounts recursively read-only, as
 // upstream's kubelet reads it from the runtime's status; a failed Status keeps the last answer.
 func (k *Kubelet) supportsRecursiveReadOnly(ctx context.Context) bool {
+	return k.runtimeFeatures(ctx).rro
+}
+
+// supportsSupplementalGroupsPolicy says whether the runtime honours supplementalGroupsPolicy (Strict among
+// it), as upstream's kubelet learns it from the runtime's status and admits by it; a failed Status keeps the
+// last answer.
+func (k *Kubelet) supportsSupplementalGroupsPolicy() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), featuresTimeout)
+	defer cancel()
+	return k.runtimeFeatures(ctx).sgp
+}
+
+// runtimeFeatures returns the cached features, asking the runtime again once they are older than featuresTTL.
+func (k *Kubelet) runtimeFeatures(ctx context.Context) featureSet {
 	f := &k.features
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := k.clock.Now()
 	if !f.at.IsZero() && now.Sub(f.at) < featuresTTL {
-		return f.rro
+		return f.set
 	}
 	resp, err := k.runtime.Status(ctx, false)
 	if err != nil {
-		return f.rro
+		return f.set
 	}
-	f.rro, f.at = handlerSupportsRRO(resp.GetRuntimeHandlers(), ""), now
-	return f.rro
+	f.set = featureSet{
+		rro: handlerSupportsRRO(resp.GetRuntimeHandlers(), ""),
+		sgp: resp.GetFeatures().GetSupplementalGroupsPolicy(),
+	}
+	f.at = now
+	return f.set
 }
 
 // handlerSupportsRRO says whether the named handler ("" for the default) offers recursive read-only mounts.

@@ -32,7 +32,7 @@ func (k *Kubelet) statusInput(pod *v1.Pod, state *pleg.PodState) status.Input {
 	in := status.Input{
 		Pod: pod, Previous: &prev, Waiting: k.reasons.get(pod.UID),
 		HostIPs: k.cfg.NodeIPs(), RuntimeName: k.cfg.RuntimeName, Now: k.clock.Now(),
-		Resize: k.resizeStatus(pod, state), Probe: k.probeStatus(pod),
+		Resize: k.resizeStatus(pod, state), Probe: k.probeStatus(pod), DeviceHealth: k.cfg.DeviceHealth,
 	}
 	if state != nil {
 		in.Sandboxes, in.Containers = state.Sandboxes, state.Containers

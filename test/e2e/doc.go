@@ -79,7 +79,11 @@
 //     kubelet killed after preparing and before unpreparing (one sandbox, one unprepare), a claim reserved
 //     for another pod never prepared, a hung driver's deadline while other pods start. 1.35 pod fields: container restart rules (`TestContainerRestartRules`, both runtimes), env files
 //     (`TestKubeletEnvFile`), `hostnameOverride` (`TestKubeletHostnameOverride`), the crash-loop back-off
-//     ceiling (`TestKubeletCrashLoopBackOffCeiling`), and cgroup v1 as 1.35 treats it (`TestKubeletCgroupV1`).
+//     ceiling (`TestKubeletCrashLoopBackOffCeiling`), cgroup v1 as 1.35 treats it (`TestKubeletCgroupV1`), and
+//     `supplementalGroupsPolicy` (`TestKubeletSupplementalGroupsPolicy`, both runtimes: in an image whose
+//     `/etc/group` makes user 1000 a member of 50000, runAsUser 1000 with supplementalGroups [60000] gets
+//     `id -G` 1000 50000 60000 under Merge and 1000 60000 under Strict, the pod's `user.linux` the same, the
+//     Node's `status.features.supplementalGroupsPolicy` true).
 //   - The CRI contract, on the built-in runtime (in-process and through its socket) beside containerd's CRI
 //     plugin: attach to a `stdinOnce` container ends within a second of the client closing stdin, with the
 //     container; clients that leave attach and exec sessions give their goroutines back; `ImageStatus` by tag,

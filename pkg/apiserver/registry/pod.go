@@ -134,6 +134,7 @@ func (podStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList
 		errs = append(errs, field.Forbidden(field.NewPath("status", "phase"),
 			"cannot transition from a terminal phase"))
 	}
+	errs = append(errs, validateContainerStatusUsers(pod, field.NewPath("status"))...)
 	return append(errs, validatePodResourceClaimStatuses(pod, field.NewPath("status", "resourceClaimStatuses"))...)
 }
 

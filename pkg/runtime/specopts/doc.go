@@ -1,6 +1,7 @@
 // Package specopts holds the OCI spec options that turn a CRI container or sandbox config into a runc
 // spec: mounts with their propagation, devices, resources, capabilities, the pod's namespaces,
-// supplementary groups, sysctls and the process arguments merged with the image's.
+// supplementary groups by the supplementalGroupsPolicy (the image's /etc/group merged in, or not), sysctls
+// and the process arguments merged with the image's.
 //
 // They follow what containerd's CRI plugin does (its options are internal to containerd 2.x), so a pod
 // gets the same spec from the built-in runtime as from containerd's CRI plugin. Where this runtime
