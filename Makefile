@@ -128,6 +128,7 @@ bench: setup build
 	$(GO) run ./hack/bench kubelet --only volumes
 	$(GO) run ./hack/bench kubelet --only devices
 	$(GO) run ./hack/bench kubelet --only csi
+	$(GO) run ./hack/bench kubelet --only dra
 	$(GO) run ./hack/bench kubelet --only probes
 	$(GO) run ./hack/bench cluster
 	$(GO) run ./hack/bench kubelet --only status

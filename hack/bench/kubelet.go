@@ -42,6 +42,9 @@ type kubeletBench struct {
 	rounds       int
 	// mutate, when set, changes each pod create makes (the volumes phase).
 	mutate func(*corev1.Pod)
+	// keepShims is how many of the kubelet's shims a phase keeps running throughout (a driver's pod): the
+	// deletions wait for the others to exit.
+	keepShims int
 }
 
 // benchKubelet starts the kubelet as a child process and measures, through the API, pods created at once and
@@ -58,13 +61,13 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
-	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir)")
+	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir), dra (30 pods each with a claim of upstream's DRA test driver, run as a pod, beside 30 plain pods, all placed by the API server; then the kubelet's memory with 109 plain pods and with 109 pods holding claims, beside the driver's pod)")
 	rounds := fs.Int("rounds", 3, "rounds of the 30-pod burst beside the floor and its deletion; the first prints every figure, the later ones their own under _roundN, and the medians and worst of all rounds follow")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
-	case "", "volumes", "status", "tokenflood", "devices", "csi":
+	case "", "volumes", "status", "tokenflood", "devices", "csi", "dra":
 	case "timelines", "eviction":
 		*external = true // the API server outlives the kubelet's restarts
 	case "probes":
@@ -185,6 +188,8 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 		return b.runDevices(ctx, filepath.Join(kubeletDir, "root"))
 	case "csi":
 		return b.runCSI(ctx, filepath.Join(kubeletDir, "root"))
+	case "dra":
+		return b.runDRA(ctx, kubeletDir)
 	case "probes":
 		return b.runProbes(ctx)
 	case "status":
@@ -463,7 +468,7 @@ func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []stri
 	// The node's own teardown (the runtime's background task deletions, the kubelet's removal of the stopped
 	// containers and sandboxes) may go on after the API shows the pods gone; the next phase starts when the
 	// pods' shims have exited, so that it does not share the CPU with this one's leftovers.
-	for deadline := time.Now().Add(time.Minute); len(shimPIDs(kubeletNamespace)) > 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); len(shimPIDs(kubeletNamespace)) > b.keepShims; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			progress("%s: shims still running a minute after the deletion", label)
 			break

@@ -18,6 +18,7 @@ import (
 type podTimes struct {
 	created    time.Time     // the create call was sent
 	createCall time.Duration // how long the create call took
+	bound      time.Time     // first watch event with spec.nodeName set (placed by the API server)
 	ready      time.Time     // first watch event with Ready=True
 	terminated time.Time     // first watch event with the container terminated
 	message    string        // its termination message
@@ -80,6 +81,9 @@ func (w *podWatch) follow(wi watch.Interface, rv string) string {
 				t.gone = now
 			}
 		} else {
+			if t.bound.IsZero() && pod.Spec.NodeName != "" {
+				t.bound = now
+			}
 			if t.ready.IsZero() {
 				if c := readyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
 					t.ready = now
