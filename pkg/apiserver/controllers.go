@@ -59,6 +59,24 @@ type controller struct {
 	// attached holds the names of the VolumeAttachments known to be the
 	// attachment loop's own (see rememberAttachments).
 	attached map[string]bool
+	// nextClaimsSweep is when the periodic pass next runs the ResourceClaim
+	// controller; claimsFailed makes it run at every pass until it succeeds.
+	nextClaimsSweep time.Time
+	claimsFailed    bool
+}
+
+// claimsSweepEvery is how often the periodic pass runs the ResourceClaim
+// controller, which reads every claim and every pod with claims: the changes
+// to claims and pods run it as they happen, the sweep only catches what a
+// failed write left.
+const claimsSweepEvery = 10 * time.Second
+
+// syncClaims runs the ResourceClaim controller and remembers whether it
+// failed.
+func (c *controller) syncClaims(ctx context.Context) {
+	err := c.syncResourceClaims(ctx)
+	c.claimsFailed = err != nil
+	c.report(ctx, "Resource claims", err)
 }
 
 func (c *controller) run(ctx context.Context, tick <-chan time.Time) {
@@ -123,7 +141,10 @@ func (c *controller) sync(ctx context.Context) {
 	c.report(ctx, "Node pod CIDRs", c.assignPodCIDRs(ctx, nodes))
 	c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
 	c.report(ctx, "Taint eviction", c.evictPods(ctx, nodes))
-	c.report(ctx, "Resource claims", c.syncResourceClaims(ctx))
+	if now := c.s.cfg.Clock.Now(); c.claimsFailed || !now.Before(c.nextClaimsSweep) {
+		c.nextClaimsSweep = now.Add(claimsSweepEvery)
+		c.syncClaims(ctx)
+	}
 	c.report(ctx, "Placement", c.schedule(ctx, nodes))
 	c.report(ctx, "Pod cleanup", c.collectPods(ctx, nodes))
 	c.graph.requeue()
@@ -154,7 +175,7 @@ func (c *controller) syncChanges(ctx context.Context, evs []storage.Event) {
 		c.report(ctx, "Node taints", c.syncTaints(ctx, nodes))
 	}
 	if need.claims {
-		c.report(ctx, "Resource claims", c.syncResourceClaims(ctx))
+		c.syncClaims(ctx)
 	}
 	if need.schedule {
 		c.report(ctx, "Placement", c.schedule(ctx, nodes))
