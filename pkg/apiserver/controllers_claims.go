@@ -3,8 +3,6 @@ package apiserver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -224,7 +222,7 @@ func (c *controller) syncPodClaims(ctx context.Context, pod *corev1.Pod, claims 
 	if failed == nil {
 		return nil
 	}
-	if err := c.recordPodWarning(ctx, pod, "FailedResourceClaimCreation", failed.Error()); err != nil {
+	if err := c.warnPod(ctx, pod, claimEventComponent, "FailedResourceClaimCreation", failed.Error()); err != nil {
 		return err
 	}
 	return fmt.Errorf("pod %s/%s, %w", pod.Namespace, pod.Name, failed)
@@ -247,25 +245,4 @@ func (c *controller) createTemplateClaim(ctx context.Context, pod *corev1.Pod, p
 		return "", fmt.Errorf("create ResourceClaim %s: %w", claim.GenerateName, err)
 	}
 	return created.Name, nil
-}
-
-// recordPodWarning records a Warning event about pod from the ResourceClaim
-// controller, named after the pod's UID, reason and message so that a
-// condition a later pass finds again is recorded once.
-func (c *controller) recordPodWarning(ctx context.Context, pod *corev1.Pod, reason, msg string) error {
-	sum := sha256.Sum256([]byte(string(pod.UID) + "/" + reason + "/" + msg))
-	now := metav1.NewTime(c.s.cfg.Clock.Now())
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + "." + hex.EncodeToString(sum[:8]), Namespace: pod.Namespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
-			UID: pod.UID, ResourceVersion: pod.ResourceVersion},
-		Reason: reason, Message: msg, Type: corev1.EventTypeWarning, Count: 1,
-		Source:         corev1.EventSource{Component: claimEventComponent},
-		FirstTimestamp: now, LastTimestamp: now, ReportingController: claimEventComponent,
-	}
-	_, err := c.client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("record event on pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	return nil
 }

@@ -73,16 +73,16 @@ func (c *controller) syncEphemeralClaims(ctx context.Context, pod *corev1.Pod) e
 	if conflict == nil {
 		return nil
 	}
-	if err := c.warnPod(ctx, pod, "FailedBinding", conflict.message()); err != nil {
+	if err := c.warnPod(ctx, pod, ephemeralEventComponent, "FailedBinding", conflict.message()); err != nil {
 		return err
 	}
 	return fmt.Errorf("pod %s/%s, ephemeral volume %s: %w", pod.Namespace, pod.Name, conflict.volume, conflict.err)
 }
 
-// warnPod records a Warning event about pod from the ephemeral volume
-// controller. The event's name is made of the pod's UID, reason and message,
-// so that a condition a later pass finds again is not recorded again.
-func (c *controller) warnPod(ctx context.Context, pod *corev1.Pod, reason, msg string) error {
+// warnPod records a Warning event about pod from a controller (component).
+// The event's name is made of the pod's UID, reason and message, so that a
+// condition a later pass finds again is not recorded again.
+func (c *controller) warnPod(ctx context.Context, pod *corev1.Pod, component, reason, msg string) error {
 	sum := sha256.Sum256([]byte(string(pod.UID) + "/" + reason + "/" + msg))
 	now := metav1.NewTime(c.s.cfg.Clock.Now())
 	ev := &corev1.Event{
@@ -90,8 +90,8 @@ func (c *controller) warnPod(ctx context.Context, pod *corev1.Pod, reason, msg s
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
 			UID: pod.UID, ResourceVersion: pod.ResourceVersion},
 		Reason: reason, Message: msg, Type: corev1.EventTypeWarning, Count: 1,
-		Source:         corev1.EventSource{Component: ephemeralEventComponent},
-		FirstTimestamp: now, LastTimestamp: now, ReportingController: ephemeralEventComponent,
+		Source:         corev1.EventSource{Component: component},
+		FirstTimestamp: now, LastTimestamp: now, ReportingController: component,
 	}
 	_, err := c.client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {

@@ -60,27 +60,7 @@ func TestDRA(t *testing.T) {
 
 func testDRA(t *testing.T, n *node) {
 	ctx := context.Background()
-	draObjects(t, n)
-	n.createPod(draDriverPod(n, 2))
-	t.Cleanup(func() {
-		// The pods with claims go before the driver: without it their claims cannot be unprepared, and
-		// they stay terminating (as on upstream's kubelet) until it comes back.
-		for _, name := range []string{"first", "second", "third", "refused"} {
-			_ = n.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
-		}
-		eventually(t, 60*time.Second, "the pods with claims gone", func() error {
-			pods, err := n.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-			if err != nil || len(pods.Items) > 1 {
-				return fmt.Errorf("%d pods left: %v", len(pods.Items), err)
-			}
-			return nil
-		})
-		if t.Failed() {
-			b, err := n.client.CoreV1().Pods("default").GetLogs("dra-driver", &v1.PodLogOptions{TailLines: ptrInt64(40)}).Do(ctx).Raw()
-			t.Logf("the DRA driver's log (%v):\n%s", err, b)
-		}
-	})
-	waitSlice(t, n)
+	startDRADriver(t, n, "first", "second", "third", "refused")
 
 	n.createPod(draClaimPod("first", "gpu"))
 	first := n.waitPod("first", 90*time.Second, "the pod with a claim ready", ready)
@@ -162,6 +142,34 @@ func testDRA(t *testing.T, n *node) {
 	if b, err := os.ReadFile(filepath.Join(n.dir, "root", "dra_manager_state")); err != nil || strings.Contains(string(b), string(claim.UID)) {
 		t.Errorf("the kubelet's checkpoint still names the deleted pod's claim: %v\n%s", err, b)
 	}
+}
+
+// startDRADriver creates the DRA objects and the driver's pod with two devices and waits for its slice. When
+// the test ends, the pods named (those with claims) go before the driver: without it their claims cannot be
+// unprepared, and they stay terminating (as on upstream's kubelet) until it comes back; a failed test logs the
+// driver's log.
+func startDRADriver(t *testing.T, n *node, pods ...string) {
+	t.Helper()
+	ctx := context.Background()
+	draObjects(t, n)
+	n.createPod(draDriverPod(n, 2))
+	t.Cleanup(func() {
+		for _, name := range pods {
+			_ = n.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		eventually(t, 60*time.Second, "the pods with claims gone", func() error {
+			l, err := n.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			if err != nil || len(l.Items) > 1 {
+				return fmt.Errorf("%d pods left: %v", len(l.Items), err)
+			}
+			return nil
+		})
+		if t.Failed() {
+			b, err := n.client.CoreV1().Pods("default").GetLogs("dra-driver", &v1.PodLogOptions{TailLines: ptrInt64(40)}).Do(ctx).Raw()
+			t.Logf("the DRA driver's log (%v):\n%s", err, b)
+		}
+	})
+	waitSlice(t, n)
 }
 
 // waitSlice waits until the driver's ResourceSlice for the node lists its two devices.
@@ -285,21 +293,7 @@ func TestDRAFaults(t *testing.T) {
 	}
 	n := startNode(t, "--apiserver-port", fmt.Sprint(freePort(t)))
 	ctx := context.Background()
-	draObjects(t, n)
-	n.createPod(draDriverPod(n, 2))
-	t.Cleanup(func() {
-		for _, name := range []string{"killed", "intruder", "hung", "plain"} {
-			_ = n.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
-		}
-		eventually(t, 60*time.Second, "the pods with claims gone", func() error {
-			pods, err := n.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-			if err != nil || len(pods.Items) > 1 {
-				return fmt.Errorf("%d pods left: %v", len(pods.Items), err)
-			}
-			return nil
-		})
-	})
-	waitSlice(t, n)
+	startDRADriver(t, n, "killed", "intruder", "hung", "plain")
 	checkpoint := filepath.Join(n.dir, "root", "dra_manager_state")
 
 	// Killed after the claims were prepared, before the sandbox.
