@@ -6,10 +6,14 @@
 set -u
 LOG=/var/log/nodeagent-test.log
 PHASE_FILE=/var/lib/nodeagent-test/phase
-K="kubectl --kubeconfig /var/lib/kubelet/admin.kubeconfig"
+# No call waits forever on an API server that accepts and never answers.
+K="kubectl --kubeconfig /var/lib/kubelet/admin.kubeconfig --request-timeout=30s"
 NODE=$(hostname)
 failures=0
 exec >>"$LOG" 2>&1
+# The checks of a boot end within this budget even when the node is broken and every wait runs out, so that
+# the log says what failed and why before the host stops the guest (hack/vm/lib.sh's VM_TIMEOUT, 900 s).
+DEADLINE=$((SECONDS + 600))
 
 # Each line carries the seconds since the previous one, so that a slow step shows.
 last=$SECONDS
@@ -22,11 +26,12 @@ fail() {
 	last=$SECONDS
 	failures=$((failures + 1))
 }
-# wait_for SECONDS COMMAND...: runs COMMAND every 2 s until it succeeds.
+# wait_for SECONDS COMMAND...: runs COMMAND every 2 s until it succeeds (never past the boot's deadline).
 wait_for() {
 	local t=$1
 	shift
 	local end=$((SECONDS + t))
+	[ $end -le $DEADLINE ] || end=$DEADLINE
 	while [ $SECONDS -lt $end ]; do
 		"$@" >/dev/null 2>&1 && return 0
 		sleep 2
@@ -51,7 +56,28 @@ expect_file() { # NAME FILE WANT
 	got=$(cat "$2" 2>/dev/null)
 	if [ "$got" = "$3" ]; then ok "$1"; else fail "$1" "$2 is '$got', want '$3'"; fi
 }
+# diagnose prints what a failed boot needs to be understood: the pods, the node's services' last words, the
+# machine's load and memory.
+diagnose() {
+	echo "== diagnostics ($SECONDS s into the checks)"
+	uptime
+	free -m
+	$K get pods -o wide 2>&1 | head -n 20
+	systemctl --no-pager --lines=0 status kubelet nodeagent-containerd 2>&1 | head -n 20
+	journalctl -u kubelet -n 40 --no-pager 2>&1
+	journalctl -u nodeagent-containerd -n 15 --no-pager 2>&1
+	ps -eo pid,stat,pcpu,rss,etimes,args --sort=-pcpu 2>&1 | head -n 15
+	dmesg 2>&1 | grep -iE 'oom|hung|blocked|panic|segfault' | tail -n 10
+	# The API server's and the kubelet's goroutines (SIGQUIT: Go prints them and exits; systemd restarts the
+	# kubelet), for hack/vm/test-node.sh to read what has been blocked for minutes.
+	local since pid
+	since=$(date '+%Y-%m-%d %H:%M:%S')
+	for pid in $(pgrep -x apiserver) $(pgrep -x kubelet); do kill -QUIT "$pid"; done
+	sleep 5
+	journalctl -u kubelet --since "$since" --no-pager -o cat >/var/log/nodeagent-goroutines.log 2>&1
+}
 finish() {
+	[ "$failures" = 0 ] || diagnose
 	echo "checks-failed=$failures"
 	echo "phase-done=$1"
 	sync

@@ -62,6 +62,17 @@ EOF
 ln -sf /lib/systemd/system/systemd-networkd.service "$root/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
 vm_make_image "$root" "$work/disk.img"
 
+# show_failure BOOT: what a failed boot left, the checks' own log last (a CI log keeps only its tail): the
+# console's tail, the checks' log, and the goroutines the checks' diagnostics found blocked for minutes on a
+# lock or a channel.
+show_failure() {
+	tail -n 20 "$work/console-$1.log" >&2 || true
+	cat "$work/test.log" >&2 || true
+	vm_read "$work/disk.img" /var/log/nodeagent-goroutines.log >"$work/goroutines.log" || true
+	grep -A4 -E '^goroutine [0-9]+ \[(semacquire|sync\.(RW)?Mutex|chan send|chan receive|sync\.Cond).*minutes' "$work/goroutines.log" |
+		grep -v '^--$' | head -n 40 >&2 || true
+}
+
 total=$SECONDS
 failed=0
 for boot in 1 2; do
@@ -72,13 +83,15 @@ for boot in 1 2; do
 	vm_say "guest stopped after $((SECONDS - start)) s (qemu status $status)"
 	vm_read "$work/disk.img" /var/log/nodeagent-test.log >"$work/test.log" || true
 	if ! grep -q "^phase-done=$boot$" "$work/test.log"; then
-		cat "$work/test.log" >&2 || true
-		tail -n 40 "$work/console-$boot.log" >&2 || true
+		show_failure "$boot"
 		vm_die "boot $boot did not finish its checks (log and console tail above; kept in $work)"
 	fi
 done
-cat "$work/test.log"
 failed=$(grep -c '^FAIL ' "$work/test.log" || true)
 passed=$(grep -c '^ok ' "$work/test.log" || true)
-[ "$failed" = 0 ] || vm_die "$failed of $((passed + failed)) node checks failed in the guest (log above; kept in $work)"
+if [ "$failed" != 0 ]; then
+	show_failure 2
+	vm_die "$failed of $((passed + failed)) node checks failed in the guest (log above; kept in $work)"
+fi
+cat "$work/test.log"
 vm_say "the whole node passed $passed checks on two boots in $((SECONDS - total)) s"
