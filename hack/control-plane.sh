@@ -394,6 +394,17 @@ map_node_name() {
 	if [ -n "$(tail -c1 /etc/hosts)" ]; then echo >>/etc/hosts; fi
 	printf '127.0.0.1 %s %s\n' "$CP_NODE" "$HOSTS_MARK" >>/etc/hosts
 }
+# hosts_locked CMD...: runs CMD holding the lock every writer of /etc/hosts here takes (control planes of
+# their own started and stopped side by side, the end-to-end tests' own lines), so that no rewrite loses a
+# line another added meanwhile.
+HOSTS_LOCK=/run/lock/nodeagent-hosts.lock
+hosts_locked() {
+	mkdir -p "$(dirname "$HOSTS_LOCK")"
+	(
+		flock 8
+		"$@"
+	) 8>"$HOSTS_LOCK"
+}
 unmap_node_name() {
 	grep -qF "$HOSTS_MARK" /etc/hosts || return 0
 	# In place: /etc/hosts may be a bind mount (a container's), which a rename would not replace.
@@ -425,7 +436,7 @@ cmd_start() {
 	make_certs
 	write_kubeconfig "$CP_DIR/admin.kubeconfig" kubernetes-admin "$PKI/admin.crt" "$PKI/admin.key"
 	node_kubeconfig "$CP_NODE" >/dev/null
-	map_node_name
+	hosts_locked map_node_name
 	start_etcd
 	start_apiserver
 	bootstrap
@@ -443,7 +454,7 @@ cmd_stop() {
 	stop_one kube-controller-manager
 	stop_one kube-apiserver
 	stop_one etcd
-	unmap_node_name
+	hosts_locked unmap_node_name
 }
 
 cmd_env() {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ type controlPlane struct {
 	ca             string
 	auditLog       string // one JSON line per request a node made
 	client         kubernetes.Interface
+	scheduler      bool // kube-scheduler places pods (privateControlPlane)
 }
 
 var (
@@ -62,9 +64,38 @@ func realControlPlane(t *testing.T) *controlPlane {
 	return cpReal
 }
 
-func startControlPlane() (*controlPlane, error) {
+// privateControlPlane starts a control plane of hack/control-plane.sh of the test's own, in a directory of
+// its own with ports of its own, for a node named node, with kube-controller-manager and kube-scheduler (as
+// a kind control plane runs them): for tests of what those controllers do with the node's objects. It is
+// stopped when the test ends.
+func privateControlPlane(t *testing.T, node string) *controlPlane {
+	t.Helper()
+	env := []string{"CONTROL_PLANE_DIR=" + t.TempDir(), "CONTROL_PLANE_CONTROLLERS=1", "CONTROL_PLANE_NODE=" + node}
+	t.Cleanup(func() {
+		cmd := exec.Command(controlPlaneScript, "stop")
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s stop: %v\n%s", controlPlaneScript, err, out)
+		}
+	})
+	cp, err := startControlPlane(env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.scheduler = true
+	// Pods are admitted once the controller manager has made the namespace's service account.
+	eventually(t, 60*time.Second, "the default service account", func() error {
+		_, err := cp.client.CoreV1().ServiceAccounts("default").Get(context.Background(), "default", metav1.GetOptions{})
+		return err
+	})
+	return cp
+}
+
+// startControlPlane runs hack/control-plane.sh start with env added to its environment.
+func startControlPlane(settings ...string) (*controlPlane, error) {
 	var stderr strings.Builder
 	cmd := exec.Command(controlPlaneScript, "start")
+	cmd.Env = append(os.Environ(), settings...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -97,9 +128,15 @@ func startControlPlane() (*controlPlane, error) {
 // cluster CA for callers of its endpoint, free ports, and the node name resolving to 127.0.0.1 for the API
 // server's proxy to the kubelet. The Node and Lease of an earlier test are removed first.
 func (n *node) joinRealControlPlane(extraArgs []string) {
+	n.t.Helper()
+	n.joinControlPlane(realControlPlane(n.t), extraArgs)
+}
+
+// joinControlPlane makes n a kubelet of the control plane cp (see joinRealControlPlane).
+func (n *node) joinControlPlane(cp *controlPlane, extraArgs []string) {
 	t := n.t
 	t.Helper()
-	n.cp = realControlPlane(t)
+	n.cp = cp
 	n.name = n.cp.node
 	n.client = n.cp.client
 	n.args = append([]string{
@@ -194,8 +231,9 @@ func (n *node) checkAudit(start int64) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	// A token request for a pod the node has just been given can reach the Node authorizer before its graph
-	// has the pod ("no relationship found"), as with upstream's kubelet; it is refused only if no retry of
-	// the same request succeeded.
+	// has the pod ("no relationship found"), or NodeRestriction before its cache has the pod's binding ("a pod
+	// scheduled on a different node"), as with upstream's kubelet; it is refused only if no retry of the same
+	// request succeeded.
 	raced := map[string]auditEvent{}
 	defer func() {
 		for _, ev := range raced {
@@ -213,7 +251,8 @@ func (n *node) checkAudit(start int64) {
 		switch {
 		case isToken && code < 400:
 			delete(raced, ev.RequestURI)
-		case isToken && code == 403 && strings.Contains(ev.ResponseStatus.Message, "no relationship found"):
+		case isToken && code == 403 && (strings.Contains(ev.ResponseStatus.Message, "no relationship found") ||
+			strings.Contains(ev.ResponseStatus.Message, "scheduled on a different node")):
 			raced[ev.RequestURI] = ev
 		case code < 400 || code == 404 || code == 409 || code == 410:
 		case code == 403 && (ev.Verb == "get" || ev.Verb == "list" || ev.Verb == "watch"):
@@ -232,6 +271,8 @@ func (n *node) checkAudit(start int64) {
 func addHostsLine(t *testing.T, name string) func() {
 	t.Helper()
 	const hosts = "/etc/hosts"
+	unlock := lockHosts(t)
+	defer unlock()
 	b, err := os.ReadFile(hosts)
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +295,8 @@ func addHostsLine(t *testing.T, name string) func() {
 		t.Fatal(err)
 	}
 	return func() {
+		unlock := lockHosts(t)
+		defer unlock()
 		cur, err := os.ReadFile(hosts)
 		if err != nil {
 			return
@@ -262,6 +305,22 @@ func addHostsLine(t *testing.T, name string) func() {
 			_ = os.WriteFile(hosts, []byte(out), 0o644)
 		}
 	}
+}
+
+// lockHosts takes the lock hack/control-plane.sh takes to change /etc/hosts (hosts_locked).
+func lockHosts(t *testing.T) func() {
+	const lock = "/run/lock/nodeagent-hosts.lock"
+	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
 }
 
 func fileSize(path string) int64 {

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/debugpage"
@@ -35,14 +39,51 @@ func artifactsDir(t *testing.T) string {
 	return dir
 }
 
-// debugPods reads the debug page's JSON through the API server.
+// debugPods reads the debug page's JSON through the API server; from the kubelet's endpoint itself, with
+// the administrator's certificate, on a real control plane (kube-apiserver does not proxy to a node on
+// loopback).
 func (n *node) debugPods() (debugpage.Page, error) {
 	var p debugpage.Page
-	data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "debug", "pods").DoRaw(context.Background())
+	var data []byte
+	var err error
+	if n.cp != nil {
+		data, err = n.kubeletGet("/debug/pods")
+	} else {
+		data, err = n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "debug", "pods").DoRaw(context.Background())
+	}
 	if err != nil {
 		return p, fmt.Errorf("debug/pods: %v: %s", err, data)
 	}
 	return p, json.Unmarshal(data, &p)
+}
+
+// kubeletGet GETs path, as JSON, from the kubelet's endpoint as the control plane's administrator.
+func (n *node) kubeletGet(path string) ([]byte, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.cp.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host = n.kubeletURL(n.t)
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = true, "", nil // self-signed
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(http.MethodGet, cfg.Host+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s", resp.Status)
+	}
+	return data, err
 }
 
 func findPod(p debugpage.Page, name string) *debugpage.Pod {

@@ -34,82 +34,90 @@ const sampleResource = "example.com/resource"
 // asking for one runs with the device's mount and the CDI device's edits (its environment and device node); a pod asking for more than are free is refused with
 // upstream's UnexpectedAdmissionError; a restarted kubelet keeps the running container (not restarted) and its
 // device, the plugin registers again and the next pod gets the other device; the plugin gone, the node
-// offers no device while the running pod keeps its own. The pod-resources API names the pod's device.
+// offers no device while the running pod keeps its own. The pod-resources API names the pod's device. Then
+// the same on upstream's control plane (kube-apiserver, kube-controller-manager, kube-scheduler).
 func TestDevicePlugin(t *testing.T) {
 	parallel(t)
 	if _, err := os.Stat(samplePluginPath); err != nil {
 		t.Fatalf("upstream's sample device plugin: %v (build it with hack/kube-binaries.sh sample-device-plugin)", err)
 	}
-	forEachRuntime(t, func(t *testing.T, n *node) {
-		// The plugin creates /tmp/Dev-N in its container and answers that host path: it needs the host's /tmp.
-		t.Cleanup(func() {
-			for _, d := range []string{"Dev-1", "Dev-2"} {
-				_ = os.Remove(filepath.Join("/tmp", d))
-			}
-			_ = os.Remove("/var/run/cdi/example.com.json")
-		})
-		n.createPod(devicePluginPod(n))
-		waitDevices(t, n, 2, 2, time.Time{})
-
-		consumer := devicePod(n, "consumer", 1)
-		n.createPod(consumer)
-		before := n.waitPod("consumer", 60*time.Second, "the pod with a device ready", ready)
-		out := n.podLogs(t, "consumer", "main")
-		if !strings.Contains(out, "/tmp/Dev-1") {
-			t.Errorf("the container does not see its device's mount:\n%s", out)
-		}
-		if !strings.Contains(out, "CDI_DEVICE=CDI-Dev-1") || !regexp.MustCompile(`(?m)^b\S* /tmp/CDI-Dev-1$`).MatchString(out) {
-			t.Errorf("the container lacks the CDI device's environment or device node:\n%s", out)
-		}
-
-		// The API server's placement counts the plugin's devices: a pod asking for more than are free stays
-		// Pending (on a standalone node; bound by hand below, the kubelet's admission decides).
-		unbound := devicePod(n, "unplaced", 2)
-		unbound.Spec.NodeName = ""
-		n.createPod(unbound)
-		n.waitPod("unplaced", 30*time.Second, "Pending: one device free", pending("unplaced", "Insufficient example.com/resource"))
-
-		// The pod-resources API, through upstream's generated client, as a monitoring agent reads it.
-		checkPodResources(t, n)
-		// The debug page names the plugin and its devices.
-		if page, err := n.debugPods(); err != nil || len(page.Node.Devices) != 1 || page.Node.Devices[0].Name != sampleResource ||
-			page.Node.Devices[0].Plugin == "" || page.Node.Devices[0].Healthy != 2 || page.Node.Devices[0].Held != 1 {
-			t.Errorf("the debug page's devices: %+v %v", page.Node.Devices, err)
-		}
-
-		n.createPod(devicePod(n, "greedy", 2))
-		p := n.waitPod("greedy", 30*time.Second, "the pod asking for more devices than are free refused", func(p *v1.Pod) error {
-			if p.Status.Phase != v1.PodFailed {
-				return fmt.Errorf("phase %s", p.Status.Phase)
-			}
-			return nil
-		})
-		if want := "Allocate failed due to requested number of devices unavailable for example.com/resource. Requested: 2, Available: 1, which is unexpected"; p.Status.Reason != "UnexpectedAdmissionError" || p.Status.Message != want {
-			t.Errorf("refused with %s: %q, want UnexpectedAdmissionError: %q", p.Status.Reason, p.Status.Message, want)
-		}
-
-		// A restarted kubelet: the running container keeps its device, the plugin registers again.
-		// The Node's status is the restarted kubelet's once its heartbeat is newer than the restart (the
-		// heartbeat has whole seconds); 2 allocatable then means the plugin has registered again.
-		restarted := time.Now().Truncate(time.Second).Add(time.Second)
-		n.restart()
-		waitDevices(t, n, 2, 2, restarted)
-		after := n.waitPod("consumer", 30*time.Second, "the pod with a device ready after the restart", ready)
-		b, a := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
-		if a.ContainerID != b.ContainerID || a.RestartCount != 0 {
-			t.Errorf("the container changed across a kubelet restart: %s -> %s, restarts %d", b.ContainerID, a.ContainerID, a.RestartCount)
-		}
-		n.createPod(devicePod(n, "second", 1))
-		n.waitPod("second", 60*time.Second, "a second pod with a device ready", ready)
-		if out := n.podLogs(t, "second", "main"); !strings.Contains(out, "/tmp/Dev-2") {
-			t.Errorf("the second pod does not have the other device (the restarted kubelet forgot the first's?):\n%s", out)
-		}
-
-		// The plugin gone: its devices are not offered; the running pods keep theirs.
-		n.deletePodAndWait(t, "device-plugin")
-		waitDevices(t, n, 2, 0, time.Time{})
-		n.waitPod("consumer", 10*time.Second, "the pod with a device still ready", ready)
+	forEachRuntime(t, testDevicePlugin)
+	// The same on upstream's control plane, after the others (the plugins share the host's /tmp/Dev-N):
+	// kube-scheduler counts the node's devices.
+	t.Run("upstream-control-plane", func(t *testing.T) {
+		testDevicePlugin(t, startNodeOn(t, privateControlPlane(t, "e2e-devices-node")))
 	})
+}
+
+func testDevicePlugin(t *testing.T, n *node) {
+	// The plugin creates /tmp/Dev-N in its container and answers that host path: it needs the host's /tmp.
+	t.Cleanup(func() {
+		for _, d := range []string{"Dev-1", "Dev-2"} {
+			_ = os.Remove(filepath.Join("/tmp", d))
+		}
+		_ = os.Remove("/var/run/cdi/example.com.json")
+	})
+	n.createPod(devicePluginPod(n))
+	waitDevices(t, n, 2, 2, time.Time{})
+
+	consumer := devicePod(n, "consumer", 1)
+	n.createPod(consumer)
+	before := n.waitPod("consumer", 60*time.Second, "the pod with a device ready", ready)
+	out := n.podLogs(t, "consumer", "main")
+	if !strings.Contains(out, "/tmp/Dev-1") {
+		t.Errorf("the container does not see its device's mount:\n%s", out)
+	}
+	if !strings.Contains(out, "CDI_DEVICE=CDI-Dev-1") || !regexp.MustCompile(`(?m)^b\S* /tmp/CDI-Dev-1$`).MatchString(out) {
+		t.Errorf("the container lacks the CDI device's environment or device node:\n%s", out)
+	}
+
+	// The API server's placement counts the plugin's devices: a pod asking for more than are free stays
+	// Pending (on a standalone node; bound by hand below, the kubelet's admission decides).
+	unbound := devicePod(n, "unplaced", 2)
+	unbound.Spec.NodeName = ""
+	n.createPod(unbound)
+	n.waitPod("unplaced", 30*time.Second, "Pending: one device free", pending("unplaced", "Insufficient example.com/resource"))
+
+	// The pod-resources API, through upstream's generated client, as a monitoring agent reads it.
+	checkPodResources(t, n)
+	// The debug page names the plugin and its devices.
+	if page, err := n.debugPods(); err != nil || len(page.Node.Devices) != 1 || page.Node.Devices[0].Name != sampleResource ||
+		page.Node.Devices[0].Plugin == "" || page.Node.Devices[0].Healthy != 2 || page.Node.Devices[0].Held != 1 {
+		t.Errorf("the debug page's devices: %+v %v", page.Node.Devices, err)
+	}
+
+	n.createPod(devicePod(n, "greedy", 2))
+	p := n.waitPod("greedy", 30*time.Second, "the pod asking for more devices than are free refused", func(p *v1.Pod) error {
+		if p.Status.Phase != v1.PodFailed {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	if want := "Allocate failed due to requested number of devices unavailable for example.com/resource. Requested: 2, Available: 1, which is unexpected"; p.Status.Reason != "UnexpectedAdmissionError" || p.Status.Message != want {
+		t.Errorf("refused with %s: %q, want UnexpectedAdmissionError: %q", p.Status.Reason, p.Status.Message, want)
+	}
+
+	// A restarted kubelet: the running container keeps its device, the plugin registers again.
+	// The Node's status is the restarted kubelet's once its heartbeat is newer than the restart (the
+	// heartbeat has whole seconds); 2 allocatable then means the plugin has registered again.
+	restarted := time.Now().Truncate(time.Second).Add(time.Second)
+	n.restart()
+	waitDevices(t, n, 2, 2, restarted)
+	after := n.waitPod("consumer", 30*time.Second, "the pod with a device ready after the restart", ready)
+	b, a := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
+	if a.ContainerID != b.ContainerID || a.RestartCount != 0 {
+		t.Errorf("the container changed across a kubelet restart: %s -> %s, restarts %d", b.ContainerID, a.ContainerID, a.RestartCount)
+	}
+	n.createPod(devicePod(n, "second", 1))
+	n.waitPod("second", 60*time.Second, "a second pod with a device ready", ready)
+	if out := n.podLogs(t, "second", "main"); !strings.Contains(out, "/tmp/Dev-2") {
+		t.Errorf("the second pod does not have the other device (the restarted kubelet forgot the first's?):\n%s", out)
+	}
+
+	// The plugin gone: its devices are not offered; the running pods keep theirs.
+	n.deletePodAndWait(t, "device-plugin")
+	waitDevices(t, n, 2, 0, time.Time{})
+	n.waitPod("consumer", 10*time.Second, "the pod with a device still ready", ready)
 }
 
 // checkPodResources reads the node's pod-resources socket: the consumer's container holds Dev-1, and the

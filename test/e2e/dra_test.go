@@ -53,12 +53,28 @@ func TestDRA(t *testing.T) {
 	for _, rt := range runtimes {
 		t.Run(rt.name, func(t *testing.T) {
 			// The driver reads the admin kubeconfig once: the restarted kubelet's API server keeps its port.
-			testDRA(t, startNode(t, append(append([]string(nil), rt.args...), "--apiserver-port", fmt.Sprint(freePort(t)), "--config", cfg)...))
+			testDRA(t, startNode(t, append(append([]string(nil), rt.args...), "--apiserver-port", fmt.Sprint(freePort(t)), "--config", cfg)...), true)
 		})
 	}
 }
 
-func testDRA(t *testing.T, n *node) {
+// The same on upstream's control plane: kube-apiserver, kube-controller-manager's ResourceClaim controller
+// making the pods' claims from their templates (and deleting them after the pods), kube-scheduler's DRA
+// plugin allocating and reserving them, with upstream's DRA test driver on our node.
+func TestDRAUpstreamControlPlane(t *testing.T) {
+	parallel(t)
+	if _, err := os.Stat(draDriverPath); err != nil {
+		t.Fatalf("upstream's DRA test driver: %v (build it with hack/kube-binaries.sh dra-test-driver)", err)
+	}
+	cp := privateControlPlane(t, "e2e-dra-node")
+	// Without device health: kube-apiserver drops allocatedResourcesStatus while its ResourceHealthStatus
+	// gate (alpha) is off, as it is by default.
+	testDRA(t, startNodeOn(t, cp), false)
+}
+
+// testDRA runs the checks of TestDRA on n; health says whether the node reports device health in the pods'
+// status (its ResourceHealthStatus gate).
+func testDRA(t *testing.T, n *node, health bool) {
 	ctx := context.Background()
 	startDRADriver(t, n, "first", "second", "third", "refused")
 
@@ -80,6 +96,9 @@ func testDRA(t *testing.T, n *node) {
 	// The driver serves the health service but reports no device: the device is listed, health Unknown.
 	wantID := fmt.Sprintf("%s/test=claim-%s-gpu", draDriver, claim.UID)
 	n.waitPod("first", 30*time.Second, "the claim's device in allocatedResourcesStatus", func(p *v1.Pod) error {
+		if !health {
+			return nil
+		}
 		for _, cs := range p.Status.ContainerStatuses {
 			for _, rs := range cs.AllocatedResourcesStatus {
 				for _, r := range rs.Resources {
@@ -232,7 +251,7 @@ func draDriverPod(n *node, devices int) *v1.Pod {
 	hostPath("plugins", filepath.Join(plugins, draDriver), filepath.Join(plugins, draDriver), v1.HostPathDirectoryOrCreate)
 	hostPath("binary", filepath.Dir(draDriverPath), "/plugin", v1.HostPathDirectory)
 	hostPath("cdi", "/var/run/cdi", "/var/run/cdi", v1.HostPathDirectoryOrCreate)
-	hostPath("kubeconfig", filepath.Join(n.dir, "admin.kubeconfig"), "/kubeconfig", v1.HostPathFile)
+	hostPath("kubeconfig", n.kubeconfig(), "/kubeconfig", v1.HostPathFile)
 	return p
 }
 

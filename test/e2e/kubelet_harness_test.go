@@ -145,6 +145,25 @@ func startNode(t *testing.T, extraArgs ...string) *node {
 	return n
 }
 
+// startNodeOn starts a kubelet, as startNode does, that joins the control plane cp.
+func startNodeOn(t *testing.T, cp *controlPlane, extraArgs ...string) *node {
+	t.Helper()
+	n := &node{t: t, dir: t.TempDir(), ns: "nodeagent", logs: "/var/log/pods", remote: slices.Contains(extraArgs, "--container-runtime-endpoint")}
+	n.joinControlPlane(cp, extraArgs)
+	n.start()
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+// kubeconfig is an administrator's kubeconfig for the node's API server, for pods on the host's network
+// that talk to it (drivers and plugins).
+func (n *node) kubeconfig() string {
+	if n.cp != nil {
+		return n.cp.kubeconfig
+	}
+	return filepath.Join(n.dir, "admin.kubeconfig")
+}
+
 // start launches the kubelet (with env added to its environment) and waits until its API answers.
 func (n *node) start(env ...string) {
 	t := n.t
@@ -346,8 +365,8 @@ func (n *node) createPod(pod *v1.Pod) *v1.Pod {
 	if pod.Namespace == "" {
 		pod.Namespace = "default"
 	}
-	if n.cp != nil && pod.Spec.NodeName == "" {
-		pod.Spec.NodeName = n.name // no scheduler places pods on a real control plane here
+	if n.cp != nil && !n.cp.scheduler && pod.Spec.NodeName == "" {
+		pod.Spec.NodeName = n.name // no scheduler places pods on the shared real control plane
 	}
 	out, err := n.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
