@@ -34,7 +34,8 @@ const sampleResource = "example.com/resource"
 // asking for one runs with the device's mount and the CDI device's edits (its environment and device node); a pod asking for more than are free is refused with
 // upstream's UnexpectedAdmissionError; a restarted kubelet keeps the running container (not restarted) and its
 // device, the plugin registers again and the next pod gets the other device; the plugin gone, the node
-// offers no device while the running pod keeps its own. The pod-resources API names the pod's device. Then
+// offers no device while the running pod keeps its own; back, it registers again, and the devices the running
+// pods hold stay theirs. The pod-resources API names the pod's device. Then
 // the same on upstream's control plane (kube-apiserver, kube-controller-manager, kube-scheduler).
 func TestDevicePlugin(t *testing.T) {
 	parallel(t)
@@ -118,6 +119,25 @@ func testDevicePlugin(t *testing.T, n *node) {
 	n.deletePodAndWait(t, "device-plugin")
 	waitDevices(t, n, 2, 0, time.Time{})
 	n.waitPod("consumer", 10*time.Second, "the pod with a device still ready", ready)
+
+	// The plugin's pod back: it registers again and the node offers both devices; the kubelet still knows
+	// both are held (the running pods keep theirs, a new pod finds none free).
+	n.createPod(devicePluginPod(n))
+	waitDevices(t, n, 2, 2, time.Time{})
+	again := n.waitPod("consumer", 10*time.Second, "the pod with a device ready with the plugin back", ready)
+	if a := again.Status.ContainerStatuses[0]; a.ContainerID != after.Status.ContainerStatuses[0].ContainerID || a.RestartCount != 0 {
+		t.Errorf("the container changed when the plugin came back: %s, restarts %d", a.ContainerID, a.RestartCount)
+	}
+	n.createPod(devicePod(n, "late", 1))
+	p = n.waitPod("late", 30*time.Second, "a pod asking for a held device refused", func(p *v1.Pod) error {
+		if p.Status.Phase != v1.PodFailed {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	if p.Status.Reason != "UnexpectedAdmissionError" || !strings.Contains(p.Status.Message, "Available: 0") {
+		t.Errorf("refused with %s: %q, want UnexpectedAdmissionError with none available", p.Status.Reason, p.Status.Message)
+	}
 }
 
 // checkPodResources reads the node's pod-resources socket: the consumer's container holds Dev-1, and the

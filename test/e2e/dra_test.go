@@ -60,7 +60,8 @@ func TestDRA(t *testing.T) {
 
 // The same on upstream's control plane: kube-apiserver, kube-controller-manager's ResourceClaim controller
 // making the pods' claims from their templates (and deleting them after the pods), kube-scheduler's DRA
-// plugin allocating and reserving them, with upstream's DRA test driver on our node.
+// plugin allocating and reserving them, with upstream's DRA test driver on our node. Then a pod with a claim
+// force-deleted while the kubelet is down.
 func TestDRAUpstreamControlPlane(t *testing.T) {
 	parallel(t)
 	if _, err := os.Stat(draDriverPath); err != nil {
@@ -69,7 +70,41 @@ func TestDRAUpstreamControlPlane(t *testing.T) {
 	cp := privateControlPlane(t, "e2e-dra-node")
 	// Without device health: kube-apiserver drops allocatedResourcesStatus while its ResourceHealthStatus
 	// gate (alpha) is off, as it is by default.
-	testDRA(t, startNodeOn(t, cp), false)
+	n := startNodeOn(t, cp)
+	testDRA(t, n, false)
+
+	// A pod force-deleted while the kubelet is down (the API server stays up): the restarted kubelet, once
+	// it has the API's pods, unprepares the gone pod's claim (the driver removes its CDI spec) and forgets it.
+	ctx := context.Background()
+	third, err := n.client.CoreV1().Pods("default").Get(ctx, "third", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := podClaim(t, n, third)
+	cdiFile := fmt.Sprintf("/var/run/cdi/%s-%s-gpu.json", draDriver, claim.UID)
+	if _, err := os.Stat(cdiFile); err != nil {
+		t.Fatalf("the running pod's CDI spec: %v", err)
+	}
+	n.stop()
+	if err := n.client.CoreV1().Pods("default").Delete(ctx, "third", metav1.DeleteOptions{GracePeriodSeconds: ptrInt64(0)}); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	eventually(t, 60*time.Second, "the force-deleted pod's claim unprepared", func() error {
+		if _, err := os.Stat(cdiFile); !os.IsNotExist(err) {
+			return fmt.Errorf("its CDI spec is still there: %v", err)
+		}
+		if b, err := os.ReadFile(filepath.Join(n.dir, "root", "dra_manager_state")); err != nil || strings.Contains(string(b), string(claim.UID)) {
+			return fmt.Errorf("the checkpoint still names its claim: %v", err)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "the force-deleted pod's sandbox and container removed", func() error {
+		if view := n.runtimeView(t); len(view.sandboxes["third"]) != 0 || len(view.containers["third"]) != 0 {
+			return fmt.Errorf("sandboxes %v containers %v", view.sandboxes["third"], view.containers["third"])
+		}
+		return nil
+	})
 }
 
 // testDRA runs the checks of TestDRA on n; health says whether the node reports device health in the pods'
