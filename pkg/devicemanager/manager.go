@@ -63,9 +63,11 @@ type resourceState struct {
 	stoppedAt time.Time
 }
 
-// allocation is what one container holds of one resource: the device IDs and the plugin's answer.
+// allocation is what one container holds of one resource: the device IDs, the same by the NUMA node the
+// plugin placed each on when they were allocated, and the plugin's answer.
 type allocation struct {
 	ids  []string
+	numa checkpoint.DevicesPerNUMA
 	resp *pluginapi.ContainerAllocateResponse
 }
 
@@ -117,11 +119,7 @@ func (m *Manager) restore(ctx context.Context) {
 				"container", e.ContainerName, "resource", e.ResourceName)
 			continue
 		}
-		var ids []string
-		for _, per := range e.DeviceIDs {
-			ids = append(ids, per...)
-		}
-		m.setAlloc(e.PodUID, e.ContainerName, e.ResourceName, &allocation{ids: sorted(ids), resp: resp})
+		m.setAlloc(e.PodUID, e.ContainerName, e.ResourceName, &allocation{ids: e.DeviceIDs.IDs(), numa: e.DeviceIDs, resp: resp})
 	}
 	if len(entries) > 0 {
 		logger.Info("Device allocations restored from the checkpoint", "entries", len(entries))
@@ -247,7 +245,7 @@ func (m *Manager) writeCheckpoint() error {
 					return err
 				}
 				entries = append(entries, checkpoint.PodDevicesEntry{PodUID: pod, ContainerName: container, ResourceName: res,
-					DeviceIDs: checkpoint.DevicesPerNUMA{0: a.ids}, AllocResp: resp})
+					DeviceIDs: a.numa, AllocResp: resp})
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package devicemanager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -422,5 +423,71 @@ func TestSecondPluginReplacesFirst(t *testing.T) {
 	c, _ := m.Resources()
 	if q := c["example.com/dev"]; q.Value() != 2 {
 		t.Errorf("capacity %v after the replaced plugin's update", c)
+	}
+}
+
+// devOn is a healthy device on NUMA nodes numa.
+func devOn(id string, numa ...int64) *pluginapi.Device {
+	d := dev(id, true)
+	if len(numa) > 0 {
+		d.Topology = &pluginapi.TopologyInfo{}
+		for _, n := range numa {
+			d.Topology.Nodes = append(d.Topology.Nodes, &pluginapi.NUMANode{ID: n})
+		}
+	}
+	return d
+}
+
+func TestPerNUMA(t *testing.T) {
+	devices := map[string]*pluginapi.Device{"a": devOn("a", 0), "b": devOn("b", 1), "c": devOn("c"), "d": devOn("d", 0, 1)}
+	for _, tc := range []struct {
+		ids  []string
+		want string
+	}{
+		{[]string{"a"}, "map[0:[a]]"},
+		{[]string{"b", "a"}, "map[0:[a] 1:[b]]"},
+		{[]string{"c"}, "map[-1:[c]]"},
+		{[]string{"d", "c"}, "map[-1:[c] 0:[d] 1:[d]]"},
+		{[]string{"gone"}, "map[-1:[gone]]"}, // no longer listed: no topology known
+	} {
+		if got := fmt.Sprint(perNUMA(tc.ids, devices)); got != tc.want {
+			t.Errorf("perNUMA(%v) = %s, want %s", tc.ids, got, tc.want)
+		}
+	}
+}
+
+// The NUMA nodes a plugin gives its devices: a container's devices grouped by node (upstream's checkpoint
+// format, -1 for none), kept across a restart, and each healthy device with its nodes as allocatable.
+func TestDeviceTopology(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, _ := startManager(t, ctx, dir, nil)
+	const res = "example.com/gpu"
+	sick := devOn("g3", 0)
+	sick.Health = pluginapi.Unhealthy
+	startPlugin(t, dir, "gpu.sock", res, devOn("g0", 0), devOn("g1", 1), devOn("g2"), sick)
+	waitResources(t, m, res, 4, 3)
+	if err := m.Allocate(ctx, podAsking("pod-a", res, 3), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "map[example.com/gpu:map[-1:[g2] 0:[g0] 1:[g1]]]"
+	if got := fmt.Sprint(m.ContainerDevices("pod-a", "main")); got != want {
+		t.Errorf("container devices %s, want %s", got, want)
+	}
+	if got := fmt.Sprint(m.AllocatableDevices()); got != "map[example.com/gpu:map[g0:[0] g1:[1] g2:[]]]" {
+		t.Errorf("allocatable devices %s", got)
+	}
+	entries, _, err := checkpoint.Read(dir)
+	if err != nil || len(entries) != 1 || fmt.Sprint(entries[0].DeviceIDs) != "map[-1:[g2] 0:[g0] 1:[g1]]" {
+		t.Fatalf("checkpoint %+v %v", entries, err)
+	}
+	cancel()
+	m2, err := New(context.Background(), Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(m2.ContainerDevices("pod-a", "main")); got != want {
+		t.Errorf("after a restart: container devices %s, want %s", got, want)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/nodeagent/kubelet/pkg/devicemanager/checkpoint"
 )
 
 // Allocate gives each container of pod the devices it asks for (resources served by a device plugin),
@@ -157,7 +159,11 @@ func (m *Manager) allocateOne(ctx context.Context, pod, container, resource stri
 		return nil, fmt.Errorf("device plugin for %s: Allocate answered for %d containers, asked for 1", resource, n)
 	}
 	m.mu.Lock()
-	m.setAlloc(pod, container, resource, &allocation{ids: sorted(ids), resp: resp.ContainerResponses[0]})
+	var devices map[string]*pluginapi.Device
+	if rs := m.resources[resource]; rs != nil {
+		devices = rs.devices
+	}
+	m.setAlloc(pod, container, resource, &allocation{ids: sorted(ids), numa: perNUMA(ids, devices), resp: resp.ContainerResponses[0]})
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Devices allocated", "podUID", pod, "container", container, "resource", resource, "devices", ids)
 	return ids, nil
@@ -313,38 +319,71 @@ func without(ids, drop []string) []string {
 	return out
 }
 
-// ContainerDevices returns the device IDs a container holds, by resource (the pod-resources API's view).
-func (m *Manager) ContainerDevices(pod types.UID, container string) map[string][]string {
+// ContainerDevices returns the devices a container holds, by resource and by the NUMA node the plugin placed
+// them on (NoNUMA for devices it placed on none): the pod-resources API's view.
+func (m *Manager) ContainerDevices(pod types.UID, container string) map[string]checkpoint.DevicesPerNUMA {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	byRes := m.allocs[string(pod)][container]
 	if len(byRes) == 0 {
 		return nil
 	}
-	out := make(map[string][]string, len(byRes))
+	out := make(map[string]checkpoint.DevicesPerNUMA, len(byRes))
 	for name, a := range byRes {
-		out[name] = append([]string(nil), a.ids...)
+		out[name] = a.numa.Clone()
 	}
 	return out
 }
 
-// AllocatableDevices returns the healthy devices of each resource whose plugin is connected, by resource.
-func (m *Manager) AllocatableDevices() map[string][]string {
+// AllocatableDevices returns the healthy devices of each resource whose plugin is connected, by resource,
+// with the NUMA nodes the plugin placed each on (none when it gave none), as upstream's
+// GetAllocatableDevices.
+func (m *Manager) AllocatableDevices() map[string]map[string][]int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[string][]string{}
+	out := map[string]map[string][]int64{}
 	for name, rs := range m.resources {
 		if rs.plugin == nil {
 			continue
 		}
-		var ids []string
+		devs := make(map[string][]int64, len(rs.devices))
 		for id, d := range rs.devices {
 			if d.Health == pluginapi.Healthy {
-				ids = append(ids, id)
+				devs[id] = numaNodes(d)
 			}
 		}
-		if len(ids) > 0 {
-			out[name] = sorted(ids)
+		if len(devs) > 0 {
+			out[name] = devs
+		}
+	}
+	return out
+}
+
+// NoNUMA is the NUMA node of devices their plugin placed on none.
+const NoNUMA = checkpoint.NoNUMA
+
+// numaNodes are the NUMA nodes a plugin placed a device on; none when it gave no topology.
+func numaNodes(d *pluginapi.Device) []int64 {
+	var out []int64
+	for _, n := range d.GetTopology().GetNodes() {
+		if n != nil {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
+
+// perNUMA groups device IDs by the NUMA nodes their plugin placed them on, as upstream records an
+// allocation: a device on two nodes is under both, one on none (or no longer listed) under NoNUMA.
+func perNUMA(ids []string, devices map[string]*pluginapi.Device) checkpoint.DevicesPerNUMA {
+	out := checkpoint.DevicesPerNUMA{}
+	for _, id := range sorted(ids) {
+		nodes := numaNodes(devices[id])
+		if len(nodes) == 0 {
+			nodes = []int64{NoNUMA}
+		}
+		for _, n := range nodes {
+			out[n] = append(out[n], id)
 		}
 	}
 	return out

@@ -1,12 +1,14 @@
 package podresources
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"golang.org/x/time/rate"
@@ -17,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/nodeagent/kubelet/pkg/devicemanager/checkpoint"
 )
 
 // Upstream's limits of the pod-resources API: 100 calls a second, bursts of 10.
@@ -27,11 +31,16 @@ const (
 
 // Devices is what the device manager tells the API.
 type Devices interface {
-	// ContainerDevices returns the device IDs a container holds, by resource.
-	ContainerDevices(pod types.UID, container string) map[string][]string
-	// AllocatableDevices returns the healthy devices of every resource, by resource.
-	AllocatableDevices() map[string][]string
+	// ContainerDevices returns the device IDs a container holds, by resource and by the NUMA node they are
+	// on (NoNUMA when their plugin gave none).
+	ContainerDevices(pod types.UID, container string) map[string]checkpoint.DevicesPerNUMA
+	// AllocatableDevices returns the healthy devices of every resource, by resource and ID, with the NUMA
+	// nodes each is on.
+	AllocatableDevices() map[string]map[string][]int64
 }
+
+// NoNUMA is the NUMA node of devices their plugin placed on none.
+const NoNUMA = checkpoint.NoNUMA
 
 // DynamicResources is what dynamic resource allocation tells the API: the prepared claims' devices a
 // container uses.
@@ -120,7 +129,7 @@ func (s *Server) Get(_ context.Context, req *podresourcesapi.GetPodResourcesRequ
 
 // GetAllocatableResources answers every device the node offers.
 func (s *Server) GetAllocatableResources(context.Context, *podresourcesapi.AllocatableResourcesRequest) (*podresourcesapi.AllocatableResourcesResponse, error) {
-	return &podresourcesapi.AllocatableResourcesResponse{Devices: containerDevices(s.cfg.Devices.AllocatableDevices())}, nil
+	return &podresourcesapi.AllocatableResourcesResponse{Devices: allocatableDevices(s.cfg.Devices.AllocatableDevices())}, nil
 }
 
 // podResources lists a pod's app containers and its sidecars (restartable init containers), as upstream.
@@ -146,19 +155,52 @@ func (s *Server) podResources(p *v1.Pod) *podresourcesapi.PodResources {
 	return out
 }
 
-// containerDevices is one entry per resource, in name order (no NUMA topology: plugins' topology is not
-// kept).
-func containerDevices(byResource map[string][]string) []*podresourcesapi.ContainerDevices {
-	names := make([]string, 0, len(byResource))
-	for name := range byResource {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+// containerDevices is one entry per resource and NUMA node, as upstream answers a container's devices: the
+// node in its topology, none for devices their plugin placed on no node. Entries and IDs are sorted.
+func containerDevices(byResource map[string]checkpoint.DevicesPerNUMA) []*podresourcesapi.ContainerDevices {
 	var out []*podresourcesapi.ContainerDevices
-	for _, name := range names {
-		ids := append([]string(nil), byResource[name]...)
-		sort.Strings(ids)
-		out = append(out, &podresourcesapi.ContainerDevices{ResourceName: name, DeviceIds: ids})
+	for _, name := range sortedKeys(byResource) {
+		perNUMA := byResource[name]
+		for _, node := range sortedKeys(perNUMA) {
+			ids := append([]string(nil), perNUMA[node]...)
+			sort.Strings(ids)
+			out = append(out, &podresourcesapi.ContainerDevices{ResourceName: name, DeviceIds: ids, Topology: topology(node)})
+		}
 	}
 	return out
+}
+
+// allocatableDevices is one entry per device and NUMA node it is on (one without topology for a device on
+// none), as upstream answers GetAllocatableResources. Entries are sorted.
+func allocatableDevices(byResource map[string]map[string][]int64) []*podresourcesapi.ContainerDevices {
+	var out []*podresourcesapi.ContainerDevices
+	for _, name := range sortedKeys(byResource) {
+		for _, id := range sortedKeys(byResource[name]) {
+			nodes := byResource[name][id]
+			if len(nodes) == 0 {
+				nodes = []int64{NoNUMA}
+			}
+			for _, node := range nodes {
+				out = append(out, &podresourcesapi.ContainerDevices{ResourceName: name, DeviceIds: []string{id}, Topology: topology(node)})
+			}
+		}
+	}
+	return out
+}
+
+// topology is a NUMA node as the API names it; nil for NoNUMA.
+func topology(node int64) *podresourcesapi.TopologyInfo {
+	if node == NoNUMA {
+		return nil
+	}
+	return &podresourcesapi.TopologyInfo{Nodes: []*podresourcesapi.NUMANode{{ID: node}}}
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

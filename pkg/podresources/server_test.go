@@ -2,8 +2,10 @@ package podresources
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,19 +17,35 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/nodeagent/kubelet/pkg/devicemanager/checkpoint"
 )
 
 type fakeDevices struct{}
 
-func (fakeDevices) ContainerDevices(pod types.UID, container string) map[string][]string {
+// The GPUs g1 and g4 are on NUMA node 0, g2 on node 1, g5 on both, g3 on none; the NIC n1 on none.
+func (fakeDevices) ContainerDevices(pod types.UID, container string) map[string]checkpoint.DevicesPerNUMA {
 	if pod == "uid-gpu" && container == "main" {
-		return map[string][]string{"example.com/gpu": {"g2", "g1"}, "example.com/nic": {"n1"}}
+		return map[string]checkpoint.DevicesPerNUMA{"example.com/gpu": {1: {"g2"}, 0: {"g4", "g1"}}, "example.com/nic": {NoNUMA: {"n1"}}}
 	}
 	return nil
 }
 
-func (fakeDevices) AllocatableDevices() map[string][]string {
-	return map[string][]string{"example.com/gpu": {"g1", "g2", "g3"}}
+func (fakeDevices) AllocatableDevices() map[string]map[string][]int64 {
+	return map[string]map[string][]int64{"example.com/gpu": {"g1": {0}, "g2": {1}, "g3": nil, "g4": {0}, "g5": {0, 1}}}
+}
+
+// devicesString prints ContainerDevices as resource[ids]@node (no @ without topology), for comparison.
+func devicesString(devs []*podresourcesapi.ContainerDevices) string {
+	var out []string
+	for _, d := range devs {
+		s := d.ResourceName + fmt.Sprint(d.DeviceIds)
+		for _, n := range d.GetTopology().GetNodes() {
+			s += fmt.Sprintf("@%d", n.ID)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
 }
 
 type fakeDRA struct{}
@@ -100,10 +118,9 @@ func TestListGetAllocatable(t *testing.T) {
 	if gpu.Name != "gpu" || gpu.Namespace != "ml" || len(gpu.Containers) != 2 || gpu.Containers[0].Name != "sidecar" || gpu.Containers[1].Name != "main" {
 		t.Fatalf("pod %+v", gpu)
 	}
-	devs := gpu.Containers[1].Devices
-	if len(devs) != 2 || devs[0].ResourceName != "example.com/gpu" || len(devs[0].DeviceIds) != 2 || devs[0].DeviceIds[0] != "g1" ||
-		devs[1].ResourceName != "example.com/nic" {
-		t.Errorf("main's devices %+v", devs)
+	// One entry per resource and NUMA node, as upstream groups a container's devices.
+	if got, want := devicesString(gpu.Containers[1].Devices), "example.com/gpu[g1 g4]@0 example.com/gpu[g2]@1 example.com/nic[n1]"; got != want {
+		t.Errorf("main's devices %s, want %s", got, want)
 	}
 	if dr := gpu.Containers[1].DynamicResources; len(dr) != 1 || dr[0].ClaimName != "gpu-claim" || len(dr[0].ClaimResources) != 1 ||
 		dr[0].ClaimResources[0].DeviceName != "g7" || dr[0].ClaimResources[0].CdiDevices[0].Name != "example.com/gpu=g7" {
@@ -123,8 +140,10 @@ func TestListGetAllocatable(t *testing.T) {
 		t.Errorf("get a pod not here: %v, want NotFound", err)
 	}
 	alloc, err := c.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
-	if err != nil || len(alloc.Devices) != 1 || len(alloc.Devices[0].DeviceIds) != 3 || len(alloc.CpuIds) != 0 {
-		t.Errorf("allocatable: %+v %v", alloc, err)
+	// One entry per device and NUMA node it is on, as upstream.
+	want := "example.com/gpu[g1]@0 example.com/gpu[g2]@1 example.com/gpu[g3] example.com/gpu[g4]@0 example.com/gpu[g5]@0 example.com/gpu[g5]@1"
+	if err != nil || devicesString(alloc.Devices) != want || len(alloc.CpuIds) != 0 {
+		t.Errorf("allocatable: %s %v, want %s", devicesString(alloc.Devices), err, want)
 	}
 }
 

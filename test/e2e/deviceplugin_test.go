@@ -165,8 +165,10 @@ func checkPodResources(t *testing.T, n *node) {
 	if err != nil || len(list.PodResources) != 2 { // the plugin's pod and the consumer
 		t.Errorf("pod-resources List: %+v %v", list, err)
 	}
+	// One entry per device, as upstream (the sample plugin gives no NUMA topology).
 	alloc, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
-	if err != nil || len(alloc.Devices) != 1 || strings.Join(alloc.Devices[0].DeviceIds, ",") != "Dev-1,Dev-2" {
+	if err != nil || len(alloc.Devices) != 2 || strings.Join(alloc.Devices[0].DeviceIds, ",") != "Dev-1" ||
+		strings.Join(alloc.Devices[1].DeviceIds, ",") != "Dev-2" || alloc.Devices[0].Topology != nil {
 		t.Errorf("pod-resources GetAllocatableResources: %+v %v", alloc, err)
 	}
 }

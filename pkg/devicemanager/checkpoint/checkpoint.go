@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"k8s.io/apimachinery/pkg/util/dump"
 )
@@ -14,8 +15,37 @@ import (
 // FileName is the checkpoint's name in the device plugins' directory.
 const FileName = "kubelet_internal_checkpoint"
 
-// DevicesPerNUMA are a container's device IDs by the NUMA node they are on (0 when the plugin gave none).
+// DevicesPerNUMA are a container's device IDs by the NUMA node they are on (-1, upstream's
+// nodeWithoutTopology, when the plugin gave none; a device on two nodes is under both).
 type DevicesPerNUMA map[int64][]string
+
+// NoNUMA is the NUMA node of devices their plugin placed on none (upstream's nodeWithoutTopology).
+const NoNUMA = -1
+
+// IDs returns each device once, sorted.
+func (d DevicesPerNUMA) IDs() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, ids := range d {
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Clone returns a copy that shares nothing with d.
+func (d DevicesPerNUMA) Clone() DevicesPerNUMA {
+	out := make(DevicesPerNUMA, len(d))
+	for n, ids := range d {
+		out[n] = append([]string(nil), ids...)
+	}
+	return out
+}
 
 // PodDevicesEntry is what one container was allocated of one resource: the device IDs and the plugin's
 // Allocate answer for it (a ContainerAllocateResponse in protobuf).
