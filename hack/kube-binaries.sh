@@ -2,7 +2,8 @@
 # Builds upstream Kubernetes binaries from the Go module proxy at a pinned version:
 # kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager, kubelet and
 # sample-device-plugin (upstream's test device plugin, test/images/sample-device-plugin, built static) and
-# dra-test-driver (upstream's DRA test driver, test/e2e/dra/test-driver, built static) named as arguments.
+# dra-test-driver (upstream's DRA test driver, test/e2e/dra/test-driver, built static) named as arguments,
+# and csi-attacher (kubernetes-csi's external-attacher, ATTACHER_VERSION, built static from its own module).
 #
 #   hack/kube-binaries.sh                  # kubectl
 #   hack/kube-binaries.sh kube-apiserver   # kubectl and kube-apiserver
@@ -16,6 +17,7 @@ set -euo pipefail
 KUBE_VERSION=${KUBE_VERSION:-v1.35.4}
 KUBE_BUILD_DIR=${KUBE_BUILD_DIR:-/var/lib/nodeagent/kube-build}
 KUBE_BIN_DIR=${KUBE_BIN_DIR:-/var/lib/nodeagent/bin}
+ATTACHER_VERSION=${ATTACHER_VERSION:-v4.13.0}
 export PATH=/usr/local/go/bin:$PATH
 
 # Progress goes to stderr; stdout carries only the paths of the binaries.
@@ -31,13 +33,43 @@ esac
 STAGING_VERSION=v0.${KUBE_VERSION#v1.}
 
 targets=(kubectl)
+attacher=0
 for arg in "$@"; do
 	case "$arg" in
 	kubectl) ;;
 	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet | sample-device-plugin | dra-test-driver) targets+=("$arg") ;;
-	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, sample-device-plugin or dra-test-driver)" ;;
+	csi-attacher) attacher=1 ;;
+	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, sample-device-plugin, dra-test-driver or csi-attacher)" ;;
 	esac
 done
+
+# build_attacher builds external-attacher's csi-attacher from its module as the module itself builds it (its
+# go.mod has replace directives, which go install refuses), static: it runs in a busybox container. The
+# version built is recorded beside the binary.
+build_attacher() {
+	local bin=$KUBE_BIN_DIR/csi-attacher json dir src start
+	if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$ATTACHER_VERSION" ]; then
+		say "csi-attacher $ATTACHER_VERSION is up to date"
+		return
+	fi
+	json=$(go mod download -json "github.com/kubernetes-csi/external-attacher/v4@$ATTACHER_VERSION") ||
+		die "cannot download external-attacher $ATTACHER_VERSION from the module proxy"
+	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$dir" ] || die "no source for external-attacher $ATTACHER_VERSION in the module cache"
+	mkdir -p "$KUBE_BUILD_DIR" "$KUBE_BIN_DIR"
+	src=$KUBE_BUILD_DIR/external-attacher
+	rm -rf "$src"
+	cp -r "$dir" "$src"
+	chmod -R u+w "$src"
+	say "building csi-attacher $ATTACHER_VERSION"
+	start=$(date +%s)
+	(cd "$src" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/csi-attacher) ||
+		die "building csi-attacher failed"
+	mv -f "$bin.tmp" "$bin"
+	echo "$ATTACHER_VERSION" >"$bin.version"
+	rm -rf "$src"
+	say "built csi-attacher in $(($(date +%s) - start)) s"
+}
 
 # pkg_of prints the package a binary is built from.
 pkg_of() {
@@ -124,6 +156,11 @@ if [ ${#todo[@]} -gt 0 ]; then
 		mv -f "$KUBE_BIN_DIR/$t.tmp" "$KUBE_BIN_DIR/$t"
 		say "built $t in $(($(date +%s) - start)) s"
 	done
+fi
+
+if [ "$attacher" = 1 ]; then
+	build_attacher
+	targets+=(csi-attacher)
 fi
 
 for t in "${targets[@]}"; do

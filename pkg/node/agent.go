@@ -248,7 +248,7 @@ func (a *Agent) trySyncStatus(ctx context.Context, fresh bool) error {
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	if fix := missingDefaultLabels(original, defaultLabels(a.cfg.Hostname)); len(fix) > 0 {
-		if original, err = a.patchLabels(cctx, fix); err != nil {
+		if original, err = a.patchMetadata(cctx, fix, nil); err != nil {
 			return err
 		}
 	}

@@ -189,6 +189,9 @@ func TestRegisterCreatesNode(t *testing.T) {
 	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "dedicated" {
 		t.Errorf("taints = %v", n.Spec.Taints)
 	}
+	if n.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("annotations = %v, want the controller-managed attach/detach one", n.Annotations)
+	}
 	if got := n.Status.Addresses; len(got) != 2 || got[0].Address != "10.0.0.5" || got[1].Type != v1.NodeHostName {
 		t.Errorf("addresses = %v", got)
 	}
@@ -230,6 +233,9 @@ func TestExistingNodeIsReconciled(t *testing.T) {
 	n := h.node()
 	if n.Labels["kubernetes.io/os"] != "linux" || n.Labels["team"] != "x" || n.Labels["rack"] != "" {
 		t.Errorf("labels = %v (default labels restored, others kept, --node-labels only at creation)", n.Labels)
+	}
+	if n.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("annotations = %v, want the controller-managed attach/detach one added", n.Annotations)
 	}
 	if !isReady(&n.Status) || conditionOf(&n.Status, "NetworkUnavailable") == nil {
 		t.Errorf("conditions = %v", n.Status.Conditions)

@@ -70,7 +70,14 @@ func missingDefaultLabels(node *v1.Node, want map[string]string) map[string]stri
 	return out
 }
 
-// labelsPatch is a merge patch setting the given labels.
-func labelsPatch(labels map[string]string) ([]byte, error) {
-	return json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+// metadataPatch is a merge patch setting the given labels and annotations (either may be empty).
+func metadataPatch(labels, annotations map[string]string) ([]byte, error) {
+	meta := map[string]any{}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	return json.Marshal(map[string]any{"metadata": meta})
 }

@@ -36,10 +36,17 @@ func defaultLabels(hostname string) map[string]string {
 	}
 }
 
-// newNode is the Node to create, without its status: the default labels overlaid with --node-labels, and
-// --register-with-taints. It is pure.
+// annotationControllerManagedAttachDetach tells kube-controller-manager's attach/detach controller that it
+// attaches and detaches this node's volumes (creates the VolumeAttachments of CSI volumes that need
+// attaching), as upstream's kubelet says with its default --enable-controller-attach-detach: the kubelet
+// itself only waits for the attachments.
+const annotationControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
+
+// newNode is the Node to create, without its status: the default labels overlaid with --node-labels,
+// --register-with-taints, and the controller-managed attach/detach annotation. It is pure.
 func newNode(name, hostname string, labels map[string]string, taints []v1.Taint) *v1.Node {
-	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: defaultLabels(hostname)}}
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: defaultLabels(hostname),
+		Annotations: map[string]string{annotationControllerManagedAttachDetach: "true"}}}
 	for k, v := range labels {
 		n.Labels[k] = v
 	}
@@ -111,8 +118,13 @@ func (a *Agent) tryRegister(ctx context.Context) error {
 		return fmt.Errorf("get existing node %q: %w", a.cfg.Name, err)
 	}
 	logger.Info("Node was previously registered", "node", a.cfg.Name)
-	if fix := missingDefaultLabels(existing, defaultLabels(a.cfg.Hostname)); len(fix) > 0 {
-		if existing, err = a.patchLabels(cctx, fix); err != nil {
+	fix, annotate := missingDefaultLabels(existing, defaultLabels(a.cfg.Hostname)), existing.Annotations[annotationControllerManagedAttachDetach] != "true"
+	if len(fix) > 0 || annotate {
+		var annotations map[string]string
+		if annotate { // a Node registered before the kubelet said so, or by another kubelet
+			annotations = map[string]string{annotationControllerManagedAttachDetach: "true"}
+		}
+		if existing, err = a.patchMetadata(cctx, fix, annotations); err != nil {
 			return err
 		}
 	}
@@ -121,16 +133,16 @@ func (a *Agent) tryRegister(ctx context.Context) error {
 	return nil
 }
 
-// patchLabels sets labels on the Node (a merge patch of the object: label changes through nodes/status are
-// not kept by every API server).
-func (a *Agent) patchLabels(ctx context.Context, labels map[string]string) (*v1.Node, error) {
-	patch, err := labelsPatch(labels)
+// patchMetadata sets labels and annotations on the Node (a merge patch of the object: label changes through
+// nodes/status are not kept by every API server).
+func (a *Agent) patchMetadata(ctx context.Context, labels, annotations map[string]string) (*v1.Node, error) {
+	patch, err := metadataPatch(labels, annotations)
 	if err != nil {
 		return nil, err
 	}
 	n, err := a.cfg.Client.CoreV1().Nodes().Patch(ctx, a.cfg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("patch labels of node %q: %w", a.cfg.Name, err)
+		return nil, fmt.Errorf("patch the metadata of node %q: %w", a.cfg.Name, err)
 	}
 	return n, nil
 }

@@ -1,0 +1,146 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// csiAttacherPath is kubernetes-csi's external-attacher, built by `hack/kube-binaries.sh csi-attacher`.
+const csiAttacherPath = "/var/lib/nodeagent/bin/csi-attacher"
+
+// CSI volumes on upstream's control plane, with the controllers a cluster runs: kube-controller-manager's
+// attach/detach controller creates the VolumeAttachment of an attach-required driver's volume for our node
+// (the node says the controller manages its attachments, as upstream's kubelet does), kubernetes-csi's
+// external-attacher (run as a pod, as users deploy it) marks it attached, kube-scheduler places the pods,
+// and the pod runs with the data of its static volume; the attachment goes after the pod. A generic
+// ephemeral volume's claim is made by the controller manager's ephemeral volume controller, bound to a
+// volume of the driver by its PersistentVolume controller, and deleted with the pod by its garbage
+// collector. Every request of the node is checked against kube-apiserver's audit log.
+func TestCSIUpstreamControlPlane(t *testing.T) {
+	parallel(t)
+	if _, err := os.Stat(csiAttacherPath); err != nil {
+		t.Fatalf("external-attacher: %v (build it with hack/kube-binaries.sh csi-attacher)", err)
+	}
+	n := startNodeOn(t, privateControlPlane(t, "e2e-csi-node"))
+	ctx := context.Background()
+	const driver = "attach.csi.nodeagent.dev"
+	state := deployCSIDriver(t, n, driver, true)
+	n.createPod(csiAttacherPod(n, driver))
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, err := n.client.CoreV1().Pods("default").GetLogs("csi-attacher", &v1.PodLogOptions{TailLines: ptr.To[int64](30)}).Do(ctx).Raw()
+			t.Logf("external-attacher's log (%v):\n%s", err, b)
+		}
+	})
+	n.waitPod("csi-attacher", 60*time.Second, "external-attacher running", ready)
+	if nd, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err != nil ||
+		nd.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Fatalf("the Node does not leave attaching to the controller manager: %v", err)
+	}
+
+	// A static volume, attached by the controllers, written by a pod the scheduler places.
+	claim := n.createCSIClaim(t, "data", "upstream-1", driver)
+	n.createPod(claimPod("writer", claim, "echo hello > /data/file && exec sleep 3600"))
+	n.waitPod("writer", 90*time.Second, "the pod with an attached volume ready", ready)
+	unique := v1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^upstream-1")
+	eventually(t, 30*time.Second, "the VolumeAttachment attached and the volume in use", func() error {
+		list, err := n.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Spec.NodeName != n.name || list.Items[0].Spec.Attacher != driver || !list.Items[0].Status.Attached {
+			return fmt.Errorf("attachments %+v", list.Items)
+		}
+		node, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(node.Status.VolumesInUse, unique) || !slices.ContainsFunc(node.Status.VolumesAttached, func(a v1.AttachedVolume) bool { return a.Name == unique }) {
+			return fmt.Errorf("volumesInUse %v, volumesAttached %v", node.Status.VolumesInUse, node.Status.VolumesAttached)
+		}
+		return nil
+	})
+	if b, err := os.ReadFile(filepath.Join(state, "upstream-1", "file")); err != nil || string(b) != "hello\n" {
+		t.Errorf("the driver's volume holds %q, %v", b, err)
+	}
+	n.deletePodAndWait(t, "writer")
+	waitCSIMounts(t, n, 0, 0)
+	waitNoAttachments(t, n)
+
+	// A generic ephemeral volume, its claim made, bound and deleted by the controller manager.
+	class := "csi-ephemeral"
+	if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "ephemeral-pv"}, Spec: v1.PersistentVolumeSpec{
+			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class,
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "upstream-2"}}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scratch := busyboxPod("scratch", "sh", "-c", "echo generic > /scratch/f && exec sleep 3600")
+	scratch.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}}
+	scratch.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/scratch"}}
+	n.createPod(scratch)
+	sp := n.waitPod("scratch", 90*time.Second, "the pod with a generic ephemeral volume ready", ready)
+	if c, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "scratch-data", metav1.GetOptions{}); err != nil ||
+		!metav1.IsControlledBy(c, sp) || c.Spec.VolumeName != "ephemeral-pv" {
+		t.Errorf("the generic ephemeral volume's claim: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(state, "upstream-2", "f")); err != nil || string(b) != "generic\n" {
+		t.Errorf("the generic ephemeral volume's data: %q, %v", b, err)
+	}
+	n.deletePodAndWait(t, "scratch")
+	waitCSIMounts(t, n, 0, 0)
+	waitNoAttachments(t, n)
+	eventually(t, 60*time.Second, "the ephemeral claim deleted with its pod", func() error {
+		_, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "scratch-data", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
+
+// csiAttacherPod runs external-attacher for the driver on the node, on the host's network (the control
+// plane's administrator kubeconfig names kube-apiserver on loopback), talking to the driver's socket.
+func csiAttacherPod(n *node, driver string) *v1.Pod {
+	p := busyboxPod("csi-attacher", "/bin-dir/csi-attacher", "--kubeconfig=/kubeconfig", "--csi-address=/csi/csi.sock", "--v=3")
+	p.Spec.NodeName = n.name
+	p.Spec.HostNetwork = true
+	hostPath := func(name, path, at string, typ v1.HostPathType) {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: &typ}}})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: name, MountPath: at})
+	}
+	hostPath("socket", filepath.Join(n.dir, "root", "plugins", driver), "/csi", v1.HostPathDirectory)
+	hostPath("binary", filepath.Dir(csiAttacherPath), "/bin-dir", v1.HostPathDirectory)
+	hostPath("kubeconfig", n.kubeconfig(), "/kubeconfig", v1.HostPathFile)
+	return p
+}
+
+// waitNoAttachments waits until no VolumeAttachment is left.
+func waitNoAttachments(t *testing.T, n *node) {
+	t.Helper()
+	eventually(t, 90*time.Second, "the VolumeAttachments deleted", func() error {
+		list, err := n.client.StorageV1().VolumeAttachments().List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(list.Items) != 0 {
+			return fmt.Errorf("%d attachments, %v", len(list.Items), err)
+		}
+		return nil
+	})
+}
