@@ -81,6 +81,9 @@ type Input struct {
 	// DeviceHealth, when set, gives a container's status.allocatedResourcesStatus: the health of the devices
 	// of the ResourceClaims it uses, as their DRA drivers report it (upstream's ResourceHealthStatus).
 	DeviceHealth func(pod *v1.Pod, container string) []v1.ResourceStatus
+	// RecursiveReadOnly says whether the runtime mounts recursively read-only, for the containers'
+	// status.volumeMounts (upstream's RecursiveReadOnlyMounts).
+	RecursiveReadOnly bool
 }
 
 // Compute returns the API status of a pod. It is a pure function: it never panics on what it is given and
@@ -117,6 +120,7 @@ func Compute(in Input) v1.PodStatus {
 		runtimeName: runtimeName,
 		probe:       in.Probe,
 		health:      in.DeviceHealth,
+		rro:         in.RecursiveReadOnly,
 	}
 	s.InitContainerStatuses = containerStatuses(cc, pod.Spec.InitContainers, prev.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(cc, pod.Spec.Containers, prev.ContainerStatuses, false)

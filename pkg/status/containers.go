@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/podfacts"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
 type containerInput struct {
@@ -18,6 +19,7 @@ type containerInput struct {
 	runtimeName string
 	probe       func(spec *v1.Container, id string) (started, ready bool)
 	health      func(pod *v1.Pod, container string) []v1.ResourceStatus
+	rro         bool
 }
 
 // apiTime converts a CRI timestamp (ns) to API time, at the API's precision of one second, so statuses read
@@ -91,6 +93,7 @@ func containerStatuses(in containerInput, specs []v1.Container, old []v1.Contain
 			}
 		}
 
+		st.VolumeMounts = volumeMounts(spec, oldStatus, in.rro)
 		applyWaiting(in, spec, &st, isInit)
 		if in.health != nil && len(spec.Resources.Claims) > 0 {
 			st.AllocatedResourcesStatus = in.health(in.pod, spec.Name)
@@ -99,6 +102,29 @@ func containerStatuses(in containerInput, specs []v1.Container, old []v1.Contain
 			st.Ready = true // as upstream: an init container that completed is ready
 		}
 		out = append(out, st)
+	}
+	return out
+}
+
+// volumeMounts is a container's status.volumeMounts, as upstream's kubelet reports them: each of its volume
+// mounts' name, path and read-only flag, with the recursive read-only mode a read-only mount got (Enabled
+// or Disabled, resolved against the runtime's support). They are immutable: once reported, kept.
+func volumeMounts(spec *v1.Container, old *v1.ContainerStatus, runtimeRRO bool) []v1.VolumeMountStatus {
+	if old != nil && len(old.VolumeMounts) > 0 {
+		return old.VolumeMounts
+	}
+	var out []v1.VolumeMountStatus
+	for i := range spec.VolumeMounts {
+		m := &spec.VolumeMounts[i]
+		vs := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+		if m.ReadOnly {
+			mode := v1.RecursiveReadOnlyDisabled
+			if rro, err := podspec.RecursiveReadOnly(m, runtimeRRO); err == nil && rro {
+				mode = v1.RecursiveReadOnlyEnabled
+			}
+			vs.RecursiveReadOnly = &mode
+		}
+		out = append(out, vs)
 	}
 	return out
 }

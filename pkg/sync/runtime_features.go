@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -73,4 +74,27 @@ func handlerSupportsRRO(handlers []*runtimeapi.RuntimeHandler, name string) bool
 		}
 	}
 	return false
+}
+
+// hasReadOnlyMount says whether a container of the pod mounts a volume read-only: only then does its status
+// (status.volumeMounts' recursiveReadOnly) need the runtime's support for recursive read-only mounts.
+func hasReadOnlyMount(pod *v1.Pod) bool {
+	mounts := func(cs []v1.Container) bool {
+		for i := range cs {
+			for _, m := range cs[i].VolumeMounts {
+				if m.ReadOnly {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, e := range pod.Spec.EphemeralContainers {
+		for _, m := range e.VolumeMounts {
+			if m.ReadOnly {
+				return true
+			}
+		}
+	}
+	return mounts(pod.Spec.InitContainers) || mounts(pod.Spec.Containers)
 }

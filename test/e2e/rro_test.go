@@ -18,7 +18,8 @@ import (
 
 // A read-only volume mount with recursiveReadOnly: Enabled leaves no submount writable, on both runtimes,
 // where a plain read-only mount of the same directory leaves its submount writable (which is what the test
-// holds against); the node lists the runtime's recursive read-only support in status.runtimeHandlers.
+// holds against); the container's status.volumeMounts say which mount is recursively read-only; the node
+// lists the runtime's recursive read-only support in status.runtimeHandlers.
 func TestKubeletRecursiveReadOnlyMounts(t *testing.T) {
 	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
@@ -40,7 +41,19 @@ func TestKubeletRecursiveReadOnlyMounts(t *testing.T) {
 			{Name: "data", MountPath: "/ro", ReadOnly: true},
 		}
 		n.createPod(p)
-		n.waitPod("rro", 60*time.Second, "the pod with a recursive read-only mount ready", ready)
+		pod := n.waitPod("rro", 60*time.Second, "the pod with a recursive read-only mount ready", ready)
+		// status.containerStatuses[].volumeMounts, as upstream reports them.
+		var got []string
+		for _, m := range pod.Status.ContainerStatuses[0].VolumeMounts {
+			mode := ""
+			if m.RecursiveReadOnly != nil {
+				mode = string(*m.RecursiveReadOnly)
+			}
+			got = append(got, fmt.Sprintf("%s %s %v %s", m.Name, m.MountPath, m.ReadOnly, mode))
+		}
+		if want := "data /rro true Enabled,data /ro true Disabled"; !strings.HasPrefix(strings.Join(got, ","), want) {
+			t.Errorf("the container's status.volumeMounts: %q, want %q first", got, want)
+		}
 		eventually(t, 10*time.Second, "the container's writes tried", func() error {
 			out := n.podLogs(t, "rro", "main")
 			if !strings.Contains(out, "/ro ") {
