@@ -3,6 +3,8 @@ package podsync
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +44,13 @@ func (k *Kubelet) mountVolumes(ctx context.Context, pod *v1.Pod, background bool
 		k.debug.mountResult(pod.UID, m.err)
 		if m.err == nil {
 			k.debug.step(pod.UID, "volumes", fmt.Sprintf("%d volumes", len(m.volumes)), t0, k.clock.Now())
+		}
+		// Each call to the driver of a volume set up (a CSI volume's stage and publish), with its time: the
+		// timeline shows which driver was slow.
+		for _, name := range slices.Sorted(maps.Keys(m.volumes)) {
+			for _, c := range m.volumes[name].Calls {
+				k.debug.step(pod.UID, "volume "+name+": "+c.Name, "", c.Start, c.Start.Add(c.Took))
+			}
 		}
 	}
 	if background {

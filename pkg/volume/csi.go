@@ -175,16 +175,26 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 		}
 		// The CSIDriver asks for requiresRepublish: NodePublishVolume again at every sync (with fresh
 		// service account tokens), as upstream's remount does; a failure leaves the volume as it is.
-		if err := m.publishCSI(ctx, pod, v, dir, target, true); err != nil {
+		calls, err := m.publishCSI(ctx, pod, v, dir, target, true)
+		if err != nil {
 			klog.FromContext(ctx).Error(err, "Republishing a CSI volume failed", "pod", klog.KObj(pod), "volume", v.podVolume)
 		}
-		return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
+		return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block, Calls: calls}, nil
 	}
-	if err := m.publishCSI(ctx, pod, v, dir, target, false); err != nil {
+	calls, err := m.publishCSI(ctx, pod, v, dir, target, false)
+	if err != nil {
 		return Mounted{}, err
 	}
 	klog.FromContext(ctx).V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "driver", v.driver, "volume", v.specName, "target", target)
-	return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block}, nil
+	return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block, Calls: calls}, nil
+}
+
+// timed runs a driver call and appends how long it took to calls.
+func (m *Manager) timed(calls *[]Call, name string, call func() error) error {
+	start := m.cfg.Clock.Now()
+	err := call()
+	*calls = append(*calls, Call{Name: name, Start: start, Took: m.cfg.Clock.Since(start)})
+	return err
 }
 
 // republishes says whether the driver's CSIDriver asks for requiresRepublish.
@@ -193,21 +203,22 @@ func (m *Manager) republishes(ctx context.Context, driver string) bool {
 	return err == nil && obj != nil && obj.Spec.RequiresRepublish != nil && *obj.Spec.RequiresRepublish
 }
 
-// publishCSI stages (unless republishing) and publishes the volume to target, recording it first.
-func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir, target string, republish bool) error {
+// publishCSI stages (unless republishing) and publishes the volume to target, recording it first. It returns
+// the driver calls it made, with their times.
+func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir, target string, republish bool) (calls []Call, err error) {
 	if m.cfg.CSI == nil {
-		return &csi.NotRegisteredError{Name: v.driver}
+		return calls, &csi.NotRegisteredError{Name: v.driver}
 	}
 	drv, err := m.cfg.CSI.Driver(v.driver)
 	if err != nil {
-		return fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %w", err)
+		return calls, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %w", err)
 	}
 	obj, err := m.csiDriverObject(ctx, v.driver)
 	if err != nil {
-		return err
+		return calls, err
 	}
 	if err := v.checkLifecycle(obj); err != nil {
-		return err
+		return calls, err
 	}
 	node := m.cfg.Node().Name
 	data := volData{SpecVolID: v.specName, VolumeHandle: v.handle, DriverName: v.driver, NodeName: node,
@@ -218,20 +229,20 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 	} else if attachRequired(obj) {
 		data.AttachmentID = csinames.AttachmentName(v.handle, v.driver, node)
 		if publishContext, err = m.attached(ctx, data.AttachmentID, v); err != nil {
-			return err
+			return calls, err
 		}
 	}
 	stageSecrets, err := m.csiSecrets(ctx, v.stageSecret)
 	if err != nil {
-		return err
+		return calls, err
 	}
 	publishSecrets, err := m.csiSecrets(ctx, v.publishSecret)
 	if err != nil {
-		return err
+		return calls, err
 	}
 	volumeContext := v.volumeContext(pod, obj)
 	if tokens, err := m.csiTokens(ctx, pod, obj); err != nil {
-		return err
+		return calls, err
 	} else if tokens != "" {
 		// Upstream's CSIServiceAccountTokenSecrets: in the secrets when the CSIDriver asks, else in the
 		// volume context.
@@ -249,15 +260,15 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 	if !republish {
 		record := filepath.Join(dir, volDataFile)
 		if old, err := readVolData(record); err == nil && (old.DriverName != v.driver || old.VolumeHandle != v.handle) {
-			return fmt.Errorf("the volume's directory %s already holds volume %s of driver %s", dir, old.VolumeHandle, old.DriverName)
+			return calls, fmt.Errorf("the volume's directory %s already holds volume %s of driver %s", dir, old.VolumeHandle, old.DriverName)
 		}
 		if m.cfg.Mounter.IsMountPoint(target) {
-			return nil // published meanwhile: the pod names the claim twice
+			return calls, nil // published meanwhile: the pod names the claim twice
 		}
 		// The record comes first: a kubelet killed after it finds, after its restart, what to unpublish
 		// and unstage, whatever the driver had done by then.
 		if err := writeVolData(record, data); err != nil {
-			return fmt.Errorf("record csi volume: %w", err)
+			return calls, fmt.Errorf("record csi volume: %w", err)
 		}
 		// An attached volume is used only once the node's status lists it in use (the record just written
 		// puts it there), as upstream waits: the attach/detach controller then never detaches it under the
@@ -265,7 +276,7 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 		if data.AttachmentID != "" && m.cfg.ReportedInUse != nil {
 			name := v1.UniqueVolumeName(csinames.UniqueVolumeName(v.driver, v.handle))
 			if ok, err := m.cfg.ReportedInUse(ctx, name); err != nil || !ok {
-				return errors.Join(fmt.Errorf("volume %s is not yet reported in use by the node (status.volumesInUse)", name), err)
+				return calls, errors.Join(fmt.Errorf("volume %s is not yet reported in use by the node (status.volumesInUse)", name), err)
 			}
 		}
 	}
@@ -277,29 +288,35 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 		staging = filepath.Join(sdir, "globalmount")
 		if !republish {
 			if err := writeVolData(filepath.Join(sdir, volDataFile), volData{VolumeHandle: v.handle, DriverName: v.driver}); err != nil {
-				return fmt.Errorf("record csi volume: %w", err)
+				return calls, fmt.Errorf("record csi volume: %w", err)
 			}
 			if err := os.MkdirAll(staging, 0o750); err != nil {
-				return err
+				return calls, err
 			}
 			// The stage is the node's, shared by the pods: the volume's attributes, without a pod's identity.
-			if _, err := drv.Node.NodeStageVolume(cctx, &csispec.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
-				StagingTargetPath: staging, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Secrets: stageSecrets, VolumeContext: v.attributes}); err != nil {
-				return fmt.Errorf("MountVolume.MountDevice failed: %w", err)
+			if err := m.timed(&calls, "NodeStageVolume", func() error {
+				_, err := drv.Node.NodeStageVolume(cctx, &csispec.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
+					StagingTargetPath: staging, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Secrets: stageSecrets, VolumeContext: v.attributes})
+				return err
+			}); err != nil {
+				return calls, fmt.Errorf("MountVolume.MountDevice failed: %w", err)
 			}
 		}
 	}
-	if _, err := drv.Node.NodePublishVolume(cctx, &csispec.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
-		StagingTargetPath: staging, TargetPath: target, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Readonly: v.readOnly,
-		Secrets: publishSecrets, VolumeContext: volumeContext}); err != nil {
+	if err := m.timed(&calls, "NodePublishVolume", func() error {
+		_, err := drv.Node.NodePublishVolume(cctx, &csispec.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
+			StagingTargetPath: staging, TargetPath: target, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Readonly: v.readOnly,
+			Secrets: publishSecrets, VolumeContext: volumeContext})
 		return err
+	}); err != nil {
+		return calls, err
 	}
 	if g := podFSGroup(pod); g != nil && !republish && !v.readOnly && !v.block && v.appliesFSGroup(obj) {
 		if err := chownTree(target, *g); err != nil {
-			return fmt.Errorf("apply fsGroup: %w", err)
+			return calls, fmt.Errorf("apply fsGroup: %w", err)
 		}
 	}
-	return nil
+	return calls, nil
 }
 
 // csiDriverObject reads the driver's CSIDriver; a driver without one gets upstream's defaults (nil). A read

@@ -189,6 +189,9 @@ func TestCSIStagePublishShareAndTearDown(t *testing.T) {
 	if c := f.node.takeCalls(); c != "stage vol-1, publish vol-1" {
 		t.Errorf("calls %q", c)
 	}
+	if c := got["vol"].Calls; len(c) != 2 || c[0].Name != "NodeStageVolume" || c[1].Name != "NodePublishVolume" || c[1].Start.Before(c[0].Start) {
+		t.Errorf("the timed calls %+v, want the stage then the publish", c)
+	}
 	if got := f.m.VolumesInUse(); len(got) != 0 {
 		t.Errorf("a volume of a driver that does not attach is listed in use: %v", got)
 	}

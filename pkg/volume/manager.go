@@ -79,6 +79,16 @@ type Mounted struct {
 	// Block says Path is a block device (a raw block volume, volumeMode Block): containers get it through
 	// volumeDevices, as a device, never through volumeMounts.
 	Block bool
+	// Calls are the calls to the volume's driver that setting it up made this time (a CSI volume's
+	// NodeStageVolume and NodePublishVolume), for the pod's startup timeline.
+	Calls []Call
+}
+
+// Call is one call to a volume's driver.
+type Call struct {
+	Name  string
+	Start time.Time
+	Took  time.Duration
 }
 
 // Manager sets up the volumes of the pods the node runs, and tears them down. A pod's volumes are set up

@@ -218,7 +218,8 @@ func waitCSIMounts(t *testing.T, n *node, published, staged int) {
 // /proc/self/mountinfo), its data outlives the pod that wrote it, a volume two pods share is unstaged only
 // after the second pod goes; an inline ephemeral volume carries the pod's identity; a restarted kubelet
 // leaves the mounts of running pods alone and tears down those of pods deleted meanwhile; a volume of a
-// driver that never registered keeps its pod waiting with upstream's message.
+// driver that never registered keeps its pod waiting with upstream's message. The pod's timeline on the
+// debug page shows the driver's calls.
 func TestCSIVolumes(t *testing.T) {
 	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
@@ -233,6 +234,20 @@ func TestCSIVolumes(t *testing.T) {
 		n.createPod(claimPod("writer", claim, "echo hello > /data/file && exec sleep 3600"))
 		n.waitPod("writer", 60*time.Second, "the writer ready", ready)
 		waitCSIMounts(t, n, 1, 1)
+		// The pod's startup timeline on the debug page has each driver call with its time.
+		if page, err := n.debugPods(); err != nil || findPod(page, "writer") == nil {
+			t.Errorf("the debug page: %v", err)
+		} else {
+			var calls []string
+			for _, s := range findPod(page, "writer").Timeline {
+				if strings.HasPrefix(s.Name, "volume data: ") {
+					calls = append(calls, strings.TrimPrefix(s.Name, "volume data: "))
+				}
+			}
+			if strings.Join(calls, ",") != "NodeStageVolume,NodePublishVolume" {
+				t.Errorf("the writer's timeline names the driver calls %v, want NodeStageVolume,NodePublishVolume", calls)
+			}
+		}
 		if b, err := os.ReadFile(filepath.Join(state, "static-1", "file")); err != nil || string(b) != "hello\n" {
 			t.Errorf("the driver's volume directory holds %q, %v", b, err)
 		}
