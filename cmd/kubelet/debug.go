@@ -13,12 +13,14 @@ import (
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
+	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
 // debugPage builds the node's debug page from what the kubelet, the PLEG, the node agent, the cgroup
-// manager, the device manager, the plugin watcher and the DRA manager hold in memory: no runtime or API call.
+// manager, the device manager, the plugin watcher, the DRA manager and the volume manager hold in memory: no
+// runtime or API call.
 func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.Manager, driver string, devices *devicemanager.Manager,
-	plugins *pluginwatcher.Watcher, claims *dra.Manager) func() *debugpage.Page {
+	plugins *pluginwatcher.Watcher, claims *dra.Manager, volumes *volume.Manager) func() *debugpage.Page {
 	return func() *debugpage.Page {
 		h := agent.Health()
 		relist, took, stuck := kl.PLEGStatus()
@@ -35,8 +37,12 @@ func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.
 			p.Node.ReadyMessage = h.Failures[0]
 		}
 		for i := range p.Pods {
-			if claim, driver, err := claims.Waiting(types.UID(p.Pods[i].UID)); err != "" {
+			uid := types.UID(p.Pods[i].UID)
+			if claim, driver, err := claims.Waiting(uid); err != "" {
 				p.Pods[i].WaitingFor = fmt.Sprintf("ResourceClaim %s (driver %s): %s", claim, driver, err)
+			} else if c, ok := volumes.InFlight(uid); ok {
+				p.Pods[i].WaitingFor = fmt.Sprintf("%s of volume %q (CSI driver %s), under way for %v", c.Call, c.Volume, c.Driver,
+					now.Sub(c.Since).Round(time.Second))
 			}
 		}
 		for _, r := range devices.Summary() {

@@ -393,7 +393,7 @@ func (p *nodeParts) newServer() error {
 			RunningPods: kl.RunningPods,
 			Configz:     func() any { return o.kubeletConfiguration() },
 			NodeLogsDir: nodeLogsDir,
-			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver, p.devices, p.plugins, p.dra)),
+			DebugPods:   debugpage.Handler(debugPage(d.name, kl, p.agent, p.cg, o.cgroupDriver, p.devices, p.plugins, p.dra, p.volumes)),
 		},
 	})
 	return err

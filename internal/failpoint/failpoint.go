@@ -20,6 +20,9 @@ const (
 	BeforeDRAUnprepare   = "before-dra-unprepare"   // a terminated pod's containers are gone, its claims prepared
 	// DRACallTimeout=<duration>: the kubelet's calls to DRA drivers time out after that instead of 45 s.
 	DRACallTimeout = "dra-call-timeout"
+	// CSICallTimeout=<duration>: the kubelet's stage and publish calls to CSI drivers time out after that
+	// instead of 2 minutes.
+	CSICallTimeout = "csi-call-timeout"
 	// HangContainerStatus=<container name>: the runtime's ContainerStatus of that container never returns,
 	// as a wedged shim's would.
 	HangContainerStatus = "hang-container-status"

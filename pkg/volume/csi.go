@@ -189,12 +189,28 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (Mount
 	return Mounted{Path: target, ReadOnly: v.readOnly, Block: v.block, Calls: calls}, nil
 }
 
-// timed runs a driver call and appends how long it took to calls.
-func (m *Manager) timed(calls *[]Call, name string, call func() error) error {
+// timed runs a driver call for the pod's volume v, recorded as in flight meanwhile, and appends how long it
+// took to calls.
+func (m *Manager) timed(calls *[]Call, pod types.UID, v csiVolume, name string, call func() error) error {
 	start := m.cfg.Clock.Now()
+	m.mu.Lock()
+	m.inFlight[pod] = InFlightCall{Call: name, Volume: v.podVolume, Driver: v.driver, Since: start}
+	m.mu.Unlock()
 	err := call()
+	m.mu.Lock()
+	delete(m.inFlight, pod)
+	m.mu.Unlock()
 	*calls = append(*calls, Call{Name: name, Start: start, Took: m.cfg.Clock.Since(start)})
 	return err
+}
+
+// InFlight returns the driver call under way for one of the pod's volumes, if any: what a pod whose start
+// waits on a slow or hung driver waits for.
+func (m *Manager) InFlight(pod types.UID) (InFlightCall, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.inFlight[pod]
+	return c, ok
 }
 
 // republishes says whether the driver's CSIDriver asks for requiresRepublish.
@@ -280,7 +296,7 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 			}
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, csiTimeout)
+	cctx, cancel := context.WithTimeout(ctx, m.callTimeout)
 	defer cancel()
 	staging := ""
 	if drv.StageUnstage && !v.ephemeral {
@@ -294,7 +310,7 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 				return calls, err
 			}
 			// The stage is the node's, shared by the pods: the volume's attributes, without a pod's identity.
-			if err := m.timed(&calls, "NodeStageVolume", func() error {
+			if err := m.timed(&calls, pod.UID, v, "NodeStageVolume", func() error {
 				_, err := drv.Node.NodeStageVolume(cctx, &csispec.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
 					StagingTargetPath: staging, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Secrets: stageSecrets, VolumeContext: v.attributes})
 				return err
@@ -303,7 +319,7 @@ func (m *Manager) publishCSI(ctx context.Context, pod *v1.Pod, v csiVolume, dir,
 			}
 		}
 	}
-	if err := m.timed(&calls, "NodePublishVolume", func() error {
+	if err := m.timed(&calls, pod.UID, v, "NodePublishVolume", func() error {
 		_, err := drv.Node.NodePublishVolume(cctx, &csispec.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
 			StagingTargetPath: staging, TargetPath: target, VolumeCapability: v.capability(drv.SingleNodeMultiWriter), Readonly: v.readOnly,
 			Secrets: publishSecrets, VolumeContext: volumeContext})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -32,6 +33,8 @@ type fakeCSINode struct {
 	calls []string
 	last  map[string]any // the last request of each method
 	fail  error
+	// hang, when set, holds NodePublishVolume until the call's deadline, as a hung driver does.
+	hang bool
 }
 
 func (n *fakeCSINode) record(call string, req any) error {
@@ -61,9 +64,13 @@ func (n *fakeCSINode) NodeUnstageVolume(_ context.Context, r *csispec.NodeUnstag
 	return &csispec.NodeUnstageVolumeResponse{}, nil
 }
 
-func (n *fakeCSINode) NodePublishVolume(_ context.Context, r *csispec.NodePublishVolumeRequest, _ ...grpc.CallOption) (*csispec.NodePublishVolumeResponse, error) {
+func (n *fakeCSINode) NodePublishVolume(ctx context.Context, r *csispec.NodePublishVolumeRequest, _ ...grpc.CallOption) (*csispec.NodePublishVolumeResponse, error) {
 	if err := n.record("publish "+r.VolumeId, r); err != nil {
 		return nil, err
+	}
+	if n.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	_ = n.mnt.Bind(r.StagingTargetPath, r.TargetPath, r.Readonly)
 	return &csispec.NodePublishVolumeResponse{}, nil
@@ -620,5 +627,38 @@ func TestKeyedLocksForgetIdleKeys(t *testing.T) {
 	defer k.mu.Unlock()
 	if len(k.locks) != 0 {
 		t.Errorf("%d locks kept with nobody holding them", len(k.locks))
+	}
+}
+
+// A driver whose NodePublishVolume hangs: the call is in flight (what the debug page shows) until its
+// deadline, then fails; the volume is not set up and nothing is left in flight.
+func TestCSIHungPublishInFlightUntilDeadline(t *testing.T) {
+	f := newCSIFixture(t)
+	f.node.hang = true
+	f.m.callTimeout = 300 * time.Millisecond
+	pod := f.claimPod("uid-a", "vol-1")
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.m.MountPod(context.Background(), pod)
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, ok := f.m.InFlight("uid-a"); ok {
+			if c.Call != "NodePublishVolume" || c.Volume != "vol" || c.Driver != "hostpath.csi" {
+				t.Errorf("in flight: %+v", c)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hung publish was never in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Errorf("mount with a hung driver: %v, want the deadline's error", err)
+	}
+	if c, ok := f.m.InFlight("uid-a"); ok {
+		t.Errorf("still in flight after the deadline: %+v", c)
 	}
 }

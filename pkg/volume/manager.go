@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/internal/failpoint"
 )
 
 // Plugin directory names under pods/<uid>/volumes, as upstream's volume plugins name theirs.
@@ -109,6 +111,17 @@ type Manager struct {
 	reads singleflight.Group
 	// csiLocks serialise the CSI operations on one volume.
 	csiLocks keyedLocks
+	// inFlight are the driver calls under way, by pod (one at a time per pod: its worker sets its volumes up
+	// one after the other), for the debug page.
+	inFlight map[types.UID]InFlightCall
+	// callTimeout bounds each stage and publish call: csiTimeout, or the csi-call-timeout failpoint's.
+	callTimeout time.Duration
+}
+
+// InFlightCall is a driver call under way for a pod's volume.
+type InFlightCall struct {
+	Call, Volume, Driver string
+	Since                time.Time
 }
 
 // podState is what the manager remembers of one pod's volumes between syncs.
@@ -136,7 +149,12 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Node == nil {
 		cfg.Node = func() NodeInfo { return NodeInfo{} }
 	}
-	return &Manager{cfg: cfg, tokens: newTokenCache(cfg.Clock), pods: map[types.UID]*podState{}, recent: map[string]readObject{}}, nil
+	timeout := failpoint.Duration(failpoint.CSICallTimeout)
+	if timeout <= 0 {
+		timeout = csiTimeout
+	}
+	return &Manager{cfg: cfg, tokens: newTokenCache(cfg.Clock), pods: map[types.UID]*podState{}, recent: map[string]readObject{},
+		inFlight: map[types.UID]InFlightCall{}, callTimeout: timeout}, nil
 }
 
 // PodDir is <root>/pods/<uid>.

@@ -31,6 +31,10 @@ const (
 	// FailPublishKey, in a volume's attributes, makes NodePublishVolume fail with its value as the message
 	// (codes.Internal): fault injection for the kubelet's tests.
 	FailPublishKey = "fail-publish.nodeagent.dev"
+	// HangPublishKey, in a volume's attributes, makes NodePublishVolume wait, as a hung driver does, until a
+	// file of its value's name is in the state directory (or the call's deadline passes): fault injection for
+	// the kubelet's tests.
+	HangPublishKey = "hang-publish.nodeagent.dev"
 )
 
 // driverNamePattern is the CSI spec's rule for a plugin name (at most 63 characters, as a DNS label-ish

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -35,6 +36,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if msg := req.GetVolumeContext()[FailPublishKey]; msg != "" {
 		// Fault injection for the kubelet's tests: a volume whose attributes ask for it never publishes.
 		return nil, status.Error(codes.Internal, msg)
+	}
+	if release := req.GetVolumeContext()[HangPublishKey]; release != "" {
+		if err := d.hangUntil(ctx, release); err != nil {
+			return nil, err
+		}
 	}
 	ephemeral := req.GetVolumeContext()[EphemeralContextKey] == "true"
 	switch {
@@ -296,4 +302,23 @@ func internalIf(err error, format string, args ...any) error {
 		return nil
 	}
 	return internal(err, format, args...)
+}
+
+// hangUntil waits until the file name is in the state directory, or ctx ends (the caller's deadline).
+func (d *Driver) hangUntil(ctx context.Context, name string) error {
+	if name != filepath.Base(name) || name == "." || name == ".." {
+		return status.Errorf(codes.InvalidArgument, "%s must name a file of the state directory, not %q", HangPublishKey, name)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(filepath.Join(d.store.dir, name)); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-tick.C:
+		}
+	}
 }

@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // What csi-sanity does not cover: static provisioning, inline ephemeral volumes, read-only publications,
@@ -252,5 +254,34 @@ func TestNodePublishFaultInjection(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "t")); !os.IsNotExist(err) {
 		t.Errorf("a failed publication made its target: %v", err)
+	}
+}
+
+// A volume whose attributes ask for it hangs its publication until the named file is in the state directory
+// or the call's deadline passes (DeadlineExceeded); a name that is not a plain file name is refused.
+func TestNodePublishHangs(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	d := newTestDriver(t, state)
+	req := func(release string) *csi.NodePublishVolumeRequest {
+		return &csi.NodePublishVolumeRequest{VolumeId: "v", StagingTargetPath: filepath.Join(dir, "s"), TargetPath: filepath.Join(dir, "t"),
+			VolumeCapability: mountCap(snw), VolumeContext: map[string]string{HangPublishKey: release}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := d.NodePublishVolume(ctx, req("go")); status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("a hung publication: %v, want DeadlineExceeded", err)
+	}
+	if _, err := d.NodePublishVolume(context.Background(), req("../go")); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a release file outside the state directory: %v, want InvalidArgument", err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	// Released: the publication goes on (and fails here only because the volume was never staged).
+	if _, err := d.NodePublishVolume(ctx2, req("go")); status.Code(err) == codes.DeadlineExceeded {
+		t.Errorf("a released publication still hangs: %v", err)
 	}
 }

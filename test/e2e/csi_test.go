@@ -26,6 +26,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/test/csidriver"
 )
 
@@ -405,6 +406,7 @@ func TestCSIVolumes(t *testing.T) {
 // and a new pod mounts the volume. The kubelet SIGKILLed while pods use the volume, and the pods deleted
 // while it is down: once it is back, the volume is unpublished and unstaged (from the records on disk),
 // and the driver's data is intact. The API server runs on its own, so it stays up while the kubelet is down.
+// A hung publish call keeps only its pod waiting, named on the debug page, until its deadline.
 func TestCSIFaults(t *testing.T) {
 	parallel(t)
 	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
@@ -447,7 +449,9 @@ func TestCSIFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.start()
+	// Restarted with its stage and publish calls timing out after 15 s instead of 2 minutes, for the hung
+	// driver below.
+	n.start(failpoint.EnvVar + "=" + failpoint.CSICallTimeout + "=15s")
 	waitCSIMounts(t, n, 0, 0)
 	if b, err := os.ReadFile(filepath.Join(state, "faults-1", "file")); err != nil || string(b) != "kept\n" {
 		t.Errorf("the driver's data after the teardown: %q, %v", b, err)
@@ -461,6 +465,44 @@ func TestCSIFaults(t *testing.T) {
 			return nil
 		})
 	}
+
+	// A publish call that hangs (the test driver waits for a file of its state directory): the pod waits, the
+	// debug page names the call under way, the node stays Ready and another pod starts meanwhile; the call
+	// fails at its deadline (the pod's FailedMount event), and once the driver answers the pod runs.
+	hungClaim := n.createCSIClaim(t, "hung", "hung-1", csiDriverName, csidriver.HangPublishKey, "release-hung")
+	hung := claimPod("hung", hungClaim, "exec sleep 3600")
+	hung.Spec.NodeName = n.name
+	n.createPod(hung)
+	eventually(t, 30*time.Second, "the debug page naming the hung call", func() error {
+		page, err := n.debugPods()
+		if err != nil {
+			return err
+		}
+		want := `NodePublishVolume of volume "data" (CSI driver ` + csiDriverName + `), under way for`
+		if p := findPod(page, "hung"); p == nil || !strings.Contains(p.WaitingFor, want) {
+			return fmt.Errorf("the pod's entry %+v, want waiting for %q", p, want)
+		}
+		return nil
+	})
+	plain := busyboxPod("plain", "sleep", "3600")
+	plain.Spec.NodeName = n.name
+	n.createPod(plain)
+	n.waitPod("plain", 30*time.Second, "another pod ready while a driver call hangs", ready)
+	if nd, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{}); err != nil || nodeReady(nd) != nil {
+		t.Errorf("the node is not Ready while a driver call hangs: %v", err)
+	}
+	n.waitPod("hung", 45*time.Second, "the hung call failed at its deadline", func(p *v1.Pod) error {
+		for _, e := range n.events(t, "hung") {
+			if e.Reason == "FailedMount" && strings.Contains(e.Message, "DeadlineExceeded") {
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %s, events %v", p.Status.Phase, eventReasons(n.events(t, "hung")))
+	})
+	if err := os.WriteFile(filepath.Join(state, "release-hung"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.waitPod("hung", 60*time.Second, "the pod ready once the driver answers", ready)
 }
 
 // A driver whose CSIDriver says attachRequired: the API server's attach/detach controller creates the
