@@ -268,6 +268,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		ReportedInUse: p.reportedInUse,
 		Node:          func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: p.agent.Allocatable()} },
 		Reuse:         o.syncFrequency / 2,
+		VolumeHealth:  o.featureGates["CSIVolumeHealth"],
 	})
 	if err != nil {
 		return err
@@ -346,6 +347,11 @@ func (p *nodeParts) newStats(ctx context.Context) error {
 		NodeName: d.name, Cgroups: p.cg, Pods: p.kl.StatsPods, Layers: layersOf(d), ImageFs: imageFsOf(d.images),
 		Volumes: p.volumes.PodUsage, CSIVolumes: p.volumes.CSIVolumeStats, RootDir: o.rootDir, LogsDir: o.podLogsDir,
 		PodsMemory: func() int64 { m := p.agent.Allocatable()[v1.ResourceMemory]; return m.Value() },
+		VolumeAbnormal: func(pod stats.Pod, volume, message string) {
+			// Upstream's words (its volume stats calculator, with CSIVolumeHealth).
+			p.recorder.Eventf(&v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+				v1.EventTypeWarning, "VolumeConditionAbnormal", "Volume %s: %s", volume, message)
+		},
 	})
 	p.evictionDeps.kl, p.evictionDeps.collector = p.kl, p.collector
 	if err := p.registry.Register(p.collector.VolumeCollector()); err != nil {

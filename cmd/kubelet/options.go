@@ -437,5 +437,7 @@ func (s *statements) Type() string { return "statements" }
 // knownFeatureGates are the feature gates the configuration file may set: those of features off by default
 // upstream that this kubelet has. ResourceHealthStatus (alpha in 1.35) puts DRA drivers' device health in
 // containers' status.allocatedResourcesStatus; turn it on only when the API server keeps that field (the
-// lightweight API server does; kube-apiserver needs the same gate).
-var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true}
+// lightweight API server does; kube-apiserver needs the same gate). CSIVolumeHealth (alpha) asks CSI drivers
+// that offer it for their volumes' health: kubelet_volume_stats_health_status_abnormal and a
+// VolumeConditionAbnormal event on the pod of a volume reported abnormal.
+var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true, "CSIVolumeHealth": true}

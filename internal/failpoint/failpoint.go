@@ -23,6 +23,9 @@ const (
 	// CSICallTimeout=<duration>: the kubelet's stage and publish calls to CSI drivers time out after that
 	// instead of 2 minutes.
 	CSICallTimeout = "csi-call-timeout"
+	// StatsFSInterval=<duration>: the kubelet measures volumes and asks CSI drivers for their volumes' stats
+	// and health that often instead of every minute.
+	StatsFSInterval = "stats-fs-interval"
 	// HangContainerStatus=<container name>: the runtime's ContainerStatus of that container never returns,
 	// as a wedged shim's would.
 	HangContainerStatus = "hang-container-status"

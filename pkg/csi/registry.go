@@ -27,8 +27,9 @@ type Driver struct {
 	NodeID     string
 	MaxVolumes int64
 	Topology   map[string]string
-	// StageUnstage, Stats, Expand and SingleNodeMultiWriter are the node capabilities the driver offers.
-	StageUnstage, Stats, Expand, SingleNodeMultiWriter bool
+	// StageUnstage, Stats, Expand, SingleNodeMultiWriter and Health (GET_VOLUME_HEALTH, CSI 1.13's
+	// NodeGetVolumeHealth) are the node capabilities the driver offers.
+	StageUnstage, Stats, Expand, SingleNodeMultiWriter, Health bool
 
 	conn *grpc.ClientConn
 }
@@ -231,6 +232,8 @@ func dial(ctx context.Context, name, endpoint string, timeout time.Duration) (*D
 			d.Expand = true
 		case csispec.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
 			d.SingleNodeMultiWriter = true
+		case csispec.NodeServiceCapability_RPC_GET_VOLUME_HEALTH:
+			d.Health = true
 		}
 	}
 	return d, nil

@@ -14,6 +14,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeagent/kubelet/internal/failpoint"
 	"github.com/nodeagent/kubelet/pkg/cgroups"
 	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/nodedefaults"
@@ -76,6 +77,9 @@ type Config struct {
 	// CSIVolumes asks the drivers of a pod's CSI volumes for their usage, by volume name (NodeGetVolumeStats);
 	// nil: none.
 	CSIVolumes func(ctx context.Context, uid types.UID) (map[string]volume.VolumeStats, error)
+	// VolumeAbnormal, when set, is told of each CSI volume whose driver reports it abnormal, at each
+	// measurement (upstream's VolumeConditionAbnormal event).
+	VolumeAbnormal func(pod Pod, volume, message string)
 	// PodsMemory returns the memory pods may use (the node's allocatable): the pods cgroup's available
 	// memory, allocatableMemory.available, is what is left of it. Optional.
 	PodsMemory func() int64
@@ -134,6 +138,9 @@ func New(cfg Config) *Collector {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
+	}
+	if cfg.FSInterval <= 0 {
+		cfg.FSInterval = failpoint.Duration(failpoint.StatsFSInterval)
 	}
 	if cfg.FSInterval <= 0 {
 		cfg.FSInterval = DefaultFSInterval

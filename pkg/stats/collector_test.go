@@ -83,11 +83,12 @@ func TestCollector(t *testing.T) {
 	}
 	clk := clocktesting.NewFakeClock(time.Unix(1800000000, 0))
 	measured := 0
-	var asked []string
+	var asked, abnormalSeen []string
 	pods := []Pod{
 		{Name: "web", Namespace: "default", UID: "u1", StartTime: clk.Now(),
 			Containers: []Container{{Name: "app", ID: "c1", Image: "busybox", StartTime: clk.Now()}},
-			Volumes:    map[string]VolumeInfo{"scratch": {Ephemeral: true}, "data": {Claim: "claim-1"}, "db": {Claim: "db-claim"}}},
+			Volumes: map[string]VolumeInfo{"scratch": {Ephemeral: true}, "data": {Claim: "claim-1"}, "db": {Claim: "db-claim"},
+				"broken": {Claim: "broken-claim"}}},
 		{Name: "another", Namespace: "default", UID: "u2", HostNetwork: true},
 	}
 	c := New(Config{
@@ -104,7 +105,14 @@ func TestCollector(t *testing.T) {
 			if uid != "u1" {
 				return nil, nil
 			}
-			return map[string]volume.VolumeStats{"db": {Used: 3 << 20, Capacity: 1 << 30, Available: 1<<30 - 3<<20, Inodes: 1000, InodesUsed: 7, InodesAvailable: 993}}, nil
+			healthy, abnormal := false, true
+			return map[string]volume.VolumeStats{
+				"db":     {Used: 3 << 20, Capacity: 1 << 30, Available: 1<<30 - 3<<20, Inodes: 1000, InodesUsed: 7, InodesAvailable: 993, Abnormal: &healthy},
+				"broken": {Capacity: 1 << 30, Abnormal: &abnormal, Message: "the disk is gone"},
+			}, nil
+		},
+		VolumeAbnormal: func(pod Pod, volume, message string) {
+			abnormalSeen = append(abnormalSeen, pod.Name+"/"+volume+": "+message)
 		},
 		RootDir: t.TempDir(), LogsDir: logs, ProcRoot: proc, Clock: clk,
 		PodsMemory: func() int64 { return 900 << 20 },
@@ -179,12 +187,27 @@ func TestCollector(t *testing.T) {
 	if err := testutil.CollectAndCompare(c.VolumeCollector(), strings.NewReader(`
 # HELP kubelet_volume_stats_used_bytes [ALPHA] Number of used bytes in the volume
 # TYPE kubelet_volume_stats_used_bytes gauge
+kubelet_volume_stats_used_bytes{namespace="default",persistentvolumeclaim="broken-claim"} 0
 kubelet_volume_stats_used_bytes{namespace="default",persistentvolumeclaim="db-claim"} 3.145728e+06
 # HELP kubelet_volume_stats_inodes_free [ALPHA] Number of free inodes in the volume
 # TYPE kubelet_volume_stats_inodes_free gauge
+kubelet_volume_stats_inodes_free{namespace="default",persistentvolumeclaim="broken-claim"} 0
 kubelet_volume_stats_inodes_free{namespace="default",persistentvolumeclaim="db-claim"} 993
 `), "kubelet_volume_stats_used_bytes", "kubelet_volume_stats_inodes_free"); err != nil {
 		t.Error(err)
+	}
+	// Volume health, where the driver reports it: the metric, and the abnormal volume told once per
+	// measurement (the pod's VolumeConditionAbnormal event).
+	if err := testutil.CollectAndCompare(c.VolumeCollector(), strings.NewReader(`
+# HELP kubelet_volume_stats_health_status_abnormal [ALPHA] Abnormal volume health status. The count is either 1 or 0. 1 indicates the volume is unhealthy, 0 indicates volume is healthy
+# TYPE kubelet_volume_stats_health_status_abnormal gauge
+kubelet_volume_stats_health_status_abnormal{namespace="default",persistentvolumeclaim="broken-claim"} 1
+kubelet_volume_stats_health_status_abnormal{namespace="default",persistentvolumeclaim="db-claim"} 0
+`), "kubelet_volume_stats_health_status_abnormal"); err != nil {
+		t.Error(err)
+	}
+	if strings.Join(abnormalSeen, ",") != "web/broken: the disk is gone" {
+		t.Errorf("abnormal volumes told %q", abnormalSeen)
 	}
 	if web.Network == nil || *web.Network.RxBytes != 5000 {
 		t.Errorf("pod network %+v", web.Network)

@@ -225,6 +225,9 @@ func (g *gathering) pod(p *Pod) statsapi.PodStats {
 		if claim := p.Volumes[name].Claim; claim != "" {
 			vs.PVCRef = &statsapi.PVCReference{Name: claim, Namespace: p.Namespace}
 		}
+		if u.Abnormal != nil {
+			vs.VolumeHealthStats = &statsapi.VolumeHealthStats{Abnormal: *u.Abnormal}
+		}
 		ps.VolumeStats = append(ps.VolumeStats, vs)
 	}
 	if !fs.at.IsZero() {
@@ -296,6 +299,13 @@ func (g *gathering) podFS(p *Pod) podFS {
 			g.failures++
 		}
 		fs.csi = v
+		if c.cfg.VolumeAbnormal != nil {
+			for _, name := range sortedKeys(v) {
+				if a := v[name].Abnormal; a != nil && *a {
+					c.cfg.VolumeAbnormal(*p, name, v[name].Message)
+				}
+			}
+		}
 	}
 	c.fs[p.UID] = fs
 	return fs

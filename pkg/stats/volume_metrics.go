@@ -59,7 +59,14 @@ func (v volumeCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(volumeInodesDesc, vs.Inodes)
 			gauge(volumeInodesFree, vs.InodesFree)
 			gauge(volumeInodesUsed, vs.InodesUsed)
-			ch <- prometheus.MustNewConstMetric(volumeAbnormalDesc, prometheus.GaugeValue, 0, key[0], key[1])
+			// Only for a volume whose driver reports its health (upstream's CSIVolumeHealth).
+			if h := vs.VolumeHealthStats; h != nil {
+				abnormal := 0.0
+				if h.Abnormal {
+					abnormal = 1
+				}
+				ch <- prometheus.MustNewConstMetric(volumeAbnormalDesc, prometheus.GaugeValue, abnormal, key[0], key[1])
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
@@ -15,6 +16,10 @@ import (
 type VolumeStats struct {
 	Used, Capacity, Available           int64
 	Inodes, InodesUsed, InodesAvailable int64
+	// Abnormal, when set, is the volume's health as its driver reports it (NodeGetVolumeHealth, with
+	// Config.VolumeHealth): true with Message when the driver reports a problem.
+	Abnormal *bool
+	Message  string
 }
 
 // csiStatsTimeout bounds one NodeGetVolumeStats call: stats are gathered for every volume each minute, and a
@@ -69,7 +74,40 @@ func (m *Manager) CSIVolumeStats(ctx context.Context, uid types.UID) (map[string
 				st.InodesUsed, st.Inodes, st.InodesAvailable = u.GetUsed(), u.GetTotal(), u.GetAvailable()
 			}
 		}
+		if m.cfg.VolumeHealth && drv.Health {
+			cctx, cancel := context.WithTimeout(ctx, csiStatsTimeout)
+			h, err := drv.Node.NodeGetVolumeHealth(cctx, &csispec.NodeGetVolumeHealthRequest{VolumeId: data.VolumeHandle,
+				VolumePublishPath: target, StagingTargetPath: req.StagingTargetPath})
+			cancel()
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				abnormal, msg := volumeHealth(h.GetVolumeHealth())
+				st.Abnormal, st.Message = &abnormal, msg
+			}
+		}
 		out[data.PodVolume] = st
 	}
 	return out, errors.Join(errs...)
+}
+
+// volumeHealth reads a driver's health report of a volume: abnormal when it lists any problem, with the
+// problems' messages (their reasons when they have none).
+func volumeHealth(h *csispec.VolumeHealth) (abnormal bool, message string) {
+	var msgs []string
+	for _, e := range h.GetHealthStatuses() {
+		if e == nil {
+			continue
+		}
+		abnormal = true
+		switch {
+		case e.GetMessage() != "":
+			msgs = append(msgs, e.GetMessage())
+		case e.GetReason() != "":
+			msgs = append(msgs, e.GetReason())
+		default:
+			msgs = append(msgs, e.GetStatus().String())
+		}
+	}
+	return abnormal, strings.Join(msgs, "; ")
 }

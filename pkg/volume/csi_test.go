@@ -662,3 +662,27 @@ func TestCSIHungPublishInFlightUntilDeadline(t *testing.T) {
 		t.Errorf("still in flight after the deadline: %+v", c)
 	}
 }
+
+func TestVolumeHealthReport(t *testing.T) {
+	entry := func(st csispec.VolumeHealthErrorType, reason, msg string) *csispec.VolumeHealth_VolumeHealthEntry {
+		return &csispec.VolumeHealth_VolumeHealthEntry{Status: st, Reason: reason, Message: msg}
+	}
+	for _, tc := range []struct {
+		name     string
+		h        *csispec.VolumeHealth
+		abnormal bool
+		msg      string
+	}{
+		{"no report", nil, false, ""},
+		{"healthy", &csispec.VolumeHealth{VolumeId: "v"}, false, ""},
+		{"one problem", &csispec.VolumeHealth{HealthStatuses: []*csispec.VolumeHealth_VolumeHealthEntry{
+			entry(csispec.VolumeHealthErrorType_INACCESSIBLE, "DataMissing", "the data is gone")}}, true, "the data is gone"},
+		{"reasons and types when no message", &csispec.VolumeHealth{HealthStatuses: []*csispec.VolumeHealth_VolumeHealthEntry{
+			entry(csispec.VolumeHealthErrorType_DEGRADED, "Slow", ""), nil, entry(csispec.VolumeHealthErrorType_DATA_LOSS, "", "")}},
+			true, "Slow; DATA_LOSS"},
+	} {
+		if abnormal, msg := volumeHealth(tc.h); abnormal != tc.abnormal || msg != tc.msg {
+			t.Errorf("%s: %v %q, want %v %q", tc.name, abnormal, msg, tc.abnormal, tc.msg)
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Config struct {
 	// Node returns what the downward API reads of the node (its name, allocatable).
 	Node  func() NodeInfo
 	Clock clock.PassiveClock
+	// VolumeHealth asks the CSI drivers that offer it for their volumes' health with their stats
+	// (upstream's CSIVolumeHealth, alpha and off by default).
+	VolumeHealth bool
 	// Mounter mounts tmpfs and binds; the host's when nil.
 	Mounter Mounter
 	// CSI finds the registered CSI drivers, and CSIAPI reads their CSIDriver objects and the volumes'

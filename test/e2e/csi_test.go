@@ -406,7 +406,8 @@ func TestCSIVolumes(t *testing.T) {
 // and a new pod mounts the volume. The kubelet SIGKILLed while pods use the volume, and the pods deleted
 // while it is down: once it is back, the volume is unpublished and unstaged (from the records on disk),
 // and the driver's data is intact. The API server runs on its own, so it stays up while the kubelet is down.
-// A hung publish call keeps only its pod waiting, named on the debug page, until its deadline.
+// A hung publish call keeps only its pod waiting, named on the debug page, until its deadline. A volume
+// whose data goes away is reported abnormal (CSIVolumeHealth).
 func TestCSIFaults(t *testing.T) {
 	parallel(t)
 	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
@@ -450,8 +451,14 @@ func TestCSIFaults(t *testing.T) {
 		}
 	}
 	// Restarted with its stage and publish calls timing out after 15 s instead of 2 minutes, for the hung
-	// driver below.
-	n.start(failpoint.EnvVar + "=" + failpoint.CSICallTimeout + "=15s")
+	// driver below, and with volume health (CSIVolumeHealth) asked every 5 s.
+	cfg := filepath.Join(t.TempDir(), "kubelet.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+
+		"featureGates: {CSIVolumeHealth: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.args = append(n.args, "--config", cfg)
+	n.start(failpoint.EnvVar + "=" + failpoint.CSICallTimeout + "=15s," + failpoint.StatsFSInterval + "=5s")
 	waitCSIMounts(t, n, 0, 0)
 	if b, err := os.ReadFile(filepath.Join(state, "faults-1", "file")); err != nil || string(b) != "kept\n" {
 		t.Errorf("the driver's data after the teardown: %q, %v", b, err)
@@ -503,6 +510,40 @@ func TestCSIFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.waitPod("hung", 60*time.Second, "the pod ready once the driver answers", ready)
+
+	// The volume's data taken away under the running pod: its driver reports it inaccessible
+	// (NodeGetVolumeHealth), which the pod's VolumeConditionAbnormal event and
+	// kubelet_volume_stats_health_status_abnormal say, as upstream's kubelet with CSIVolumeHealth.
+	healthy := `kubelet_volume_stats_health_status_abnormal{namespace="default",persistentvolumeclaim="hung"} 0`
+	eventually(t, 30*time.Second, "the volume's health in the metrics", func() error {
+		if !strings.Contains(string(n.raw(t, "metrics")), healthy) {
+			return fmt.Errorf("no %s", healthy)
+		}
+		return nil
+	})
+	data := filepath.Join(state, "hung-1")
+	if err := os.Rename(data, data+".away"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Rename(data+".away", data) }) // back before the teardown
+	eventually(t, 30*time.Second, "the abnormal volume's event and metric", func() error {
+		found := false
+		for _, e := range n.events(t, "hung") {
+			if e.Reason == "VolumeConditionAbnormal" && strings.Contains(e.Message, "Volume data: ") && strings.Contains(e.Message, "is gone") {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("events %v", eventReasons(n.events(t, "hung")))
+		}
+		if m := strings.Replace(healthy, "} 0", "} 1", 1); !strings.Contains(string(n.raw(t, "metrics")), m) {
+			return fmt.Errorf("no %s", m)
+		}
+		return nil
+	})
+	if err := os.Rename(data+".away", data); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A driver whose CSIDriver says attachRequired: the API server's attach/detach controller creates the
