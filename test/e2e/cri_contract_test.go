@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -278,11 +279,26 @@ func TestCreateContainerFailures(t *testing.T) {
 			// A CDI device no spec describes (containerd's CRI plugin gained CDI in 1.7: the compatibility
 			// lane's 1.6 ignores the field).
 			if b.name == "builtin" {
+				// A CDI spec that does not parse beside it: skipped (a log line), the error still names the
+				// device, and containers without CDI devices are untouched.
+				broken := "/var/run/cdi/nodeagent-e2e-broken.json"
+				if err := os.MkdirAll("/var/run/cdi", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(broken, []byte(`{"cdiVersion": "0.6.0", "kind": `), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				defer os.Remove(broken)
 				cdi := containerConfig("cdi-unknown", "true")
 				cdi.CDIDevices = []*runtimeapi.CDIDevice{{Name: "example.com/none=dev0"}}
 				if _, err := b.rt.CreateContainer(ctxT(t), p.id, cdi, p.cfg); err == nil ||
 					!strings.Contains(err.Error(), `unresolvable CDI devices example.com/none=dev0`) {
 					t.Errorf("an unknown CDI device: %v, want the device named in the error", err)
+				}
+				if id, err := b.rt.CreateContainer(ctxT(t), p.id, containerConfig("cdi-none", "true"), p.cfg); err != nil {
+					t.Errorf("a container without CDI devices beside a broken CDI spec: %v", err)
+				} else if err := b.rt.RemoveContainer(ctxT(t), id); err != nil {
+					t.Errorf("remove: %v", err)
 				}
 			}
 
