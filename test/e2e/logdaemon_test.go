@@ -54,15 +54,39 @@ func watchCounter(t *testing.T, dir string, d, maxStall time.Duration) {
 	}
 }
 
-// containerLogLines reads a container's log and its rotated files, oldest first, as lines.
+// containerLogLines reads a container's log and its rotated files, oldest first, as lines. The log keeps
+// rotating while it is read: a file renamed, compressed or removed meanwhile makes it read them all again, so
+// the lines are one consistent picture.
 func containerLogLines(t *testing.T, dir string) (lines []string, rotated []string) {
 	t.Helper()
+	for try := 0; ; try++ {
+		lines, rotated, err := readContainerLog(dir)
+		if err == nil {
+			return lines, rotated
+		}
+		if try == 20 {
+			t.Fatalf("%s: no consistent read in 20 tries: %v", dir, err)
+		}
+	}
+}
+
+// readContainerLog reads dir's log files once, and fails when the set of rotated files changed meanwhile.
+func readContainerLog(dir string) (lines []string, rotated []string, err error) {
 	rotated, _ = filepath.Glob(filepath.Join(dir, "0.log.*"))
 	sort.Strings(rotated)
 	for _, f := range append(append([]string(nil), rotated...), filepath.Join(dir, "0.log")) {
-		lines = append(lines, readLogLines(t, f)...)
+		records, err := parseLogFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		lines = append(lines, joinPartials(records)...)
 	}
-	return lines, rotated
+	after, _ := filepath.Glob(filepath.Join(dir, "0.log.*"))
+	sort.Strings(after)
+	if strings.Join(after, "\n") != strings.Join(rotated, "\n") {
+		return nil, nil, fmt.Errorf("rotated while read: %d files before, %d after", len(rotated), len(after))
+	}
+	return lines, rotated, nil
 }
 
 // checkNumbered checks that lines are numbered from their first on, each once, in order, and returns the

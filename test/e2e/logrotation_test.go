@@ -178,16 +178,25 @@ func readLogLines(t *testing.T, path string) []string {
 // readLogRecords reads the records of a CRI log file, gzipped or not.
 func readLogRecords(t *testing.T, path string) []logRecord {
 	t.Helper()
-	f, err := os.Open(path)
+	out, err := parseLogFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// parseLogFile reads the records of a CRI log file, gzipped or not.
+func parseLogFile(path string) ([]logRecord, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 		r = zr
 	}
@@ -202,9 +211,9 @@ func readLogRecords(t *testing.T, path string) []logRecord {
 		}
 	}
 	if err := s.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	return out
+	return out, nil
 }
 
 // checkSequence checks that lines are the bursts' numbered lines in order, each once, then "done"; with
