@@ -221,7 +221,9 @@ type loops struct {
 // claim, volume, CSIDriver or VolumeAttachment, and a node added, removed or
 // whose volumes in use change. The ResourceClaim loop wants a pod with
 // resourceClaims and a ResourceClaim or ResourceClaimTemplate; placement also
-// a claim, ResourceSlice or DeviceClass, which may let a pod with claims fit.
+// a claim, ResourceSlice or DeviceClass, which may let a pod with claims fit,
+// and a PersistentVolume, PersistentVolumeClaim or StorageClass, which may
+// let a pod with volume claims fit or finish its claims' binding.
 // The garbage collector keeps its own account of the changes it needs
 // (ownerGraph.observe).
 func loopsFor(evs []storage.Event) loops {
@@ -251,7 +253,7 @@ func loopsFor(evs []storage.Event) loops {
 			l.attach = l.attach || ev.Type != watch.Modified || bytes.Contains(o.Raw, volumesInUseJSON) ||
 				ev.Prev != nil && bytes.Contains(ev.Prev.Raw, volumesInUseJSON)
 		case "persistentvolumes", "persistentvolumeclaims":
-			l.volumes, l.attach = true, true
+			l.volumes, l.attach, l.schedule = true, true, true
 			l.ephemeral = l.ephemeral || ev.Type == watch.Deleted && storage.ResourceOf(o.Key) == "persistentvolumeclaims"
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		case "services":
@@ -265,7 +267,9 @@ func loopsFor(evs []storage.Event) loops {
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		case "resourceslices", "deviceclasses":
 			l.schedule = true
-		case "csinodes", "storageclasses": // cluster-scoped: no loop's business
+		case "storageclasses":
+			l.volumes, l.schedule = true, true
+		case "csinodes": // cluster-scoped: no loop's business
 		default:
 			l.namespaces = l.namespaces || ev.Type == watch.Deleted
 		}
@@ -380,6 +384,7 @@ func (c *controller) schedule(ctx context.Context, nodes map[string]*corev1.Node
 		nodeList = append(nodeList, n)
 	}
 	var devices *placement.Devices // read once a pod with claims needs it
+	var volState *storageState     // read once a pod with volume claims needs it
 	bound := map[string][]*corev1.Pod{}
 	for _, p := range decodeAll[corev1.Pod](c.s, c.s.store.Select("pods/", func(o *storage.Object) bool {
 		return o.Fields["spec.nodeName"] != ""
@@ -390,22 +395,44 @@ func (c *controller) schedule(ctx context.Context, nodes map[string]*corev1.Node
 		if pod.DeletionTimestamp != nil || len(pod.Spec.SchedulingGates) > 0 {
 			continue
 		}
+		var volumes *volumePlan
+		var volumeFilter func(*corev1.Node) string
+		if len(podClaimNames(pod)) > 0 {
+			if volState == nil {
+				volState = c.storage()
+			}
+			var msg string
+			if volumes, msg = volState.planVolumes(pod); msg != "" {
+				if err := c.markUnschedulable(ctx, pod, placement.PreFilterMessage(len(nodeList), msg)); err != nil {
+					return err
+				}
+				continue
+			}
+			volumeFilter = volumes.filter
+		}
 		node, msg := "", ""
 		var plan *placement.ClaimPlan
 		if len(pod.Spec.ResourceClaims) == 0 {
-			node, msg = placement.Choose(pod, nodeList, bound)
+			node, msg = placement.ChooseWith(pod, nodeList, bound, volumeFilter)
 		} else {
 			if devices == nil {
 				devices = c.devices()
 			}
 			var wait bool
-			node, msg, plan, wait = c.chooseWithClaims(ctx, devices, pod, nodeList, bound)
+			node, msg, plan, wait = c.chooseWithClaims(ctx, devices, pod, nodeList, bound, volumeFilter)
 			if wait {
 				continue
 			}
 		}
 		if node == "" {
 			if err := c.markUnschedulable(ctx, pod, msg); err != nil {
+				return err
+			}
+			continue
+		}
+		if b := volumes.bindings(node); b != nil {
+			// The claims are bound first; the pod waits for them in later passes.
+			if err := c.preBindVolumes(ctx, volState, b, node); err != nil {
 				return err
 			}
 			continue

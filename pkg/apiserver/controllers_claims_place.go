@@ -22,13 +22,13 @@ func (c *controller) devices() *placement.Devices {
 }
 
 // chooseWithClaims is placement.Choose for a pod with ResourceClaims: only a
-// node where all of them can be used fits. wait is set while a claim does not
-// exist yet: the pod is left as it is. plan is what reserveClaims needs once
-// a node is chosen. An error of a claim or class (a broken CEL selector) is
-// the pod's message, as upstream's scheduler reports it in the pod's
-// condition.
+// node where all of them can be used (and volumeFilter, when set, passes)
+// fits. wait is set while a claim does not exist yet: the pod is left as it
+// is. plan is what reserveClaims needs once a node is chosen. An error of a
+// claim or class (a broken CEL selector) is the pod's message, as upstream's
+// scheduler reports it in the pod's condition.
 func (c *controller) chooseWithClaims(ctx context.Context, d *placement.Devices, pod *corev1.Pod, nodes []*corev1.Node,
-	bound map[string][]*corev1.Pod) (node, msg string, plan *placement.ClaimPlan, wait bool) {
+	bound map[string][]*corev1.Pod, volumeFilter func(*corev1.Node) string) (node, msg string, plan *placement.ClaimPlan, wait bool) {
 	plan, wait, msg, err := d.Plan(ctx, pod)
 	switch {
 	case err != nil: // a claim the pod cannot use anywhere: say so on the pod
@@ -38,7 +38,16 @@ func (c *controller) chooseWithClaims(ctx context.Context, d *placement.Devices,
 	case msg != "":
 		return "", placement.PreFilterMessage(len(nodes), msg), nil, false
 	}
-	node, msg = placement.ChooseWith(pod, nodes, bound, plan.Filter)
+	filter := plan.Filter
+	if volumeFilter != nil {
+		filter = func(n *corev1.Node) string {
+			if reason := volumeFilter(n); reason != "" {
+				return reason
+			}
+			return plan.Filter(n)
+		}
+	}
+	node, msg = placement.ChooseWith(pod, nodes, bound, filter)
 	if err := plan.Err(); err != nil && node == "" {
 		// A claim or class the allocator cannot work with.
 		return "", err.Error(), nil, false

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -18,20 +19,10 @@ import (
 // claims give them (see volumePhase). It writes through the API; a conflict
 // waits for the next pass. It provisions nothing and reclaims nothing.
 func (c *controller) bindVolumes(ctx context.Context) error {
-	pvObjs, _ := c.s.store.List("persistentvolumes/")
-	pvcObjs, _ := c.s.store.List("persistentvolumeclaims/")
-	volumes := decodeAll[corev1.PersistentVolume](c.s, pvObjs)
-	claims := decodeAll[corev1.PersistentVolumeClaim](c.s, pvcObjs)
+	st := c.storage()
+	volumes, claims, byName, byKey := st.volumes, st.claimList, st.byName, st.claims
 	if len(volumes) == 0 && len(claims) == 0 {
 		return nil
-	}
-	byName := map[string]*corev1.PersistentVolume{}
-	for _, v := range volumes {
-		byName[v.Name] = v
-	}
-	byKey := map[string]*corev1.PersistentVolumeClaim{}
-	for _, pvc := range claims {
-		byKey[pvc.Namespace+"/"+pvc.Name] = pvc
 	}
 	// The oldest claims first, as they were made.
 	sort.SliceStable(claims, func(i, j int) bool { return claims[i].CreationTimestamp.Before(&claims[j].CreationTimestamp) })
@@ -41,7 +32,9 @@ func (c *controller) bindVolumes(ctx context.Context) error {
 		}
 		switch pvc.Status.Phase {
 		case corev1.ClaimPending, "":
-			v := matchVolume(pvc, volumes)
+			// A claim waiting for its first consumer binds only to the volume
+			// placement pre-bound to it.
+			v := matchVolume(pvc, volumes, volumeChoice{delay: st.delayBinding(pvc)})
 			if v == nil {
 				continue
 			}
@@ -67,6 +60,56 @@ func (c *controller) bindVolumes(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// storage reads the claims, volumes and storage classes from the store.
+func (c *controller) storage() *storageState {
+	pvObjs, _ := c.s.store.List("persistentvolumes/")
+	pvcObjs, _ := c.s.store.List("persistentvolumeclaims/")
+	scObjs, _ := c.s.store.List("storageclasses/")
+	return newStorageState(decodeAll[corev1.PersistentVolumeClaim](c.s, pvcObjs),
+		decodeAll[corev1.PersistentVolume](c.s, pvObjs), decodeAll[storagev1.StorageClass](c.s, scObjs))
+}
+
+// preBindVolumes writes what placing a pod on node takes before the pod is
+// bound, as upstream's scheduler (BindPodVolumes): each chosen volume's
+// claimRef, which the PV controller's pass (bindVolumes) completes into a
+// binding, and the selected-node annotation on each claim a provisioner is
+// to make a volume for. A conflict or an object gone leaves it to the next
+// pass.
+func (c *controller) preBindVolumes(ctx context.Context, st *storageState, b *volumeBindings, node string) error {
+	retry := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
+	for _, s := range b.static {
+		vol := s.pv.DeepCopy()
+		metav1.SetMetaDataAnnotation(&vol.ObjectMeta, annBoundByController, "yes")
+		vol.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: s.pvc.Namespace,
+			Name: s.pvc.Name, UID: s.pvc.UID, ResourceVersion: s.pvc.ResourceVersion}
+		updated, err := c.client.CoreV1().PersistentVolumes().Update(ctx, vol, metav1.UpdateOptions{})
+		if retry(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pre-bind volume %s to claim %s/%s: %w", s.pv.Name, s.pvc.Namespace, s.pvc.Name, err)
+		}
+		*s.pv = *updated // taken for the rest of the pass
+		st.chosen[s.pv.Name] = true
+	}
+	for _, pvc := range b.provision {
+		if pvc.Annotations[annSelectedNode] == node {
+			continue
+		}
+		claim := pvc.DeepCopy()
+		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, annSelectedNode, node)
+		updated, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, claim, metav1.UpdateOptions{})
+		if retry(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("select node %s for claim %s/%s: %w", node, pvc.Namespace, pvc.Name, err)
+		}
+		*pvc = *updated
 	}
 	return nil
 }

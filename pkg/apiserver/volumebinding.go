@@ -87,15 +87,29 @@ func ptrValue(s *string) string {
 	return *s
 }
 
+// volumeChoice narrows matchVolume. delay leaves out every volume not
+// pre-bound to the claim: the PV controller's view of a claim whose class
+// binds on the first consumer. node, when set, leaves out the volumes whose
+// node affinity excludes it, and skip the volumes chosen already for other
+// claims: the scheduler's view (upstream's FindMatchingVolume with a node).
+type volumeChoice struct {
+	delay bool
+	node  *corev1.Node
+	skip  map[string]bool
+}
+
 // matchVolume returns the volume a Pending claim binds to, as upstream's
-// FindMatchingVolume (the PV controller's path): the volume pre-bound to it
-// (by its claimRef, or the claim's volumeName) if that one fits, else the
-// smallest Available volume without a claimRef that fits. Volumes being
-// deleted are never chosen. nil when none fits.
-func matchVolume(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume) *corev1.PersistentVolume {
+// FindMatchingVolume: the volume pre-bound to it (by its claimRef, or the
+// claim's volumeName) if that one fits, else the smallest Available volume
+// without a claimRef that fits (unless how.delay). Volumes being deleted are
+// never chosen. nil when none fits.
+func matchVolume(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, how volumeChoice) *corev1.PersistentVolume {
 	var best *corev1.PersistentVolume
 	for _, v := range volumes {
-		if v.DeletionTimestamp != nil || !fits(v, c) {
+		if v.DeletionTimestamp != nil || !fits(v, c) || how.skip[v.Name] {
+			continue
+		}
+		if how.node != nil && !volumeFitsNode(v, how.node) {
 			continue
 		}
 		if c.Spec.VolumeName != "" {
@@ -110,7 +124,7 @@ func matchVolume(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVo
 			}
 			continue
 		}
-		if v.Status.Phase != corev1.VolumeAvailable {
+		if how.delay || v.Status.Phase != corev1.VolumeAvailable {
 			continue
 		}
 		size := v.Spec.Capacity[corev1.ResourceStorage]

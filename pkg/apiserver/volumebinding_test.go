@@ -82,7 +82,7 @@ func TestMatchVolume(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if v := matchVolume(tc.claim, tc.volumes); v != nil {
+			if v := matchVolume(tc.claim, tc.volumes, volumeChoice{}); v != nil {
 				got = v.Name
 			}
 			if got != tc.want {

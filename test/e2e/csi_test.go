@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -180,6 +181,45 @@ func (n *node) createCSIClaim(t *testing.T, name, handle, driver string, attrs .
 	return name
 }
 
+// localEphemeralVolumePod returns a pod named name running script with a generic ephemeral volume
+// "scratch" at /scratch, whose class binds on the first consumer and provisions nothing (as local volumes'),
+// after creating two volumes of the driver in that class: pvName, with the handle, that only this node can
+// use, and pvName-elsewhere, only another node.
+func (n *node) localEphemeralVolumePod(t *testing.T, name, pvName, driver, handle, script string) *v1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	const class = "csi-local"
+	_, err := n.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	node, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct{ pv, host, handle string }{{pvName, node.Labels["kubernetes.io/hostname"], handle},
+		{pvName + "-elsewhere", "another-node", handle + "-elsewhere"}} {
+		if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: v.pv}, Spec: v1.PersistentVolumeSpec{
+				Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class,
+				NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
+					{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{v.host}}}}}}},
+				PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: v.handle}}}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := busyboxPod(name, "sh", "-c", script)
+	p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: ptr.To(class),
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	return p
+}
+
 func claimPod(name, claim, script string) *v1.Pod {
 	p := busyboxPod(name, "sh", "-c", script)
 	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
@@ -317,29 +357,19 @@ func TestCSIVolumes(t *testing.T) {
 		waitCSIMounts(t, n, 0, 0)
 
 		// A generic ephemeral volume: the ephemeral volume controller makes the claim <pod>-<volume> owned by
-		// the pod, it binds to a volume of the driver (made ready for it here), the pod runs with it, and the
-		// claim goes with the pod.
-		if _, err := n.client.CoreV1().PersistentVolumes().Create(context.Background(), &v1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: "generic-pv"}, Spec: v1.PersistentVolumeSpec{
-				Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: "csi-static",
-				ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "generic-scratch"},
-				PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: csiDriverName, VolumeHandle: "generic-1"}}}},
-			metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		generic := busyboxPod("generic", "sh", "-c", "echo generic > /scratch/f && exec sleep 3600")
-		staticClass := "csi-static"
-		generic.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
-			VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
-				AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &staticClass,
-				Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}}
-		generic.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+		// the pod; its class waits for the first consumer, so placement binds it to the local volume of the
+		// driver that this node can use (and not the one of another node), the pod runs with it, and the claim
+		// goes with the pod.
+		generic := n.localEphemeralVolumePod(t, "generic", "generic-pv", csiDriverName, "generic-1",
+			"echo generic > /scratch/f && exec sleep 3600")
 		n.createPod(generic)
 		gp := n.waitPod("generic", 60*time.Second, "the pod with a generic ephemeral volume ready", ready)
 		if c, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "generic-scratch", metav1.GetOptions{}); err != nil ||
-			!metav1.IsControlledBy(c, gp) {
+			!metav1.IsControlledBy(c, gp) || c.Spec.VolumeName != "generic-pv" {
 			t.Errorf("the generic ephemeral volume's claim: %v (owned by the pod: %v)", err, err == nil && metav1.IsControlledBy(c, gp))
+		}
+		if pv, err := n.client.CoreV1().PersistentVolumes().Get(context.Background(), "generic-pv-elsewhere", metav1.GetOptions{}); err != nil || pv.Spec.ClaimRef != nil {
+			t.Errorf("the volume of another node: %v, bound to %+v", err, pv.Spec.ClaimRef)
 		}
 		if b, err := os.ReadFile(filepath.Join(state, "generic-1", "f")); err != nil || string(b) != "generic\n" {
 			t.Errorf("the generic ephemeral volume's data: %q, %v", b, err)

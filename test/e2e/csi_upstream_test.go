@@ -13,7 +13,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -80,25 +79,12 @@ func TestCSIUpstreamControlPlane(t *testing.T) {
 	waitCSIMounts(t, n, 0, 0)
 	waitNoAttachments(t, n)
 
-	// A generic ephemeral volume, its claim made, bound and deleted by the controller manager.
-	class := "csi-ephemeral"
-	if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "ephemeral-pv"}, Spec: v1.PersistentVolumeSpec{
-			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: class,
-			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "upstream-2"}}}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	scratch := busyboxPod("scratch", "sh", "-c", "echo generic > /scratch/f && exec sleep 3600")
-	scratch.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
-		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}}
-	scratch.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/scratch"}}
+	// A generic ephemeral volume, its claim made by the controller manager, bound on the first consumer by
+	// kube-scheduler to the local volume this node can use, and deleted with the pod by the controller manager.
+	scratch := n.localEphemeralVolumePod(t, "scratch", "ephemeral-pv", driver, "upstream-2", "echo generic > /scratch/f && exec sleep 3600")
 	n.createPod(scratch)
 	sp := n.waitPod("scratch", 90*time.Second, "the pod with a generic ephemeral volume ready", ready)
-	if c, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "scratch-data", metav1.GetOptions{}); err != nil ||
+	if c, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "scratch-scratch", metav1.GetOptions{}); err != nil ||
 		!metav1.IsControlledBy(c, sp) || c.Spec.VolumeName != "ephemeral-pv" {
 		t.Errorf("the generic ephemeral volume's claim: %v", err)
 	}
@@ -109,7 +95,7 @@ func TestCSIUpstreamControlPlane(t *testing.T) {
 	waitCSIMounts(t, n, 0, 0)
 	waitNoAttachments(t, n)
 	eventually(t, 60*time.Second, "the ephemeral claim deleted with its pod", func() error {
-		_, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "scratch-data", metav1.GetOptions{})
+		_, err := n.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "scratch-scratch", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

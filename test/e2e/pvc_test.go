@@ -116,7 +116,9 @@ func TestKubeletPersistentVolumeClaim(t *testing.T) {
 		ro.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
 			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: true}}}}
 		ro.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		// (Bound to the node by its author: a scheduler does not place a pod whose claim is missing.)
 		unbound := busyboxPod("pvc-unbound", "sleep", "3600")
+		unbound.Spec.NodeName = n.name
 		unbound.Spec.Volumes = []v1.Volume{{Name: "nothing", VolumeSource: v1.VolumeSource{
 			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "no-such-claim"}}}}
 		for _, pod := range []*v1.Pod{p, ro, unbound} {
