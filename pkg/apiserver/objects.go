@@ -88,6 +88,18 @@ func (x objectIndex) PersistentVolume(name string) (*corev1.PersistentVolume, bo
 	return pv, err == nil
 }
 
+// PersistentVolumeClaim implements auth.StorageGetter.
+func (x objectIndex) PersistentVolumeClaim(namespace, name string) (*corev1.PersistentVolumeClaim, bool) {
+	pvc, err := getObject[corev1.PersistentVolumeClaim](x, "persistentvolumeclaims", namespace, name)
+	return pvc, err == nil
+}
+
+// CSIDriver implements auth.StorageGetter.
+func (x objectIndex) CSIDriver(name string) (*storagev1.CSIDriver, bool) {
+	d, err := getObject[storagev1.CSIDriver](x, "csidrivers", "", name)
+	return d, err == nil
+}
+
 // VolumeAttachment implements auth.AttachmentIndex.
 func (x objectIndex) VolumeAttachment(name string) (*storagev1.VolumeAttachment, bool) {
 	va, err := getObject[storagev1.VolumeAttachment](x, "volumeattachments", "", name)

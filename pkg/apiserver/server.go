@@ -142,7 +142,7 @@ func New(cfg Config) (s *Server, retErr error) {
 	s.metrics = newResourceMetrics(objs, nodes)
 	mutate := admission.Mutators{admission.NewServiceAccount(objs, cfg.Clock),
 		admission.NewServices(cidr, admission.DefaultNodePorts, objs), admission.DRAAdminAccess{Namespaces: objs}}
-	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs}, Mutate: mutate,
+	s.rest = rest.NewHandler(reg, store, rest.Options{Clock: cfg.Clock, Admit: auth.NodeRestriction{Pods: objs, Storage: objs}, Mutate: mutate,
 		BookmarkInterval: cfg.BookmarkInterval, Proxy: nodes,
 		Reviewer: auth.Reviewer{Tokens: tokens, Audiences: cfg.APIAudiences, Authorizer: s.authz},
 		Tokens: &rest.TokenOptions{Issuer: s.serviceAccounts, Audiences: cfg.APIAudiences,

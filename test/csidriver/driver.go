@@ -28,6 +28,10 @@ const (
 	TopologyKey = "topology.hostpath.csi.nodeagent.dev/node"
 	// EphemeralContextKey marks an inline ephemeral volume in NodePublishVolume's volume context.
 	EphemeralContextKey = "csi.storage.k8s.io/ephemeral"
+	// PodNameContextKey and TokensContextKey carry the pod's name (CSIDriver podInfoOnMount) and its
+	// service account tokens (CSIDriver tokenRequests) in the volume context, as the kubelet passes them.
+	PodNameContextKey = "csi.storage.k8s.io/pod.name"
+	TokensContextKey  = "csi.storage.k8s.io/serviceAccount.tokens"
 	// FailPublishKey, in a volume's attributes, makes NodePublishVolume fail with its value as the message
 	// (codes.Internal): fault injection for the kubelet's tests.
 	FailPublishKey = "fail-publish.nodeagent.dev"

@@ -2,6 +2,7 @@ package csidriver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -19,7 +20,8 @@ import (
 // bind-mounted onto it (read-only when asked: bind, then remount), a block volume's loop device node is
 // bind-mounted onto a file there. An inline ephemeral volume (volume context csi.storage.k8s.io/ephemeral
 // "true", never staged) gets a fresh directory, bind-mounted the same way. Publishing again with the same
-// parameters is a no-op; see checkPublish for the rest.
+// parameters is a no-op; see checkPublish for the rest. Each publication that succeeds is logged (see
+// logPublication).
 func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (_ *csi.NodePublishVolumeResponse, retErr error) {
 	id := req.GetVolumeId()
 	if err := checkVolumeID(id); err != nil {
@@ -42,6 +44,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 			return nil, err
 		}
 	}
+	defer func() {
+		if retErr == nil {
+			d.logPublication(id, target, req.GetVolumeContext())
+		}
+	}()
 	ephemeral := req.GetVolumeContext()[EphemeralContextKey] == "true"
 	switch {
 	case ephemeral && block:
@@ -320,5 +327,35 @@ func (d *Driver) hangUntil(ctx context.Context, name string) error {
 			return status.FromContextError(ctx.Err()).Err()
 		case <-tick.C:
 		}
+	}
+}
+
+// PublicationRecord is a line of the state directory's PublicationLog: a NodePublishVolume call that succeeded,
+// with what the kubelet said of the pod in the volume context (its name and the service account tokens a
+// CSIDriver's tokenRequests ask for), so that tests see what a driver is given, and each republication.
+type PublicationRecord struct {
+	Volume string `json:"volume"`
+	Target string `json:"target"`
+	Pod    string `json:"pod,omitempty"`
+	Tokens string `json:"tokens,omitempty"`
+}
+
+// PublicationLog is the file, in the state directory, the driver appends a PublicationRecord to per
+// successful NodePublishVolume.
+const PublicationLog = "publications" + logSuffix
+
+// logPublication appends the call's record to the publication log; a failure is only logged.
+func (d *Driver) logPublication(id, target string, volumeContext map[string]string) {
+	b, err := json.Marshal(PublicationRecord{Volume: id, Target: target, Pod: volumeContext[PodNameContextKey],
+		Tokens: volumeContext[TokensContextKey]})
+	if err == nil {
+		var f *os.File
+		if f, err = os.OpenFile(filepath.Join(d.store.dir, PublicationLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			_, err = f.Write(append(b, '\n'))
+			err = errors.Join(err, f.Close())
+		}
+	}
+	if err != nil {
+		klog.ErrorS(err, "Cannot log a publication", "volume", id)
 	}
 }

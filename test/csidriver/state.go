@@ -14,6 +14,7 @@ const (
 	recordSuffix = ".json"
 	imageSuffix  = ".img"
 	tempSuffix   = ".tmp"
+	logSuffix    = ".log"
 )
 
 // errNoVolume says a volume has neither a record nor data in the state directory.

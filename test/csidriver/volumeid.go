@@ -12,12 +12,12 @@ import (
 const maxVolumeIDLength = 128
 
 // reservedSuffixes are the endings of the names the driver keeps beside a volume's data in the state
-// directory (its record, its block image, the record's temporary file). A volume ID must not end with one,
+// directory (its record, its block image, the record's temporary file, its log). A volume ID must not end with one,
 // so that no volume's data path is another volume's record or image.
-var reservedSuffixes = []string{recordSuffix, imageSuffix, tempSuffix}
+var reservedSuffixes = []string{recordSuffix, imageSuffix, tempSuffix, logSuffix}
 
 // ValidateVolumeID checks that id can name a volume: non-empty, at most 128 bytes of printable UTF-8, no
-// '/', not "." or "..", and not ending with a suffix the driver reserves (.json, .img, .tmp). A valid ID is
+// '/', not "." or "..", and not ending with a suffix the driver reserves (.json, .img, .tmp, .log). A valid ID is
 // a single path element, so <state-dir>/<id> is always a direct child of the state directory. Callers map
 // the error to codes.InvalidArgument.
 func ValidateVolumeID(id string) error {

@@ -29,6 +29,7 @@ func TestValidateVolumeID(t *testing.T) {
 		{name: "record suffix", id: "vol.json"},
 		{name: "image suffix", id: "vol.img"},
 		{name: "temporary suffix", id: "vol.tmp"},
+		{name: "log suffix", id: "vol.log"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := ValidateVolumeID(tc.id)

@@ -91,10 +91,15 @@ func csiDriverPod(t *testing.T, n *node, state, driver string) *v1.Pod {
 // attach) and its pod, and waits until the node's CSINode lists it. It returns the driver's state directory.
 func deployCSIDriver(t *testing.T, n *node, driver string, attach bool) string {
 	t.Helper()
+	return deployCSIDriverWith(t, n, driver, storagev1.CSIDriverSpec{AttachRequired: ptr.To(attach), PodInfoOnMount: ptr.To(true),
+		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}})
+}
+
+// deployCSIDriverWith is deployCSIDriver with the CSIDriver's spec given.
+func deployCSIDriverWith(t *testing.T, n *node, driver string, spec storagev1.CSIDriverSpec) string {
+	t.Helper()
 	ctx := context.Background()
-	_, err := n.client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(attach), PodInfoOnMount: ptr.To(true),
-			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}}},
+	_, err := n.client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: spec},
 		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

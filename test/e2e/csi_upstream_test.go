@@ -4,14 +4,18 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -25,9 +29,11 @@ const csiAttacherPath = "/var/lib/nodeagent/bin/csi-attacher"
 // (the node says the controller manages its attachments, as upstream's kubelet does), kubernetes-csi's
 // external-attacher (run as a pod, as users deploy it) marks it attached, kube-scheduler places the pods,
 // and the pod runs with the data of its static volume; the attachment goes after the pod. A generic
-// ephemeral volume's claim is made by the controller manager's ephemeral volume controller, bound to a
-// volume of the driver by its PersistentVolume controller, and deleted with the pod by its garbage
-// collector. Every request of the node is checked against kube-apiserver's audit log.
+// ephemeral volume's claim, of a WaitForFirstConsumer class, is made by the controller manager's ephemeral
+// volume controller, bound by kube-scheduler to the driver's volume this node can use, and deleted with the
+// pod by the garbage collector. The driver's CSIDriver asks for the pods' service account tokens (tokenRequests): the node asks
+// for them and kube-apiserver's NodeRestriction admits it. Every request of the node is checked against
+// kube-apiserver's audit log.
 func TestCSIUpstreamControlPlane(t *testing.T) {
 	parallel(t)
 	if _, err := os.Stat(csiAttacherPath); err != nil {
@@ -36,7 +42,10 @@ func TestCSIUpstreamControlPlane(t *testing.T) {
 	n := startNodeOn(t, privateControlPlane(t, "e2e-csi-node"))
 	ctx := context.Background()
 	const driver = "attach.csi.nodeagent.dev"
-	state := deployCSIDriver(t, n, driver, true)
+	const audience = "vault.nodeagent.dev"
+	state := deployCSIDriverWith(t, n, driver, storagev1.CSIDriverSpec{AttachRequired: ptr.To(true), PodInfoOnMount: ptr.To(true),
+		TokenRequests:        []storagev1.TokenRequest{{Audience: audience}},
+		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}})
 	n.createPod(csiAttacherPod(n, driver))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -74,6 +83,19 @@ func TestCSIUpstreamControlPlane(t *testing.T) {
 	})
 	if b, err := os.ReadFile(filepath.Join(state, "upstream-1", "file")); err != nil || string(b) != "hello\n" {
 		t.Errorf("the driver's volume holds %q, %v", b, err)
+	}
+	// The driver was given a token of the pod for the audience its CSIDriver asks for: kube-apiserver's
+	// NodeRestriction let the node request it, and it authenticates the pod's service account.
+	if recs := publications(t, state); len(recs) == 0 || !strings.Contains(recs[0].Tokens, audience) {
+		t.Errorf("the driver's publications: %+v", recs)
+	} else {
+		var tokens map[string]authenticationv1.TokenRequestStatus
+		if err := json.Unmarshal([]byte(recs[0].Tokens), &tokens); err != nil {
+			t.Fatal(err)
+		}
+		if st := n.review(t, tokens[audience].Token, audience); !st.Authenticated || st.User.Username != "system:serviceaccount:default:default" {
+			t.Errorf("the token the driver was given: authenticated %v as %q (%s)", st.Authenticated, st.User.Username, st.Error)
+		}
 	}
 	n.deletePodAndWait(t, "writer")
 	waitCSIMounts(t, n, 0, 0)

@@ -7,6 +7,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,6 +176,73 @@ func TestNodeRestrictionTokenRequests(t *testing.T) {
 	if err := nr.Admit(context.Background(), &rest.Attributes{User: admin, Resource: sa, Object: tokenRequest("", ""),
 		Info: res("create", "", "serviceaccounts", "token", "default", "web-sa")}); err != nil {
 		t.Errorf("admin: %v", err)
+	}
+}
+
+// csiStorage is the claims, volumes and CSIDrivers behind the web pod's volumes.
+type csiStorage struct {
+	claims  map[string]*corev1.PersistentVolumeClaim
+	volumes map[string]*corev1.PersistentVolume
+	drivers map[string]*storagev1.CSIDriver
+}
+
+func (s csiStorage) PersistentVolumeClaim(ns, name string) (*corev1.PersistentVolumeClaim, bool) {
+	c, ok := s.claims[ns+"/"+name]
+	return c, ok
+}
+
+func (s csiStorage) PersistentVolume(name string) (*corev1.PersistentVolume, bool) {
+	v, ok := s.volumes[name]
+	return v, ok
+}
+
+func (s csiStorage) CSIDriver(name string) (*storagev1.CSIDriver, bool) {
+	d, ok := s.drivers[name]
+	return d, ok
+}
+
+// A node may ask for a token of its pod for an audience the CSIDriver of one of the pod's volumes asks for
+// (tokenRequests): an inline csi volume's driver, or the driver of the volume a claim or a generic ephemeral
+// volume's claim is bound to; not for a driver the pod does not use.
+func TestNodeRestrictionCSITokenAudiences(t *testing.T) {
+	claim := func(name, volume string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}}
+	}
+	volume := func(name, driver string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver}}}}
+	}
+	driver := func(name, audience string) *storagev1.CSIDriver {
+		return &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: storagev1.CSIDriverSpec{TokenRequests: []storagev1.TokenRequest{{Audience: audience}}}}
+	}
+	st := csiStorage{
+		claims: map[string]*corev1.PersistentVolumeClaim{"default/data": claim("data", "pv-data"),
+			"default/web-scratch": claim("web-scratch", "pv-scratch"), "default/db-data": claim("db-data", "pv-db")},
+		volumes: map[string]*corev1.PersistentVolume{"pv-data": volume("pv-data", "disk.example"),
+			"pv-scratch": volume("pv-scratch", "scratch.example"), "pv-db": volume("pv-db", "db.example")},
+		drivers: map[string]*storagev1.CSIDriver{"d": driver("d", "inline-aud"), "disk.example": driver("disk.example", "disk-aud"),
+			"scratch.example": driver("scratch.example", "scratch-aud"), "db.example": driver("db.example", "db-aud")},
+	}
+	sa := &registry.Resource{Version: "v1", Name: "serviceaccounts", Namespaced: true}
+	for _, tc := range []struct {
+		audience string
+		storage  StorageGetter
+		allow    bool
+	}{
+		{"inline-aud", st, true},
+		{"disk-aud", st, true},
+		{"scratch-aud", st, true},
+		{"db-aud", st, false}, // another pod's volume
+		{"inline-aud", nil, false},
+	} {
+		nr := NodeRestriction{Pods: testVolumePods(), Storage: tc.storage}
+		err := nr.Admit(context.Background(), &rest.Attributes{User: node1, Resource: sa, Object: tokenRequest("web", "web-uid", tc.audience),
+			Info: res("create", "", "serviceaccounts", "token", "default", "web-sa")})
+		if (err == nil) != tc.allow {
+			t.Errorf("audience %s (storage known: %v): %v, want allowed %v", tc.audience, tc.storage != nil, err, tc.allow)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,11 +21,21 @@ type PodGetter interface {
 	Pod(namespace, name string) (*corev1.Pod, error)
 }
 
+// StorageGetter reads the claims, volumes and CSIDrivers behind a pod's
+// volumes: what says which audiences its CSI drivers take tokens for.
+type StorageGetter interface {
+	PersistentVolumeClaim(namespace, name string) (*corev1.PersistentVolumeClaim, bool)
+	PersistentVolume(name string) (*corev1.PersistentVolume, bool)
+	CSIDriver(name string) (*storagev1.CSIDriver, bool)
+}
+
 // NodeRestriction is the admission half of node limits: it checks the
 // objects a node writes, as upstream's NodeRestriction plugin does. Pods
-// looks up the pod a node's TokenRequest is bound to.
+// looks up the pod a node's TokenRequest is bound to, Storage (optional) the
+// CSI drivers of its volumes.
 type NodeRestriction struct {
-	Pods PodGetter
+	Pods    PodGetter
+	Storage StorageGetter
 }
 
 var _ rest.Admitter = NodeRestriction{}
@@ -108,9 +119,10 @@ func (nr NodeRestriction) Admit(_ context.Context, a *rest.Attributes) error {
 
 // admitTokenRequest lets a node ask for a token only when it is bound to a
 // pod (by name and UID) running on the node, for an audience one of the
-// pod's projected token volumes names, as upstream's NodeRestriction with
+// pod's projected token volumes names or the CSIDriver of one of its volumes
+// asks for (tokenRequests), as upstream's NodeRestriction with
 // ServiceAccountNodeAudienceRestriction (no audience at all matches a
-// projection that names none).
+// projection or token request that names none).
 func (nr NodeRestriction) admitTokenRequest(node string, a *rest.Attributes, tr *authenticationv1.TokenRequest) error {
 	deny := func(err error) error {
 		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Info.Name, err)
@@ -139,13 +151,14 @@ func (nr NodeRestriction) admitTokenRequest(node string, a *rest.Attributes, tr 
 	if pod.Spec.NodeName != node {
 		return deny(fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
 	}
-	return tokenAudienceAllowed(pod, tr.Spec.Audiences, a.User.Name)
+	return tokenAudienceAllowed(pod, tr.Spec.Audiences, a.User.Name, nr.Storage)
 }
 
 // tokenAudienceAllowed reports (nil) whether a node may ask for a token with
 // audiences for pod: at most one audience, which a serviceAccountToken
-// projection of the pod names. The error is upstream's.
-func tokenAudienceAllowed(pod *corev1.Pod, audiences []string, user string) error {
+// projection of the pod names, or a token request of the CSIDriver of one of
+// its volumes (read through storage, when set). The error is upstream's.
+func tokenAudienceAllowed(pod *corev1.Pod, audiences []string, user string, storage StorageGetter) error {
 	deny := func(err error) error {
 		return apierrors.NewForbidden(corev1.Resource("serviceaccounts"), pod.Spec.ServiceAccountName, err)
 	}
@@ -167,7 +180,49 @@ func tokenAudienceAllowed(pod *corev1.Pod, audiences []string, user string) erro
 			}
 		}
 	}
+	if storage != nil {
+		for _, driver := range csiDrivers(pod, storage) {
+			d, ok := storage.CSIDriver(driver)
+			if !ok {
+				continue
+			}
+			for _, r := range d.Spec.TokenRequests {
+				if r.Audience == want {
+					return nil
+				}
+			}
+		}
+	}
 	return deny(fmt.Errorf("audience %q not found in pod spec volume, %s is not authorized to request tokens for this audience", want, user))
+}
+
+// csiDrivers returns the CSI drivers of pod's volumes: its inline csi
+// volumes', and those of the volumes its claims (persistentVolumeClaim and
+// generic ephemeral volumes, `<pod>-<volume>`) are bound to.
+func csiDrivers(pod *corev1.Pod, storage StorageGetter) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		claim := ""
+		switch {
+		case v.CSI != nil:
+			out = append(out, v.CSI.Driver)
+		case v.PersistentVolumeClaim != nil:
+			claim = v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil:
+			claim = pod.Name + "-" + v.Name
+		}
+		if claim == "" {
+			continue
+		}
+		pvc, ok := storage.PersistentVolumeClaim(pod.Namespace, claim)
+		if !ok || pvc.Spec.VolumeName == "" {
+			continue
+		}
+		if pv, ok := storage.PersistentVolume(pvc.Spec.VolumeName); ok && pv.Spec.CSI != nil {
+			out = append(out, pv.Spec.CSI.Driver)
+		}
+	}
+	return out
 }
 
 // onlyClaimStatusChanged reports whether a node's update of a claim's status
