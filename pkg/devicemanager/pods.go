@@ -359,9 +359,6 @@ func (m *Manager) AllocatableDevices() map[string]map[string][]int64 {
 	return out
 }
 
-// NoNUMA is the NUMA node of devices their plugin placed on none.
-const NoNUMA = checkpoint.NoNUMA
-
 // numaNodes are the NUMA nodes a plugin placed a device on; none when it gave no topology.
 func numaNodes(d *pluginapi.Device) []int64 {
 	var out []int64
@@ -374,13 +371,13 @@ func numaNodes(d *pluginapi.Device) []int64 {
 }
 
 // perNUMA groups device IDs by the NUMA nodes their plugin placed them on, as upstream records an
-// allocation: a device on two nodes is under both, one on none (or no longer listed) under NoNUMA.
+// allocation: a device on two nodes is under both, one on none (or no longer listed) under checkpoint.NoNUMA.
 func perNUMA(ids []string, devices map[string]*pluginapi.Device) checkpoint.DevicesPerNUMA {
 	out := checkpoint.DevicesPerNUMA{}
 	for _, id := range sorted(ids) {
 		nodes := numaNodes(devices[id])
 		if len(nodes) == 0 {
-			nodes = []int64{NoNUMA}
+			nodes = []int64{checkpoint.NoNUMA}
 		}
 		for _, n := range nodes {
 			out[n] = append(out[n], id)

@@ -32,15 +32,12 @@ const (
 // Devices is what the device manager tells the API.
 type Devices interface {
 	// ContainerDevices returns the device IDs a container holds, by resource and by the NUMA node they are
-	// on (NoNUMA when their plugin gave none).
+	// on (checkpoint.NoNUMA when their plugin gave none).
 	ContainerDevices(pod types.UID, container string) map[string]checkpoint.DevicesPerNUMA
 	// AllocatableDevices returns the healthy devices of every resource, by resource and ID, with the NUMA
 	// nodes each is on.
 	AllocatableDevices() map[string]map[string][]int64
 }
-
-// NoNUMA is the NUMA node of devices their plugin placed on none.
-const NoNUMA = checkpoint.NoNUMA
 
 // DynamicResources is what dynamic resource allocation tells the API: the prepared claims' devices a
 // container uses.
@@ -178,7 +175,7 @@ func allocatableDevices(byResource map[string]map[string][]int64) []*podresource
 		for _, id := range sortedKeys(byResource[name]) {
 			nodes := byResource[name][id]
 			if len(nodes) == 0 {
-				nodes = []int64{NoNUMA}
+				nodes = []int64{checkpoint.NoNUMA}
 			}
 			for _, node := range nodes {
 				out = append(out, &podresourcesapi.ContainerDevices{ResourceName: name, DeviceIds: []string{id}, Topology: topology(node)})
@@ -188,9 +185,9 @@ func allocatableDevices(byResource map[string]map[string][]int64) []*podresource
 	return out
 }
 
-// topology is a NUMA node as the API names it; nil for NoNUMA.
+// topology is a NUMA node as the API names it; nil for checkpoint.NoNUMA.
 func topology(node int64) *podresourcesapi.TopologyInfo {
-	if node == NoNUMA {
+	if node == checkpoint.NoNUMA {
 		return nil
 	}
 	return &podresourcesapi.TopologyInfo{Nodes: []*podresourcesapi.NUMANode{{ID: node}}}

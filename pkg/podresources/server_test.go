@@ -26,7 +26,7 @@ type fakeDevices struct{}
 // The GPUs g1 and g4 are on NUMA node 0, g2 on node 1, g5 on both, g3 on none; the NIC n1 on none.
 func (fakeDevices) ContainerDevices(pod types.UID, container string) map[string]checkpoint.DevicesPerNUMA {
 	if pod == "uid-gpu" && container == "main" {
-		return map[string]checkpoint.DevicesPerNUMA{"example.com/gpu": {1: {"g2"}, 0: {"g4", "g1"}}, "example.com/nic": {NoNUMA: {"n1"}}}
+		return map[string]checkpoint.DevicesPerNUMA{"example.com/gpu": {1: {"g2"}, 0: {"g4", "g1"}}, "example.com/nic": {checkpoint.NoNUMA: {"n1"}}}
 	}
 	return nil
 }

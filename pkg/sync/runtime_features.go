@@ -45,6 +45,20 @@ func (k *Kubelet) supportsSupplementalGroupsPolicy() bool {
 	return k.runtimeFeatures(ctx).sgp
 }
 
+// cachedRecursiveReadOnly is supportsRecursiveReadOnly without a call to the runtime, for the status of
+// every sync: the last answer (admissions and container starts keep it fresh), asked once if there is none.
+func (k *Kubelet) cachedRecursiveReadOnly() bool {
+	k.features.mu.Lock()
+	set, known := k.features.set, !k.features.at.IsZero()
+	k.features.mu.Unlock()
+	if known {
+		return set.rro
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), featuresTimeout)
+	defer cancel()
+	return k.supportsRecursiveReadOnly(ctx)
+}
+
 // runtimeFeatures returns the cached features, asking the runtime again once they are older than featuresTTL.
 func (k *Kubelet) runtimeFeatures(ctx context.Context) featureSet {
 	f := &k.features
@@ -79,22 +93,28 @@ func handlerSupportsRRO(handlers []*runtimeapi.RuntimeHandler, name string) bool
 // hasReadOnlyMount says whether a container of the pod mounts a volume read-only: only then does its status
 // (status.volumeMounts' recursiveReadOnly) need the runtime's support for recursive read-only mounts.
 func hasReadOnlyMount(pod *v1.Pod) bool {
-	mounts := func(cs []v1.Container) bool {
-		for i := range cs {
-			for _, m := range cs[i].VolumeMounts {
-				if m.ReadOnly {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, e := range pod.Spec.EphemeralContainers {
-		for _, m := range e.VolumeMounts {
+	readOnly := func(mounts []v1.VolumeMount) bool {
+		for _, m := range mounts {
 			if m.ReadOnly {
 				return true
 			}
 		}
+		return false
 	}
-	return mounts(pod.Spec.InitContainers) || mounts(pod.Spec.Containers)
+	for i := range pod.Spec.InitContainers {
+		if readOnly(pod.Spec.InitContainers[i].VolumeMounts) {
+			return true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if readOnly(pod.Spec.Containers[i].VolumeMounts) {
+			return true
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if readOnly(pod.Spec.EphemeralContainers[i].VolumeMounts) {
+			return true
+		}
+	}
+	return false
 }

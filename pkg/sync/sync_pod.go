@@ -34,10 +34,8 @@ func (k *Kubelet) statusInput(pod *v1.Pod, state *pleg.PodState) status.Input {
 		HostIPs: k.cfg.NodeIPs(), RuntimeName: k.cfg.RuntimeName, Now: k.clock.Now(),
 		Resize: k.resizeStatus(pod, state), Probe: k.probeStatus(pod), DeviceHealth: k.cfg.DeviceHealth,
 	}
-	if hasReadOnlyMount(pod) { // the runtime's answer is cached; only such pods need it
-		ctx, cancel := context.WithTimeout(context.Background(), featuresTimeout)
-		in.RecursiveReadOnly = k.supportsRecursiveReadOnly(ctx)
-		cancel()
+	if hasReadOnlyMount(pod) { // only such pods need the runtime's answer
+		in.RecursiveReadOnly = k.cachedRecursiveReadOnly()
 	}
 	if state != nil {
 		in.Sandboxes, in.Containers = state.Sandboxes, state.Containers
