@@ -2,13 +2,11 @@ package config
 
 import (
 	"context"
-	"errors"
-	"net"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/kubelet/pkg/kubeclient"
 )
 
 // unreachableRetry is how often the pod source tries an API server it cannot reach. client-go's reflector
@@ -24,7 +22,7 @@ const unreachableRetry = time.Second
 func retryUnreachable[T any](ctx context.Context, clk clock.Clock, f func(context.Context) (T, error)) (T, error) {
 	for {
 		v, err := f(ctx)
-		if err == nil || !unreachable(err) || ctx.Err() != nil {
+		if err == nil || !kubeclient.Unreachable(err) || ctx.Err() != nil {
 			return v, err
 		}
 		select {
@@ -33,19 +31,4 @@ func retryUnreachable[T any](ctx context.Context, clk clock.Clock, f func(contex
 		case <-clk.After(unreachableRetry):
 		}
 	}
-}
-
-// unreachable says whether err means that the API server could not be reached or could not answer.
-func unreachable(err error) bool {
-	var netErr net.Error
-	switch {
-	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err):
-		return true
-	case apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err),
-		apierrors.IsTimeout(err):
-		return true
-	case errors.As(err, &netErr):
-		return true
-	}
-	return false
 }

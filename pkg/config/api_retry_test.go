@@ -2,41 +2,14 @@ package config
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net"
 	"syscall"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	testclock "k8s.io/utils/clock/testing"
 )
-
-func TestUnreachable(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "x"}}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"connection refused", fmt.Errorf("get: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), true},
-		{"connection reset", fmt.Errorf("get: %w", syscall.ECONNRESET), true},
-		{"a network error", refused, true},
-		{"503", apierrors.NewServiceUnavailable("starting"), true},
-		{"429", apierrors.NewTooManyRequests("busy", 1), true},
-		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "list", 1), true},
-		{"410 gone", apierrors.NewResourceExpired("too old"), false},
-		{"403", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")), false},
-		{"plain error", errors.New("decode failed"), false},
-	}
-	for _, tt := range tests {
-		if got := unreachable(tt.err); got != tt.want {
-			t.Errorf("%s: unreachable = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
 
 // An API server that refuses connections is tried every second until it answers; an answer that is an
 // error of its own goes back at once.

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/request"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // NodeLeaseNamespace holds the nodes' heartbeat Leases.
@@ -148,11 +149,11 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 		var refs []string
 		switch resource {
 		case "secrets":
-			refs = references(pod).secrets
+			refs = podfacts.References(pod).Secrets
 		case "configmaps":
-			refs = references(pod).configMaps
+			refs = podfacts.References(pod).ConfigMaps
 		case "persistentvolumeclaims":
-			refs = references(pod).claims
+			refs = podfacts.References(pod).Claims
 		case "serviceaccounts":
 			refs = []string{pod.Spec.ServiceAccountName}
 		case "resourceclaims":
@@ -165,89 +166,4 @@ func (a *Authorizer) referenced(node, resource, namespace, name string) bool {
 		}
 	}
 	return false
-}
-
-// podRefs are the names of the secrets, configmaps and persistent volume claims a pod refers to.
-type podRefs struct{ secrets, configMaps, claims []string }
-
-// references walks pod once for what it refers to, as upstream's VisitPodSecretNames and
-// VisitPodConfigmapNames: image pull secrets; volumes (projected ones, and the secret references of the
-// other volume types, too); the envFrom and env valueFrom of every container, init container and ephemeral
-// container; and the claims of persistentVolumeClaim and ephemeral volumes (<pod>-<volume>).
-func references(pod *corev1.Pod) podRefs {
-	var r podRefs
-	for _, s := range pod.Spec.ImagePullSecrets {
-		r.secrets = append(r.secrets, s.Name)
-	}
-	secretRef := func(ref *corev1.LocalObjectReference) {
-		if ref != nil {
-			r.secrets = append(r.secrets, ref.Name)
-		}
-	}
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.Secret != nil:
-			r.secrets = append(r.secrets, v.Secret.SecretName)
-		case v.ConfigMap != nil:
-			r.configMaps = append(r.configMaps, v.ConfigMap.Name)
-		case v.Projected != nil:
-			for _, src := range v.Projected.Sources {
-				if src.Secret != nil {
-					r.secrets = append(r.secrets, src.Secret.Name)
-				}
-				if src.ConfigMap != nil {
-					r.configMaps = append(r.configMaps, src.ConfigMap.Name)
-				}
-			}
-		case v.PersistentVolumeClaim != nil:
-			r.claims = append(r.claims, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			r.claims = append(r.claims, pod.Name+"-"+v.Name)
-		case v.AzureFile != nil:
-			r.secrets = append(r.secrets, v.AzureFile.SecretName)
-		case v.CephFS != nil:
-			secretRef(v.CephFS.SecretRef)
-		case v.Cinder != nil:
-			secretRef(v.Cinder.SecretRef)
-		case v.FlexVolume != nil:
-			secretRef(v.FlexVolume.SecretRef)
-		case v.RBD != nil:
-			secretRef(v.RBD.SecretRef)
-		case v.ScaleIO != nil:
-			secretRef(v.ScaleIO.SecretRef)
-		case v.ISCSI != nil:
-			secretRef(v.ISCSI.SecretRef)
-		case v.StorageOS != nil:
-			secretRef(v.StorageOS.SecretRef)
-		case v.CSI != nil:
-			secretRef(v.CSI.NodePublishSecretRef)
-		}
-	}
-	env := func(envFrom []corev1.EnvFromSource, vars []corev1.EnvVar) {
-		for _, e := range envFrom {
-			if e.SecretRef != nil {
-				r.secrets = append(r.secrets, e.SecretRef.Name)
-			}
-			if e.ConfigMapRef != nil {
-				r.configMaps = append(r.configMaps, e.ConfigMapRef.Name)
-			}
-		}
-		for _, e := range vars {
-			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-				r.secrets = append(r.secrets, e.ValueFrom.SecretKeyRef.Name)
-			}
-			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
-				r.configMaps = append(r.configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
-			}
-		}
-	}
-	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range cs {
-			env(c.EnvFrom, c.Env)
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		env(c.EnvFrom, c.Env)
-	}
-	return r
 }

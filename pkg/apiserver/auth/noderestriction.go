@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // PodGetter reads a pod by namespace and name (the store's NotFound when it
@@ -244,11 +245,11 @@ func apiObjectReference(pod *corev1.Pod) string {
 	if pod.Spec.ServiceAccountName != "" {
 		return "serviceaccounts"
 	}
-	r := references(pod)
+	r := podfacts.References(pod)
 	switch {
-	case len(r.secrets) > 0:
+	case len(r.Secrets) > 0:
 		return "secrets"
-	case len(r.configMaps) > 0:
+	case len(r.ConfigMaps) > 0:
 		return "configmaps"
 	case len(pod.Spec.ResourceClaims) > 0:
 		return "resourceclaims"
