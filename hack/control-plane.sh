@@ -57,15 +57,21 @@ require_root() {
 
 # ---- processes ----------------------------------------------------------------------------------------
 
-# our_pid NAME prints the PID recorded for NAME when that process is still NAME started from CP_DIR.
+# our_pid NAME prints the PID recorded for NAME when that process is still NAME started from CP_DIR. A
+# process in the middle of an exec (setsid, then nice, then the binary) reads an empty command line for a
+# moment: that is read again rather than taken for an exit.
 our_pid() {
-	local pid
+	local pid cmd i
 	[ -f "$RUN/$1.pid" ] || return 1
 	pid=$(cat "$RUN/$1.pid")
 	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
-	[ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$1 .*$CP_DIR" || return 1
-	echo "$pid"
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		[ -r "/proc/$pid/cmdline" ] || return 1
+		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)
+		[ -n "$cmd" ] && break
+		sleep 0.1
+	done
+	case "$cmd" in *"$1 "*"$CP_DIR"*) echo "$pid" ;; *) return 1 ;; esac
 }
 
 stop_one() {

@@ -36,6 +36,9 @@ func debugPage(name string, kl *podsync.Kubelet, agent *node.Agent, cg *cgroups.
 		if len(h.Failures) > 0 {
 			p.Node.ReadyMessage = h.Failures[0]
 		}
+		if off, ok := kl.Offline(); ok {
+			p.Node.Offline = &debugpage.Offline{Since: off.Since, Pods: off.Pods}
+		}
 		for i := range p.Pods {
 			uid := types.UID(p.Pods[i].UID)
 			if claim, driver, err := claims.Waiting(uid); err != "" {

@@ -259,12 +259,16 @@ func (p *nodeParts) newAgent() error {
 func (p *nodeParts) newPodSync(ctx context.Context) error {
 	o, d := p.o, p.d
 	var err error
+	podsClient, checkpoint, err := offlineCheckpoint(o, d.clients.pods)
+	if err != nil {
+		return err
+	}
 	p.volumes, err = volume.New(volume.Config{
 		RootDir:       o.rootDir,
-		API:           volumeAPI{d.clients.pods},
+		API:           volumeAPI{podsClient},
 		CSI:           p.csi,
-		CSIAPI:        volumeAPI{d.clients.pods},
-		ClaimStatus:   volumeAPI{d.clients.pods},
+		CSIAPI:        volumeAPI{podsClient},
+		ClaimStatus:   volumeAPI{podsClient},
 		ReportedInUse: p.reportedInUse,
 		Node:          func() volume.NodeInfo { return volume.NodeInfo{Name: d.name, Allocatable: p.agent.Allocatable()} },
 		Reuse:         o.syncFrequency / 2,
@@ -287,11 +291,14 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 	}
 	p.events = make(chan *runtimeapi.ContainerEventResponse, 1024)
 	p.services = svcenv.NewWatcher(d.clients.pods)
+	offlinePods := offlinePodSync(o, checkpoint, p.services.Env)
 	p.kl, err = podsync.New(podsync.Config{
 		NodeName:              d.name,
 		RootDir:               o.rootDir,
 		PodLogsDir:            o.podLogsDir,
-		Client:                d.clients.pods,
+		Client:                podsClient,
+		Checkpoint:            offlinePods.checkpoint,
+		Offline:               offlinePods.offline,
 		Runtime:               d.runtime,
 		Images:                d.images,
 		RuntimeName:           version.GetRuntimeName(),
@@ -317,7 +324,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		ClusterDNS:            o.clusterDNSIPs(),
 		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),
 		ResolvConf:            o.resolvConf,
-		ServiceEnv:            p.services.Env,
+		ServiceEnv:            offlinePods.serviceEnv,
 		ContainerStarted:      func(c containerlogs.Container) { linkLog(ctx, p.logs, c) },
 		NoTimelines:           !o.debugTimelines,
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/nodeagent/kubelet/pkg/offline"
 	"maps"
 	"net"
 	"os"
@@ -64,6 +65,8 @@ type options struct {
 	tlsCertFile       string
 	tlsKeyFile        string
 	syncFrequency     time.Duration
+	offlineAutonomy   string
+	offlineGrace      time.Duration
 	imagePullParallel int
 	kubeAPIQPS        float32
 	kubeAPIBurst      int
@@ -127,6 +130,8 @@ func defaultOptions() *options {
 		port:              10250,
 		address:           "127.0.0.1",
 		syncFrequency:     time.Minute,
+		offlineAutonomy:   string(offline.Tolerating),
+		offlineGrace:      30 * time.Second,
 		imagePullParallel: 5,
 		verbosity:         "0",
 		kubeAPIQPS:        50,
@@ -178,6 +183,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile, "The endpoint's serving certificate; empty: a self-signed one kept in <root dir>/pki.")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "The key of --tls-cert-file.")
 	fs.DurationVar(&o.syncFrequency, "sync-frequency", o.syncFrequency, "Most time between two syncs of a running pod.")
+	fs.StringVar(&o.offlineAutonomy, "offline-autonomy", o.offlineAutonomy, "Which checkpointed pods run when the node starts without its API server: none (as upstream; nothing is checkpointed), tolerating (those tolerating node.kubernetes.io/unreachable:NoExecute forever, which cannot run twice) or all.")
+	fs.DurationVar(&o.offlineGrace, "offline-autonomy-grace-period", o.offlineGrace, "How long a starting node waits for its API server before it runs pods from its checkpoint.")
 	fs.IntVar(&o.imagePullParallel, "max-parallel-image-pulls", o.imagePullParallel, "Most image pulls at once (one per image at a time).")
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", o.kubeAPIQPS, "Queries per second to the API server.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", o.kubeAPIBurst, "Burst of queries to the API server.")
@@ -228,6 +235,10 @@ func (o *options) validate() error {
 		return flagErrorf([]string{"event-qps", "event-burst"}, "--event-qps and --event-burst must be positive")
 	case o.syncFrequency < time.Second:
 		return flagErrorf([]string{"sync-frequency"}, "--sync-frequency must be at least 1s, got %v", o.syncFrequency)
+	case !validOfflineAutonomy(o.offlineAutonomy):
+		return flagErrorf([]string{"offline-autonomy"}, "--offline-autonomy must be none, tolerating or all, got %q", o.offlineAutonomy)
+	case o.offlineGrace < 0:
+		return flagErrorf([]string{"offline-autonomy-grace-period"}, "--offline-autonomy-grace-period must not be negative, got %v", o.offlineGrace)
 	case o.rootDir == "":
 		return flagErrorf([]string{"root-dir"}, "--root-dir must not be empty")
 	case o.containerLogMaxFiles < 2:
@@ -441,3 +452,8 @@ func (s *statements) Type() string { return "statements" }
 // that offer it for their volumes' health: kubelet_volume_stats_health_status_abnormal and a
 // VolumeConditionAbnormal event on the pod of a volume reported abnormal.
 var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true, "CSIVolumeHealth": true}
+
+func validOfflineAutonomy(s string) bool {
+	_, err := offline.ParseMode(s)
+	return err == nil
+}

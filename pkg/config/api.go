@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -68,6 +69,13 @@ func (a *apiSource) run(ctx context.Context) {
 	// every pod of the initial list, so that each of them is in the update stream ahead of SourceSynced.
 	go func() {
 		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			present := map[types.UID]bool{}
+			for _, obj := range informer.GetStore().List() {
+				if pod, ok := obj.(*v1.Pod); ok {
+					present[pod.UID] = true
+				}
+			}
+			a.out.reconcileOffline(ctx, present)
 			a.out.markSynced(ctx, SourceAPI)
 		}
 	}()

@@ -10,9 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // FileResync is how often the manifest directory is re-listed even without a change notification.
@@ -27,6 +29,30 @@ type Options struct {
 	ManifestDir string
 	Clock       clock.WithTicker
 	Recorder    record.EventRecorder
+	// Checkpoint, when set, records the API source's pods as they come and go (see PodCheckpoint).
+	Checkpoint PodCheckpoint
+	// Offline, when its Runs is set (and Checkpoint is), serves the checkpointed pods it selects once the API
+	// source has not delivered its initial list within Offline.Grace.
+	Offline Offline
+}
+
+// PodCheckpoint keeps the pods bound to the node as last seen from the API server (offline.Store).
+type PodCheckpoint interface {
+	PutPod(pod *v1.Pod) error
+	DeletePod(uid types.UID) error
+	Pods() ([]*v1.Pod, []error)
+}
+
+// Offline says which checkpointed pods run while the API server is away, and after how long.
+type Offline struct {
+	Grace time.Duration
+	Runs  func(*v1.Pod) bool
+}
+
+// OfflineState is what the node runs from its checkpoint: since when, and which pods (namespace/name).
+type OfflineState struct {
+	Since time.Time
+	Pods  []string
 }
 
 // Sources merges the API and file sources into one stream of PodUpdates. Updates carry only real changes:
@@ -36,9 +62,10 @@ type Sources struct {
 	opts    Options
 	updates chan PodUpdate
 
-	mu     sync.Mutex
-	pods   map[string]map[types.UID]*v1.Pod // by source
-	synced map[string]bool                  // sources that delivered their initial list
+	mu      sync.Mutex
+	pods    map[string]map[types.UID]*v1.Pod // by source
+	synced  map[string]bool                  // sources that delivered their initial list
+	offline *OfflineState                    // set while the checkpoint serves the API source's pods
 }
 
 // NewSources returns the sources opts asks for. With neither a client nor a manifest directory it still
@@ -102,6 +129,13 @@ func (s *Sources) Run(ctx context.Context) {
 			newFileSource(s.opts, s).run(ctx)
 		}()
 	}
+	if s.opts.Client != nil && s.opts.Checkpoint != nil && s.opts.Offline.Runs != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runOffline(ctx)
+		}()
+	}
 	wg.Wait()
 }
 
@@ -125,8 +159,26 @@ func (s *Sources) upsert(ctx context.Context, source string, pod *v1.Pod) {
 	m[pod.UID] = pod
 	s.mu.Unlock()
 	op, changed := classify(old, ok, pod)
+	if changed && source == SourceAPI {
+		s.keep(ctx, old, op, pod)
+	}
 	if changed {
 		s.send(ctx, PodUpdate{Op: op, Pods: []*v1.Pod{pod}, Source: source})
+	}
+}
+
+// keep records an API pod's change in the checkpoint: every change but one of its status alone, which is
+// recorded only when its phase changes (a finished pod must not run again from the checkpoint). Mirror pods
+// are their static pods' business.
+func (s *Sources) keep(ctx context.Context, old *v1.Pod, op Op, pod *v1.Pod) {
+	if s.opts.Checkpoint == nil || podfacts.IsMirror(pod) {
+		return
+	}
+	if op == Reconcile && old != nil && old.Status.Phase == pod.Status.Phase {
+		return
+	}
+	if err := s.opts.Checkpoint.PutPod(pod); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot checkpoint a pod", "pod", klog.KObj(pod))
 	}
 }
 
@@ -137,6 +189,11 @@ func (s *Sources) remove(ctx context.Context, source string, pod *v1.Pod) {
 	old, ok := m[pod.UID]
 	delete(m, pod.UID)
 	s.mu.Unlock()
+	if source == SourceAPI && s.opts.Checkpoint != nil {
+		if err := s.opts.Checkpoint.DeletePod(pod.UID); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot remove a pod from the checkpoint", "pod", klog.KObj(pod))
+		}
+	}
 	if ok {
 		s.send(ctx, PodUpdate{Op: Remove, Pods: []*v1.Pod{old}, Source: source})
 	}

@@ -9,6 +9,12 @@ type Page struct {
 	Generated time.Time `json:"generated"`
 }
 
+// Offline is what the node runs from its checkpoint: since when, and which pods (namespace/name).
+type Offline struct {
+	Since time.Time `json:"since"`
+	Pods  []string  `json:"pods"`
+}
+
 // Node is the node's own health.
 type Node struct {
 	Name string `json:"name"`
@@ -31,6 +37,8 @@ type Node struct {
 	LastLease    time.Time `json:"lastLease"`
 	CgroupMode   string    `json:"cgroupMode"`
 	CgroupDriver string    `json:"cgroupDriver"`
+	// Offline is set while the node runs pods from its checkpoint, its API server away since its start.
+	Offline *Offline `json:"offline,omitempty"`
 	// Devices are the device plugins' resources.
 	Devices []DeviceResource `json:"devices,omitempty"`
 	// Plugins are the registrations through the plugin registration directory (CSI drivers), with the

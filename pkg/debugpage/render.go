@@ -77,7 +77,8 @@ code{white-space:pre-wrap}
 <tr><th>runtime</th><td>{{if .Node.RuntimeReady}}ready{{else}}<span class="bad">not ready</span> {{.Node.RuntimeMessage}}{{end}}</td></tr>
 <tr><th>network</th><td>{{if .Node.NetworkReady}}ready{{else}}<span class="bad">not ready</span> {{.Node.NetworkMessage}}{{end}}</td></tr>
 <tr><th>API server</th><td>{{if .Node.APIReachable}}reachable{{else}}<span class="bad">unreachable</span>{{end}}; Lease renewed {{ago $.Generated .Node.LastLease}} ago</td></tr>
-<tr><th>cgroups</th><td>{{.Node.CgroupMode}}, {{.Node.CgroupDriver}} driver</td></tr>
+{{with .Node.Offline}}<tr><th>Offline</th><td><span class="bad">running from the checkpoint</span> for {{ago $.Generated .Since}}: {{range $i, $p := .Pods}}{{if $i}}, {{end}}{{$p}}{{else}}no pod{{end}}</td></tr>
+{{end}}<tr><th>cgroups</th><td>{{.Node.CgroupMode}}, {{.Node.CgroupDriver}} driver</td></tr>
 {{range .Node.Plugins}}<tr><th>plugin {{.Name}}</th><td>{{.Type}} at {{.Endpoint}} (registered through {{.Socket}}){{if .Error}} <span class="bad">refused: {{.Error}}</span>{{end}}</td></tr>{{end}}
 {{range .Node.Devices}}<tr><th>devices {{.Name}}</th><td>{{if .Plugin}}plugin {{.Plugin}}{{else}}<span class="bad">plugin gone {{ms .PluginGone}} ago</span>{{end}}: {{.Devices}} devices, {{.Healthy}} healthy, {{.Held}} held by containers</td></tr>{{end}}
 </table>

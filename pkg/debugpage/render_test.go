@@ -15,6 +15,7 @@ func TestHandler(t *testing.T) {
 		Failures: []string{"pleg: stuck"}, LastRelist: now.Add(-2 * time.Second), RelistTook: 3 * time.Millisecond,
 		Stuck: []Stuck{{Pod: "default/hung", Call: "ContainerStatus", Since: 12 * time.Second}}, RuntimeReady: true, NetworkReady: true,
 		APIReachable: true, LastLease: now.Add(-5 * time.Second), CgroupMode: "v1", CgroupDriver: "cgroupfs",
+		Offline: &Offline{Since: now.Add(-time.Minute), Pods: []string{"kube-system/agent", "default/web"}},
 		Devices: []DeviceResource{{Name: "example.com/gpu", Plugin: "gpu.sock", Devices: 4, Healthy: 3, Held: 2},
 			{Name: "example.com/nic", PluginGone: 90 * time.Second, Devices: 2}}},
 		Pods: []Pod{{Namespace: "default", Name: "<script>alert(1)</script>", UID: "u1", State: "Syncing", Phase: "Running",
@@ -34,7 +35,7 @@ func TestHandler(t *testing.T) {
 	}
 	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "NotReady", "ContainerStatus of pod default/hung",
 		`class="slowest"`, "CrashLoopBackOff", "in 20s",
-		"plugin gpu.sock: 4 devices, 3 healthy, 2 held by containers", "plugin gone 1m30s ago", "Not Ready: <span data-field=\"whyNotReady\">the readiness probe"} {
+		"plugin gpu.sock: 4 devices, 3 healthy, 2 held by containers", "running from the checkpoint</span> for 1m0s: kube-system/agent, default/web", "plugin gone 1m30s ago", "Not Ready: <span data-field=\"whyNotReady\">the readiness probe"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -35,4 +35,3 @@ func TestUnreachable(t *testing.T) {
 		}
 	}
 }
-

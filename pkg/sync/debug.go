@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"github.com/nodeagent/kubelet/pkg/config"
 	"sort"
 	"strings"
 	"sync"
@@ -241,6 +242,16 @@ func (k *Kubelet) backoffsOf(pod *v1.Pod, st *v1.PodStatus, now time.Time) []deb
 		}
 	}
 	return out
+}
+
+// Offline returns what the node runs from its checkpoint while its API server is away (false: nothing).
+func (k *Kubelet) Offline() (config.OfflineState, bool) {
+	if src, ok := k.source.(interface {
+		Offline() (config.OfflineState, bool)
+	}); ok {
+		return src.Offline()
+	}
+	return config.OfflineState{}, false
 }
 
 // PLEGStatus returns the last full relist's start and length, and the pods whose inspection is stuck.

@@ -147,6 +147,10 @@ type Config struct {
 	// ResolvConf is the node's resolver configuration that dnsPolicy Default pods get (--resolv-conf);
 	// empty gives them the local resolver only, as upstream.
 	ResolvConf string
+	// Checkpoint records the API server's pods for offline autonomy; Offline says which of them run, and
+	// when, while the API server is away (config.Options).
+	Checkpoint config.PodCheckpoint
+	Offline    config.Offline
 	// Source overrides the pod sources built from Client and ManifestDir.
 	Source PodSource
 	// Mirrors overrides the mirror pod client built from Client.
@@ -282,7 +286,7 @@ func New(cfg Config) (*Kubelet, error) {
 	if k.source == nil {
 		src, err := config.NewSources(config.Options{
 			NodeName: cfg.NodeName, Client: cfg.Client, ManifestDir: cfg.ManifestDir,
-			Clock: cfg.Clock, Recorder: cfg.Recorder,
+			Clock: cfg.Clock, Recorder: cfg.Recorder, Checkpoint: cfg.Checkpoint, Offline: cfg.Offline,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("pod sources: %w", err)

@@ -38,7 +38,8 @@ type controlPlane struct {
 	ca             string
 	auditLog       string // one JSON line per request a node made
 	client         kubernetes.Interface
-	scheduler      bool // kube-scheduler places pods (privateControlPlane)
+	scheduler      bool     // kube-scheduler places pods (privateControlPlane)
+	settings       []string // hack/control-plane.sh's environment (privateControlPlane)
 }
 
 var (
@@ -82,13 +83,31 @@ func privateControlPlane(t *testing.T, node string) *controlPlane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.scheduler = true
+	cp.scheduler, cp.settings = true, env
 	// Pods are admitted once the controller manager has made the namespace's service account.
 	eventually(t, 60*time.Second, "the default service account", func() error {
 		_, err := cp.client.CoreV1().ServiceAccounts("default").Get(context.Background(), "default", metav1.GetOptions{})
 		return err
 	})
 	return cp
+}
+
+// stop stops a private control plane's processes (its data and ports are kept for start).
+func (cp *controlPlane) stop(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(controlPlaneScript, "stop")
+	cmd.Env = append(os.Environ(), cp.settings...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s stop: %v\n%s", controlPlaneScript, err, out)
+	}
+}
+
+// start starts a private control plane stopped by stop again, on the same data and ports.
+func (cp *controlPlane) start(t *testing.T) {
+	t.Helper()
+	if _, err := startControlPlane(cp.settings...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startControlPlane runs hack/control-plane.sh start with env added to its environment.

@@ -43,23 +43,32 @@ type runtimeView struct {
 
 func (n *node) runtimeView(t *testing.T) runtimeView {
 	t.Helper()
-	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
+	v, err := n.tryRuntimeView()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return v
+}
+
+// tryRuntimeView is runtimeView, with an error for a runtime that does not answer (yet).
+func (n *node) tryRuntimeView() (runtimeView, error) {
+	rt, _, err := remote.Connect(n.criSocket(), 10*time.Second)
+	if err != nil {
+		return runtimeView{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	v := runtimeView{containers: map[string][]string{}, sandboxes: map[string][]string{}}
 	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
 	if err != nil {
-		t.Fatal(err)
+		return runtimeView{}, err
 	}
 	for _, sb := range sbs {
 		v.sandboxes[sb.Metadata.Name] = append(v.sandboxes[sb.Metadata.Name], sb.Id)
 	}
 	ctrs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
 	if err != nil {
-		t.Fatal(err)
+		return runtimeView{}, err
 	}
 	for _, c := range ctrs {
 		name := c.Labels["io.kubernetes.pod.name"]
@@ -70,7 +79,7 @@ func (n *node) runtimeView(t *testing.T) runtimeView {
 			sort.Strings(m[k])
 		}
 	}
-	return v
+	return v, nil
 }
 
 // podStates reads the named pods' phase, IP and container IDs and restart counts from the API.
