@@ -34,6 +34,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/metrics"
 	"github.com/nodeagent/kubelet/pkg/node"
+	"github.com/nodeagent/kubelet/pkg/offline"
 	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
 	"github.com/nodeagent/kubelet/pkg/podresources"
 	"github.com/nodeagent/kubelet/pkg/runtime"
@@ -78,6 +79,9 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err := p.newDevices(ctx); err != nil {
 		return err
 	}
+	if err := p.openCheckpoint(); err != nil {
+		return err
+	}
 	if err := p.newAgent(); err != nil {
 		return err
 	}
@@ -118,10 +122,13 @@ type nodeParts struct {
 	logs         *containerlogs.Manager
 	events       chan *runtimeapi.ContainerEventResponse
 	services     *svcenv.Watcher
-	kl           *podsync.Kubelet
-	collector    *stats.Collector
-	srv          *server.Server
-	shutdownMgr  atomic.Pointer[shutdown.Manager]
+	// podsClient is the pods client through the offline checkpoint (when there is one).
+	podsClient  kubeclient.Interface
+	checkpoint  *offline.Store
+	kl          *podsync.Kubelet
+	collector   *stats.Collector
+	srv         *server.Server
+	shutdownMgr atomic.Pointer[shutdown.Manager]
 	// agentReady is the node agent once built, for the device manager's changes.
 	agentReady atomic.Pointer[node.Agent]
 }
@@ -232,6 +239,8 @@ func (p *nodeParts) newAgent() error {
 		Eviction:       nodeThresholds(thresholds),
 		Pressure:       p.evictions.Pressure,
 		Devices:        p.devices.Resources,
+		LastKnown:      lastKnownNode(p.checkpoint, d.name),
+		Seen:           keepNode(p.checkpoint),
 		VolumesInUse: func() []v1.UniqueVolumeName {
 			if p.volumes == nil { // built after the agent
 				return nil
@@ -258,11 +267,8 @@ func (p *nodeParts) newAgent() error {
 // newPodSync builds the volume manager, the container log manager and the pod sync (the pod workers).
 func (p *nodeParts) newPodSync(ctx context.Context) error {
 	o, d := p.o, p.d
+	podsClient, checkpoint := p.podsClient, p.checkpoint
 	var err error
-	podsClient, checkpoint, err := offlineCheckpoint(o, d.clients.pods)
-	if err != nil {
-		return err
-	}
 	p.volumes, err = volume.New(volume.Config{
 		RootDir:       o.rootDir,
 		API:           volumeAPI{podsClient},

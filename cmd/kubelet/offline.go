@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/pkg/config"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
@@ -38,4 +42,43 @@ func offlineCheckpoint(o *options, c kubeclient.Interface) (kubeclient.Interface
 		return nil, nil, err
 	}
 	return offline.Client(c, s), s, nil
+}
+
+// openCheckpoint opens the node's checkpoint (offlineCheckpoint) before the pieces that read through it.
+func (p *nodeParts) openCheckpoint() error {
+	var err error
+	p.podsClient, p.checkpoint, err = offlineCheckpoint(p.o, p.d.clients.pods)
+	return err
+}
+
+// nodeResource is where the checkpoint keeps the node's own Node.
+const nodeResource = "nodes"
+
+// lastKnownNode reads the node's Node from the checkpoint: nil without one.
+func lastKnownNode(s *offline.Store, name string) *v1.Node {
+	if s == nil {
+		return nil
+	}
+	var n v1.Node
+	if ok, err := s.Object(nodeResource, "", name, &n); !ok || err != nil {
+		if err != nil {
+			klog.Background().Error(err, "The checkpointed Node cannot be read: its labels are not used")
+		}
+		return nil
+	}
+	return &n
+}
+
+// keepNode records the Node in the checkpoint when its labels change (what admission reads of it offline).
+func keepNode(s *offline.Store) func(*v1.Node) {
+	if s == nil {
+		return nil
+	}
+	return func(n *v1.Node) {
+		labels, _ := json.Marshal(n.Labels)
+		kept := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, Labels: n.Labels}}
+		if err := s.PutObject(nodeResource, "", n.Name, string(labels), kept); err != nil {
+			klog.Background().Error(err, "Cannot checkpoint the Node")
+		}
+	}
 }

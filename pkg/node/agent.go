@@ -43,6 +43,8 @@ type Agent struct {
 	// initial is the Node this agent registers (labels, taints, allocatable), Node's answer until the
 	// watch has one; watched is the API's, from the node's own watch.
 	initial *v1.Node
+	// fallback is initial with the last known Node's labels: Node's answer until the API shows the Node.
+	fallback *v1.Node
 	watched watched
 	mu      sync.Mutex
 	uid     types.UID
@@ -101,6 +103,15 @@ func New(cfg Config) (*Agent, error) {
 	a.allocatable = allocatable(a.capacity, cfg.Reserved, cfg.Eviction)
 	a.initial = newNode(cfg.Name, cfg.Hostname, cfg.Labels, cfg.Taints)
 	a.initial.Status.Capacity, a.initial.Status.Allocatable = a.capacity, a.allocatable
+	a.fallback = a.initial
+	if cfg.LastKnown != nil && len(cfg.LastKnown.Labels) > 0 {
+		a.fallback = a.initial.DeepCopy()
+		for k, v := range cfg.LastKnown.Labels {
+			if _, set := a.fallback.Labels[k]; !set {
+				a.fallback.Labels[k] = v
+			}
+		}
+	}
 	return a, nil
 }
 

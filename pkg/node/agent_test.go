@@ -479,3 +479,26 @@ func TestPodCIDRGivenToTheRuntime(t *testing.T) {
 		t.Fatalf("runtime given %q, want the two CIDRs once", got)
 	}
 }
+
+// A node started without its API server admits pods by the labels others gave its Node (the checkpoint's
+// last known Node), its own --node-labels winning; registration never sends them. The Node the watch
+// shows is handed to Seen.
+func TestLastKnownNodeLabels(t *testing.T) {
+	last := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"node-role.kubernetes.io/edge": "", "rack": "old"}}}
+	a, err := New(Config{Name: "node-a", Client: kubeclienttest.Wrap(fake.NewClientset()), Host: testHost(), KubeletPort: 10250,
+		Labels: map[string]string{"rack": "r1"}, LastKnown: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := a.Node().Labels
+	if _, edge := l["node-role.kubernetes.io/edge"]; !edge || l["rack"] != "r1" || l["kubernetes.io/hostname"] != "node-a" {
+		t.Errorf("labels before the API shows the Node: %v", l)
+	}
+	if _, ok := a.initial.Labels["node-role.kubernetes.io/edge"]; ok {
+		t.Error("the registered Node would carry a label the node may not set")
+	}
+
+	var seen atomic.Pointer[v1.Node]
+	start(t, fake.NewClientset(), func(c *Config) { c.Seen = func(n *v1.Node) { seen.Store(n) } })
+	eventually(t, "the watched Node handed to Seen", func() bool { return seen.Load() != nil && seen.Load().Labels["rack"] == "r1" })
+}

@@ -118,6 +118,12 @@ type Config struct {
 	// VolumesInUse, when set, lists the attachable volumes mounted on the node, reported in
 	// status.volumesInUse so that the attach/detach controller does not detach them under the node.
 	VolumesInUse func() []v1.UniqueVolumeName
+	// LastKnown is the Node as the API showed it before this start (the node's checkpoint): until the API
+	// shows it again, Node answers with its labels (beside Labels, which win), so that a node started without
+	// its API server admits pods by the labels others gave it. Registration never sends them.
+	LastKnown *v1.Node
+	// Seen, when set, is given the Node each time the API shows it changed (to checkpoint it).
+	Seen func(*v1.Node)
 }
 
 func (c *Config) setDefaults() error {

@@ -37,6 +37,9 @@ func (a *Agent) watchNode(ctx context.Context) {
 	set := func(obj interface{}) {
 		if n, ok := obj.(*v1.Node); ok && n.Name == a.cfg.Name {
 			old := a.watched.node.Swap(n)
+			if a.cfg.Seen != nil && (old == nil || old.ResourceVersion != n.ResourceVersion) {
+				a.cfg.Seen(n)
+			}
 			if c := conditionOf(&n.Status, v1.NodeReady); c != nil && c.Status == v1.ConditionUnknown {
 				// The node lifecycle controller marked the node Unknown (the kubelet never posts that): the
 				// kubelet was frozen or cut off without its calls failing. Read the Node afresh and post.
@@ -60,12 +63,12 @@ func (a *Agent) watchNode(ctx context.Context) {
 }
 
 // Node returns the Node as the API last showed it, or, until the API has (at start, or with the API away),
-// the Node this agent registers: its labels (default ones and --node-labels), --register-with-taints and
-// allocatable, as upstream's kubelet falls back to its initial node. The caller must not modify it. Safe for
+// the Node this agent registers: its labels (default ones and --node-labels, and those of Config.LastKnown),
+// --register-with-taints and allocatable, as upstream's kubelet falls back to its initial node. The caller must not modify it. Safe for
 // concurrent use.
 func (a *Agent) Node() *v1.Node {
 	if n := a.watched.node.Load(); n != nil {
 		return n
 	}
-	return a.initial
+	return a.fallback
 }
