@@ -45,9 +45,9 @@ type Agent struct {
 	initial *v1.Node
 	// fallback is initial with the last known Node's labels: Node's answer until the API shows the Node.
 	fallback *v1.Node
-	watched watched
-	mu      sync.Mutex
-	uid     types.UID
+	watched  watched
+	mu       sync.Mutex
+	uid      types.UID
 	// stale is set when an API call failed: the Node is then read afresh before the next decision, since
 	// others (the node lifecycle controller) may have changed it meanwhile.
 	stale atomic.Bool
