@@ -1,15 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodeagent/kubelet/pkg/kubeletconfig"
+	"github.com/nodeagent/kubelet/pkg/offline"
 )
 
 // configField is a KubeletConfiguration field the kubelet honours: the flag that overrides it (empty for a
@@ -120,6 +123,10 @@ func (o *options) loadConfig(fs *pflag.FlagSet) error {
 	if err != nil || doc == nil {
 		return err
 	}
+	doc, err = o.applyExtensions(doc, fs)
+	if err != nil {
+		return fmt.Errorf("kubelet config %s: %w", where, err)
+	}
 	cfg, set, err := kubeletconfig.Decode(doc, func(path string) bool { return configFields[path].apply != nil })
 	if err != nil {
 		return fmt.Errorf("kubelet config %s: %w", where, err)
@@ -171,4 +178,58 @@ func nonNil(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+// extensionFields are the configuration file's fields this kubelet adds to upstream's KubeletConfiguration,
+// by name: the flag that overrides each, and how its JSON value sets the options.
+var extensionFields = map[string]struct {
+	flag  string
+	apply func(o *options, raw json.RawMessage) error
+}{
+	"offlineAutonomy": {"offline-autonomy", func(o *options, raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, &o.offlineAutonomy); err != nil {
+			return err
+		}
+		_, err := offline.ParseMode(o.offlineAutonomy)
+		return err
+	}},
+	"offlineAutonomyGracePeriod": {"offline-autonomy-grace-period", func(o *options, raw json.RawMessage) error {
+		var d metav1.Duration
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return err
+		}
+		if d.Duration < 0 {
+			return fmt.Errorf("must not be negative, got %v", d.Duration)
+		}
+		o.offlineGrace = d.Duration
+		return nil
+	}},
+}
+
+// applyExtensions takes this kubelet's own fields (extensionFields) out of the JSON document, sets the
+// options from those whose flag was not given, and returns the document upstream's strict decoding reads.
+func (o *options) applyExtensions(doc []byte, fs *pflag.FlagSet) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil {
+		return doc, nil // the strict decoding says what is wrong
+	}
+	found := false
+	for name, f := range extensionFields {
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		found = true
+		delete(fields, name)
+		if fs.Changed(f.flag) {
+			continue // flags win
+		}
+		if err := f.apply(o, raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if !found {
+		return doc, nil
+	}
+	return json.Marshal(fields)
 }

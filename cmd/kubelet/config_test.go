@@ -64,6 +64,8 @@ shutdownGracePeriodCriticalPods: 10s
 nodeLeaseDurationSeconds: 8
 crashLoopBackOff: {maxContainerRestartPeriod: 1m}
 featureGates: {ResourceHealthStatus: true}
+offlineAutonomy: all
+offlineAutonomyGracePeriod: 2m
 `, map[string]string{"10-pool.conf": header + "maxPods: 60\n", "20-later.conf": header + "maxPods: 70\nsyncFrequency: 20s\n"},
 		"--sync-frequency", "45s")
 	if err != nil {
@@ -88,6 +90,8 @@ featureGates: {ResourceHealthStatus: true}
 		t.Errorf("crash loop back-off ceiling %v", o.crashLoopBackOffMax)
 	case !o.featureGates["ResourceHealthStatus"]:
 		t.Errorf("feature gates %v", o.featureGates)
+	case o.offlineAutonomy != "all" || o.offlineGrace != 2*time.Minute:
+		t.Errorf("offline autonomy %q after %v", o.offlineAutonomy, o.offlineGrace)
 	}
 	if c := o.kubeletConfiguration(); c.MaxPods != 70 || c.CgroupDriver != "systemd" || c.ShutdownGracePeriod.Duration != 30*time.Second ||
 		c.NodeLeaseDurationSeconds != 8 {
@@ -120,6 +124,9 @@ func TestConfigFileErrors(t *testing.T) {
 		{"crash loop ceiling too long", header + "crashLoopBackOff: {maxContainerRestartPeriod: 10m}\n", "crashLoopBackOff.maxContainerRestartPeriod (got: 10m0s) must be set between 1s and 300s"},
 		{"crash loop ceiling too short", header + "crashLoopBackOff: {maxContainerRestartPeriod: 500ms}\n", "must be set between 1s and 300s"},
 		{"unknown feature gate", header + "featureGates: {ResourceHealthStatus: true, NoSuchGate: true}\n", "featureGates: unrecognized feature gate: NoSuchGate"},
+		{"offline autonomy", header + "offlineAutonomy: some\n", `offlineAutonomy: offline autonomy "some": want none, tolerating or all`},
+		{"offline grace", header + "offlineAutonomyGracePeriod: -5s\n", "offlineAutonomyGracePeriod: must not be negative"},
+		{"offline grace not a duration", header + "offlineAutonomyGracePeriod: later\n", "offlineAutonomyGracePeriod:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.file, nil)

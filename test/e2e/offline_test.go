@@ -218,9 +218,16 @@ func TestOfflineAutonomy(t *testing.T) {
 		return fmt.Errorf("no NoLongerBound event")
 	})
 
-	// All: every pod runs offline.
+	// All: every pod runs offline; a damaged checkpoint file and a truncated one beside them are logged and
+	// skipped.
 	n.kill()
 	n.args = append(n.args, "--offline-autonomy", "all") // the last of a flag given twice wins
+	podsDir := filepath.Join(n.dir, "root", "checkpoint", "pods")
+	for name, data := range map[string]string{"damaged.json": "\x00\x01garbage", "truncated.json": `{"version":1,"object":{"metadata":{"na`} {
+		if err := os.WriteFile(filepath.Join(podsDir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n.goOffline(t, nil)
 	eventually(t, 60*time.Second, "every pod running from the checkpoint", func() error {
 		v, err := n.tryRuntimeView()
@@ -234,6 +241,9 @@ func TestOfflineAutonomy(t *testing.T) {
 	})
 	if out, err := n.offlineExec(t, "plain", "cat", "/secret/password"); err != nil || out != "s3cret\n" {
 		t.Errorf("the plain pod's secret offline: %q, %v", out, err)
+	}
+	if !n.kubeletLogHas("damaged.json is damaged") || !n.kubeletLogHas("truncated.json is damaged") {
+		t.Errorf("the kubelet's log does not name the damaged checkpoint files")
 	}
 	cp.start(t)
 
