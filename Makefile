@@ -135,6 +135,7 @@ bench: setup build
 	$(GO) run ./hack/bench kubelet --only tokenflood
 	$(GO) run ./hack/bench kubelet --only timelines
 	$(GO) run ./hack/bench kubelet --only eviction
+	$(GO) run ./hack/bench checkpoint
 	$(GO) run ./hack/bench logs
 
 vet:
