@@ -61,14 +61,14 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
-	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir), dra (30 pods each with a claim of upstream's DRA test driver, run as a pod, beside 30 plain pods, all placed by the API server; then the kubelet's memory with 109 plain pods and with 109 pods holding claims, beside the driver's pod)")
+	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir), dra (30 pods each with a claim of upstream's DRA test driver, run as a pod, beside 30 plain pods, all placed by the API server; then the kubelet's memory with 109 plain pods and with 109 pods holding claims, beside the driver's pod), offline (30 pods tolerating the unreachable taint: the node rebooted with its API server stopped, to the 30 running from its checkpoint, beside the same reboot with the API server up)")
 	rounds := fs.Int("rounds", 3, "rounds of the 30-pod burst beside the floor and its deletion; the first prints every figure, the later ones their own under _roundN, and the medians and worst of all rounds follow")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
 	case "", "volumes", "status", "tokenflood", "devices", "csi", "dra":
-	case "timelines", "eviction":
+	case "timelines", "eviction", "offline":
 		*external = true // the API server outlives the kubelet's restarts
 	case "probes":
 		*verbosity = "2" // as nodes run it: -v 3 logs every probe's success
@@ -132,17 +132,23 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	}
 	b := &kubeletBench{rounds: *rounds, idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
 	kubeconfig := ""
+	var apiArgs []string
 	if *external {
 		apiDir := filepath.Join(dir, "apiserver-data")
 		if err := os.MkdirAll(apiDir, 0o755); err != nil {
 			return err
 		}
-		// The kubelet's endpoint (for --pprof) listens on loopback, not on the node's address.
-		if b.api, err = startAPIServer(ctx, filepath.Join(filepath.Dir(*bin), "apiserver"), apiDir,
-			"--kubelet-host", benchNode+"=127.0.0.1"); err != nil {
+		// The kubelet's endpoint (for --pprof) listens on loopback, not on the node's address. A port of its
+		// own, the same after a restart (the offline phase stops and starts the API server).
+		port, err := freePort()
+		if err != nil {
 			return err
 		}
-		defer b.api.stop()
+		apiArgs = []string{"--kubelet-host", benchNode + "=127.0.0.1", "--secure-port", fmt.Sprint(port)}
+		if b.api, err = startAPIServer(ctx, filepath.Join(filepath.Dir(*bin), "apiserver"), apiDir, apiArgs...); err != nil {
+			return err
+		}
+		defer func() { b.api.stop() }()
 		kubeconfig = b.api.kubeconfig
 	}
 	kubeletDir := filepath.Join(dir, "node")
@@ -203,6 +209,23 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 				return err
 			}
 			return b.waitHealthy(ctx, time.Minute)
+		})
+	case "offline":
+		apiDir := filepath.Join(dir, "apiserver-data")
+		return b.runOffline(ctx, offlineHooks{workDir: dir,
+			restartKubelet: func(extra []string) error {
+				b.kl.stop()
+				if b.kl, err = startKubelet(ctx, *bin, kubeletDir, benchNode, kubeconfig, append([]string{"-v", *verbosity}, extra...)); err != nil {
+					return err
+				}
+				return nil
+			},
+			stopKubelet: func() { b.kl.stop() },
+			stopAPI:     func() { b.api.stop() },
+			startAPI: func() error {
+				b.api, err = startAPIServer(ctx, filepath.Join(filepath.Dir(*bin), "apiserver"), apiDir, apiArgs...)
+				return err
+			},
 		})
 	case "timelines":
 		return b.runTimelines(ctx, func(timelines bool) error {
