@@ -108,7 +108,7 @@ func benchCheckpointPod(i int) *v1.Pod {
 			Annotations: map[string]string{"kubernetes.io/config.source": "api"}},
 		Spec: v1.PodSpec{NodeName: "benchnode", ServiceAccountName: "default",
 			Containers: []v1.Container{{Name: "web", Image: "localhost/busybox:1.35", Command: []string{"sleep", "3600"},
-				Env: []v1.EnvVar{{Name: "MODE", Value: "production"}, {Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+				Env:       []v1.EnvVar{{Name: "MODE", Value: "production"}, {Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")}},
 				VolumeMounts: []v1.VolumeMount{{Name: "config", MountPath: "/config"}, {Name: "secret", MountPath: "/secret"},
 					{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}}},
