@@ -36,6 +36,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	pods    map[types.UID]*v1.Pod // the checkpointed pods, loaded by Pods or written by PutPod
+	loaded  bool                  // pods holds those on disk too (Pods ran)
 	written map[string]string     // file: the resourceVersion (or content) last written there
 }
 
@@ -195,6 +196,7 @@ func (s *Store) Pods() ([]*v1.Pod, []error) {
 			s.pods[p.UID] = p
 		}
 	}
+	s.loaded = true
 	s.mu.Unlock()
 	return pods, errs
 }
@@ -248,7 +250,14 @@ func (s *Store) Object(resource, namespace, name string, obj any) (bool, error) 
 }
 
 // pruneObjects removes the objects no checkpointed pod refers to (a volume: through a claim it refers to).
+// The pods on disk count, also those this process has not written yet.
 func (s *Store) pruneObjects() error {
+	s.mu.Lock()
+	loaded := s.loaded
+	s.mu.Unlock()
+	if !loaded {
+		s.Pods()
+	}
 	s.mu.Lock()
 	pods := make([]*v1.Pod, 0, len(s.pods))
 	for _, p := range s.pods {

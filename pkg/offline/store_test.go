@@ -108,6 +108,19 @@ func TestStore(t *testing.T) {
 		t.Error("pod a's environment kept after the pod")
 	}
 
+	// A restarted node (a new Store on the same directory) that forgets a pod before it has written the
+	// others keeps their objects: the pods on disk count.
+	s2, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.DeletePod("gone"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s2.Object(Secrets, "default", "sb", &v1.Secret{}); !ok {
+		t.Error("a restarted node removed the secret of a pod it had not written yet")
+	}
+
 	// Names that are not one path element are refused, never joined.
 	for _, name := range []string{"../x", "a/b", "..", ""} {
 		if err := s.PutObject(Secrets, "default", name, "", &v1.Secret{}); err == nil {
