@@ -3,6 +3,7 @@ package volume
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,6 +125,7 @@ type fakeCSI struct {
 	drivers     map[string]*csi.Driver
 	objects     map[string]*storagev1.CSIDriver
 	attachments map[string]*storagev1.VolumeAttachment
+	apiErr      error // every read of the API fails with it (the API server away)
 }
 
 func (f *fakeCSI) Driver(name string) (*csi.Driver, error) {
@@ -143,6 +145,9 @@ func (f *fakeCSI) CSIDriver(_ context.Context, name string) (*storagev1.CSIDrive
 }
 
 func (f *fakeCSI) VolumeAttachment(_ context.Context, name string) (*storagev1.VolumeAttachment, error) {
+	if f.apiErr != nil {
+		return nil, f.apiErr
+	}
 	if a, ok := f.attachments[name]; ok {
 		return a, nil
 	}
@@ -298,6 +303,15 @@ func TestCSIAttachRequired(t *testing.T) {
 		t.Errorf("the driver was called before the volume was attached: %q", c)
 	}
 	f.csi.attachments[name].Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"lun": "3"}}
+	// The API server away meanwhile: the pod waits, saying why, and the driver is not called on a guess.
+	f.csi.apiErr = errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	if _, err := f.m.MountPod(ctx, p); err == nil || !strings.Contains(err.Error(), "get VolumeAttachment "+name) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("attachment unreadable: %v", err)
+	}
+	if c := f.node.takeCalls(); c != "" {
+		t.Errorf("the driver was called while the attachment could not be read: %q", c)
+	}
+	f.csi.apiErr = nil
 	if _, err := f.m.MountPod(ctx, p); err != nil {
 		t.Fatal(err)
 	}
