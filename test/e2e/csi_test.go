@@ -441,7 +441,8 @@ func TestCSIVolumes(t *testing.T) {
 // and a new pod mounts the volume. The kubelet SIGKILLed while pods use the volume, and the pods deleted
 // while it is down: once it is back, the volume is unpublished and unstaged (from the records on disk),
 // and the driver's data is intact. The API server runs on its own, so it stays up while the kubelet is down.
-// A hung publish call keeps only its pod waiting, named on the debug page, until its deadline. A volume
+// A hung publish call keeps only its pod waiting, named on the debug page, until its deadline; the kubelet
+// killed in the middle of the call calls the driver again once it is back. A volume
 // whose data goes away is reported abnormal (CSIVolumeHealth).
 func TestCSIFaults(t *testing.T) {
 	parallel(t)
@@ -541,10 +542,30 @@ func TestCSIFaults(t *testing.T) {
 		}
 		return fmt.Errorf("phase %s, events %v", p.Status.Phase, eventReasons(n.events(t, "hung")))
 	})
+	// The kubelet killed in the middle of the retried call: started again, it calls the driver again (the
+	// volume's record was written before the first call), and once the driver answers the pod runs.
+	eventually(t, 60*time.Second, "the retried call under way", func() error {
+		page, err := n.debugPods()
+		if err != nil {
+			return err
+		}
+		if p := findPod(page, "hung"); p == nil || !strings.Contains(p.WaitingFor, "NodePublishVolume") {
+			return fmt.Errorf("the pod's entry %+v", p)
+		}
+		return nil
+	})
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	if !n.exited(30 * time.Second) {
+		t.Fatal("the kubelet did not die")
+	}
+	n.start(failpoint.EnvVar + "=" + failpoint.CSICallTimeout + "=15s," + failpoint.StatsFSInterval + "=5s")
 	if err := os.WriteFile(filepath.Join(state, "release-hung"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n.waitPod("hung", 60*time.Second, "the pod ready once the driver answers", ready)
+	if p := n.waitPod("plain", 30*time.Second, "the other pod kept across the restart", ready); p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the other pod's container restarted across the kubelet's restart")
+	}
 
 	// The volume's data taken away under the running pod: its driver reports it inaccessible
 	// (NodeGetVolumeHealth), which the pod's VolumeConditionAbnormal event and
