@@ -447,7 +447,8 @@ func TestCSIVolumes(t *testing.T) {
 func TestCSIFaults(t *testing.T) {
 	parallel(t)
 	nodeKC := filepath.Join(t.TempDir(), "node.kubeconfig")
-	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC)
+	// The API server reaches the kubelet (the debug page, below) on loopback, whatever resolves the node's name.
+	api := startAPIServer(t, "", "--node-kubeconfig", "e2e-node="+nodeKC, "--kubelet-host", "e2e-node=127.0.0.1")
 	eventually(t, 30*time.Second, "the node kubeconfig", func() error { _, err := os.Stat(nodeKC); return err })
 	n := startNodeJoining(t, api, nodeKC)
 	state := deployCSIDriver(t, n, csiDriverName, false)
