@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
@@ -88,8 +89,29 @@ func (b *kubeletBench) runOffline(ctx context.Context, h offlineHooks) error {
 	figure("kubelet_boot30_offline_running_median", median(offline), "ms")
 	figure("kubelet_boot30_online_running_median", median(online), "ms")
 	figure("kubelet_boot30_offline_grace_period", ms(offlineGrace), "ms")
-	_, err := b.deleteGone(ctx, "kubelet_delete30_offline", pods)
-	return err
+	return b.deleteAndWait(ctx, pods)
+}
+
+// deleteAndWait deletes the pods and polls the API until it no longer has them (the pod watch cannot resume
+// across the API server's restarts).
+func (b *kubeletBench) deleteAndWait(ctx context.Context, pods []string) error {
+	grace := int64(2)
+	for _, name := range pods {
+		if err := b.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		list, err := b.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err == nil && len(list.Items) == 0 {
+			return nil
+		}
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("the offline phase's pods not gone after 3m; log tail:\n%s", b.kl.logTail(2000))
 }
 
 // reboot removes every sandbox (and container) of the kubelet's namespace while the kubelet is stopped, as
