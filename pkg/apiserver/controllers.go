@@ -18,6 +18,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/apiserver/placement"
 	"github.com/nodeagent/kubelet/pkg/apiserver/rest"
 	"github.com/nodeagent/kubelet/pkg/apiserver/storage"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // controllerResync is how often the control loops run without changes.
@@ -397,7 +398,7 @@ func (c *controller) schedule(ctx context.Context, nodes map[string]*corev1.Node
 		}
 		var volumes *volumePlan
 		var volumeFilter func(*corev1.Node) string
-		if len(podClaimNames(pod)) > 0 {
+		if len(podfacts.References(pod).Claims) > 0 {
 			if volState == nil {
 				volState = c.storage()
 			}

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // The words of upstream's VolumeBinding scheduler plugin, and the claim
@@ -98,22 +100,6 @@ func volumeFitsNode(v *corev1.PersistentVolume, node *corev1.Node) bool {
 	return err == nil && sel.Match(node)
 }
 
-// podClaimNames returns the names of the claims pod's volumes use: its
-// persistentVolumeClaim volumes' and its generic ephemeral volumes'.
-func podClaimNames(pod *corev1.Pod) []string {
-	var out []string
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			out = append(out, ephemeralClaimName(pod, v))
-		}
-	}
-	return out
-}
-
 // volumePlan is the placement of one pod's claims, as upstream's
 // VolumeBinding plugin makes it: the volumes of its bound claims (nil for
 // one that does not exist), its unbound claims waiting for their first
@@ -144,7 +130,7 @@ type staticBinding struct {
 // ephemeral claim, or an unbound claim that binds at once (the PV controller
 // binds it, or nothing does). A pod without claims gets a nil plan.
 func (st *storageState) planVolumes(pod *corev1.Pod) (plan *volumePlan, msg string) {
-	names := podClaimNames(pod)
+	names := podfacts.References(pod).Claims
 	if len(names) == 0 {
 		return nil, ""
 	}

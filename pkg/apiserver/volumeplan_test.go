@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 func testClass(name, provisioner string, mode storagev1.VolumeBindingMode) *storagev1.StorageClass {
@@ -123,7 +125,7 @@ func TestVolumePlan(t *testing.T) {
 				t.Fatalf("message %q, want %q", msg, tc.want.msg)
 			}
 			if msg != "" || tc.want.reasons == nil {
-				if plan != nil && msg == "" && len(podClaimNames(tc.pod)) == 0 {
+				if plan != nil && msg == "" && len(podfacts.References(tc.pod).Claims) == 0 {
 					t.Fatalf("a plan for a pod without claims")
 				}
 				return

@@ -198,23 +198,16 @@ func tokenAudienceAllowed(pod *corev1.Pod, audiences []string, user string, stor
 }
 
 // csiDrivers returns the CSI drivers of pod's volumes: its inline csi
-// volumes', and those of the volumes its claims (persistentVolumeClaim and
-// generic ephemeral volumes, `<pod>-<volume>`) are bound to.
+// volumes', and those of the volumes its claims (podfacts.References) are
+// bound to.
 func csiDrivers(pod *corev1.Pod, storage StorageGetter) []string {
 	var out []string
 	for _, v := range pod.Spec.Volumes {
-		claim := ""
-		switch {
-		case v.CSI != nil:
+		if v.CSI != nil {
 			out = append(out, v.CSI.Driver)
-		case v.PersistentVolumeClaim != nil:
-			claim = v.PersistentVolumeClaim.ClaimName
-		case v.Ephemeral != nil:
-			claim = pod.Name + "-" + v.Name
 		}
-		if claim == "" {
-			continue
-		}
+	}
+	for _, claim := range podfacts.References(pod).Claims {
 		pvc, ok := storage.PersistentVolumeClaim(pod.Namespace, claim)
 		if !ok || pvc.Spec.VolumeName == "" {
 			continue
