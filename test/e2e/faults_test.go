@@ -22,8 +22,10 @@ import (
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
-// faultAPIDownFor is how long the API server stays away while the kubelet restarts.
-var faultAPIDownFor = envDuration("E2E_FAULT_API_DOWN", 2*time.Minute)
+// faultAPIDownFor is how long the API server stays away while the kubelet restarts: longer than one sync
+// period (--sync-frequency, 1 minute: every pod is synced again meanwhile) and one container collection
+// (1 minute); `make soak` keeps it away for 10 minutes.
+var faultAPIDownFor = envDuration("E2E_FAULT_API_DOWN", 75*time.Second)
 
 func envDuration(name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
