@@ -77,7 +77,7 @@ func (d *evictionDeps) Reclaim(ctx context.Context, _ v1.ResourceName) error {
 
 // newImageGC builds the image garbage collector: the runtime's images and containers, the image
 // filesystem as the stats collector last measured it.
-func newImageGC(ctx context.Context, o *options, d nodeDeps, recorder record.EventRecorder, collector *stats.Collector, nodeName string) (*imagegc.Manager, error) {
+func newImageGC(ctx context.Context, o *options, d nodeDeps, kl *podsync.Kubelet, recorder record.EventRecorder, collector *stats.Collector, nodeName string) (*imagegc.Manager, error) {
 	return imagegc.New(ctx, imagegc.Config{
 		HighThresholdPercent: o.imageGCHigh, LowThresholdPercent: o.imageGCLow,
 		MinAge: o.imageGCMinAge, MaxAge: o.imageGCMaxAge,
@@ -85,6 +85,7 @@ func newImageGC(ctx context.Context, o *options, d nodeDeps, recorder record.Eve
 		Containers: func(ctx context.Context) ([]*runtimeapi.Container, error) {
 			return d.runtime.ListContainers(ctx, nil)
 		},
+		VolumeImages: kl.VolumeImages,
 		Fs: func(context.Context) (int64, int64, error) {
 			s := collector.Summary()
 			if s == nil || s.Node.Runtime == nil || s.Node.Runtime.ImageFs == nil ||

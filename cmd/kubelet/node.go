@@ -371,7 +371,7 @@ func (p *nodeParts) newStats(ctx context.Context) error {
 		return err
 	}
 	var err error
-	p.evictionDeps.images, err = newImageGC(ctx, o, d, p.recorder, p.collector, d.name)
+	p.evictionDeps.images, err = newImageGC(ctx, o, d, p.kl, p.recorder, p.collector, d.name)
 	return err
 }
 

@@ -9,7 +9,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream | cluster | logs | checkpoint [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream | cluster | logs | checkpoint | imagevolume [flags]")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -32,6 +32,8 @@ func main() {
 		err = benchLogs(ctx, os.Args[2:])
 	case "checkpoint":
 		err = benchCheckpoint(ctx, os.Args[2:])
+	case "imagevolume":
+		err = benchImageVolume(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

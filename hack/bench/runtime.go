@@ -197,15 +197,20 @@ func removePodLogDirs() {
 	}
 }
 
-func startPod(ctx context.Context, rt cri.RuntimeService, i int) (podTiming, string, error) {
+// benchSandbox is the sandbox config of bench pod i: a fresh UID, its log directory and pod cgroup.
+func benchSandbox(i int) *runtimeapi.PodSandboxConfig {
 	uid := uuid.NewString()
 	name := fmt.Sprintf("bench-%d", i)
-	sb := &runtimeapi.PodSandboxConfig{
+	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench", Uid: uid},
 		Hostname:     name,
 		LogDirectory: filepath.Join("/var/log/pods", "bench_"+name+"_"+uid),
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/nodeagent-bench/pod" + uid},
 	}
+}
+
+func startPod(ctx context.Context, rt cri.RuntimeService, i int) (podTiming, string, error) {
+	sb := benchSandbox(i)
 	var t podTiming
 	t0 := time.Now()
 	id, err := rt.RunPodSandbox(ctx, sb, "")

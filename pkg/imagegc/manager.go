@@ -45,6 +45,9 @@ type Config struct {
 	Images                                    Images
 	// Containers lists every container of the runtime, running or not: their images are in use.
 	Containers func(ctx context.Context) ([]*runtimeapi.Container, error)
+	// VolumeImages, when set, names the images mounted as image volumes (volumes[].image) by the pods the
+	// kubelet knows: in use too, though no container runs them.
+	VolumeImages func() []string
 	// Fs returns the image filesystem's capacity and available bytes.
 	Fs func(ctx context.Context) (capacity, available int64, err error)
 	// Keep names images never removed besides those the runtime pins (the pause image).
@@ -152,6 +155,10 @@ func (m *Manager) detect(ctx context.Context) ([]candidate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
+	var volumeImages []string
+	if m.cfg.VolumeImages != nil {
+		volumeImages = m.cfg.VolumeImages()
+	}
 	now := m.cfg.Clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -165,7 +172,8 @@ func (m *Manager) detect(ctx context.Context) ([]candidate, error) {
 		if !ok {
 			r.FirstDetected, changed = now, true
 		}
-		inUse := slices.ContainsFunc(ctrs, func(c *runtimeapi.Container) bool { return uses(c, img) })
+		inUse := slices.ContainsFunc(ctrs, func(c *runtimeapi.Container) bool { return uses(c, img) }) ||
+			slices.ContainsFunc(volumeImages, func(r string) bool { return names(img, r) })
 		if inUse {
 			r.LastUsed = now
 		}

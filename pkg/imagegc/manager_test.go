@@ -48,6 +48,7 @@ type fixture struct {
 	clock      *testclock.FakeClock
 	images     *fakeImages
 	containers []*runtimeapi.Container
+	volumes    []string // images of image volumes
 	capacity   int64
 	available  int64
 	events     *record.FakeRecorder
@@ -70,9 +71,10 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) manager(t *testing.T) *Manager {
 	t.Helper()
 	m, err := New(context.Background(), Config{Images: f.images,
-		Containers: func(context.Context) ([]*runtimeapi.Container, error) { return f.containers, nil },
-		Fs:         func(context.Context) (int64, int64, error) { return f.capacity, f.available, nil },
-		Keep:       []string{"localhost/kept:1"}, RootDir: f.dir, Recorder: f.events, Clock: f.clock})
+		Containers:   func(context.Context) ([]*runtimeapi.Container, error) { return f.containers, nil },
+		VolumeImages: func() []string { return f.volumes },
+		Fs:           func(context.Context) (int64, int64, error) { return f.capacity, f.available, nil },
+		Keep:         []string{"localhost/kept:1"}, RootDir: f.dir, Recorder: f.events, Clock: f.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +120,32 @@ func TestGarbageCollectAboveTheHighThreshold(t *testing.T) {
 	}
 	if got := strings.Join(f.images.removed, " "); got != "sha256:old sha256:app" {
 		t.Errorf("removed %q: never the running image, the pinned pause image or a kept one", got)
+	}
+}
+
+// An image mounted as an image volume is in use though no container runs it; once no pod mounts it, it
+// may go as any unused image.
+func TestImageVolumesAreInUse(t *testing.T) {
+	f := newFixture(t)
+	m := f.manager(t)
+	f.volumes = []string{"localhost/old:1", "localhost/web@sha256:d1"}
+	if _, err := m.detect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(10 * time.Minute)
+	f.available = 0
+	if err := m.GarbageCollect(context.Background()); err == nil {
+		t.Error("no FreeDiskSpaceFailed with only app (100 of 200 bytes) free to go")
+	}
+	if got := strings.Join(f.images.removed, " "); got != "sha256:app" {
+		t.Errorf("removed %q, want app alone: old and web are mounted as volumes", got)
+	}
+	f.volumes = nil
+	if err := m.GarbageCollect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.images.removed, " "); !strings.HasPrefix(got, "sha256:app sha256:") {
+		t.Errorf("removed %q after the volumes' pods left", got)
 	}
 }
 

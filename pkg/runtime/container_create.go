@@ -70,23 +70,34 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		meta.CgroupsPath = cgroupsPath(sbMeta.CgroupParent, id)
 	}
 
-	specOpts, err := r.containerSpecOpts(id, pausePID, targetPID, sbMeta, meta, config, imgConfig)
-	if err != nil {
-		return "", fail("spec", err)
-	}
 	lctx, err := r.withLease(ctx)
 	if err != nil {
 		return "", fail("lease", err)
 	}
+	config, labels, err := r.mountImageVolumes(lctx, id, config)
+	if err != nil {
+		return "", fail("mounts", err)
+	}
+	specOpts, err := r.containerSpecOpts(id, pausePID, targetPID, sbMeta, meta, config, imgConfig)
+	if err != nil {
+		r.undoImageVolumes(lctx, id)
+		return "", fail("spec", err)
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[labelKind], labels[labelSandboxID] = kindContainer, sbRec.ID
+	labels[labelPodUID] = podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))
 	_, err = r.client.NewContainer(lctx, id,
 		r.withImageSnapshot(id, image, facts),
 		containerd.WithRuntime("io.containerd.runc.v2", runcOptions(sbMeta.CgroupParent)),
 		containerd.WithNewSpec(specOpts...),
-		containerd.WithContainerLabels(map[string]string{labelKind: kindContainer, labelSandboxID: sbRec.ID, labelPodUID: podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))}),
+		containerd.WithContainerLabels(labels),
 		containerd.WithContainerExtension(extensionMeta, meta),
 	)
 	if err != nil {
 		r.removeSnapshot(lctx, id)
+		r.undoImageVolumes(lctx, id)
 		return "", fail("create", err)
 	}
 	logger(ctx).V(2).Info("Created container", "pod", podRef, "container", name, "id", id)
@@ -108,6 +119,16 @@ func (r *Runtime) removeSnapshot(ctx context.Context, key string) {
 		if err != nil && !errdefs.IsNotFound(err) {
 			logger(ctx).Error(err, "Removing a failed container's snapshot from its lease failed; the lease's expiry frees it", "snapshot", key)
 		}
+	}
+}
+
+// undoImageVolumes removes the image volumes of a container that failed to create; it runs even when ctx
+// is done.
+func (r *Runtime) undoImageVolumes(ctx context.Context, id string) {
+	ctx, cancel := r.cleanupContext(ctx)
+	defer cancel()
+	if err := r.unmountImageVolumes(ctx, id); err != nil {
+		logger(ctx).Error(err, "Removing the image volumes of a container that failed to create", "id", id)
 	}
 }
 

@@ -295,13 +295,15 @@ func exitUnrecorded(labels map[string]string) bool {
 	return labels[labelStartedAt] != "" && labels[labelFinishedAt] == ""
 }
 
-// recover runs at start: it re-attaches the log copies of running containers and records exits that happened
-// while this process was not running.
+// recover runs at start: it re-attaches the log copies of running containers, removes the image volumes of
+// containers whose creation a dying process left half done, and records exits that happened while this
+// process was not running.
 func (r *Runtime) recover(ctx context.Context) error {
 	recs, err := r.client.ContainerService().List(ctx, `labels."`+labelKind+`"==`+kindContainer)
 	if err != nil {
 		return err
 	}
+	r.removeOrphanImageVolumes(ctx, recs)
 	tasks, err := r.tasksByContainer(ctx)
 	if err != nil {
 		return err

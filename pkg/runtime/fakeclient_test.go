@@ -36,6 +36,8 @@ type fakeContainerd struct {
 	tasks   *fakeTasks
 	images  map[string]images.Image
 	fail    map[string]error // NewContainer, ContainerDelete
+	// removedSnapshots are the keys of the snapshots removed.
+	removedSnapshots []string
 }
 
 func newFakeContainerd() *fakeContainerd {
@@ -46,10 +48,18 @@ func newFakeContainerd() *fakeContainerd {
 func (f *fakeContainerd) ContainerService() containers.Store { return f.records }
 func (f *fakeContainerd) TaskService() tasks.TasksClient     { return f.tasks }
 func (f *fakeContainerd) SnapshotService(string) snapshots.Snapshotter {
-	return noMounts{}
+	return noMounts{f: f}
 }
 
-type noMounts struct{ snapshots.Snapshotter }
+type noMounts struct {
+	snapshots.Snapshotter
+	f *fakeContainerd
+}
+
+func (n noMounts) Remove(_ context.Context, key string) error {
+	n.f.removedSnapshots = append(n.f.removedSnapshots, key)
+	return nil
+}
 
 func (noMounts) Mounts(context.Context, string) ([]mount.Mount, error) { return nil, nil }
 

@@ -122,8 +122,12 @@ func (r *Runtime) stopTask(ctx context.Context, id string) error {
 
 // deleteRecord removes a container's snapshot and its containerd record, from the record in hand, as
 // containerd.Container.Delete with WithSnapshotCleanup does after reading the task and the record again. The
-// task must be gone (deleteTask). What is already gone is not an error.
+// task must be gone (deleteTask). Its image volumes are unmounted and removed first. What is already gone is
+// not an error.
 func (r *Runtime) deleteRecord(ctx context.Context, rec containers.Container) error {
+	if err := r.unmountImageVolumes(ctx, rec.ID); err != nil {
+		return err
+	}
 	if rec.SnapshotKey != "" && rec.Snapshotter != "" {
 		if err := r.client.SnapshotService(rec.Snapshotter).Remove(ctx, rec.SnapshotKey); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("remove snapshot: %w", err)

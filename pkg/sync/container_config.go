@@ -21,6 +21,7 @@ type startEnv struct {
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	podIPs        []string
 	volumes       map[string]volume.Mounted
+	imageVolumes  map[string]imageVolume // by volume name; pulled before the first container starts
 	state         *pleg.PodState
 }
 
@@ -32,7 +33,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
-	mounts, messagePath, err := k.makeMounts(ctx, pod, c, restartCount, env.volumes, envs)
+	mounts, messagePath, err := k.makeMounts(ctx, pod, c, restartCount, env, envs)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +135,10 @@ func blockDevices(c *v1.Container, volumes map[string]volume.Mounted) ([]*runtim
 // makeMounts maps the container's volume mounts to host paths, and adds the termination message file. It
 // returns the host path of that file ("" when none). A subPath (or subPathExpr, expanded with the
 // container's env) is bound race-free onto a path of the kubelet's own, which the runtime mounts instead.
-func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int32, volumes map[string]volume.Mounted, envs []*runtimeapi.KeyValue) ([]*runtimeapi.Mount, string, error) {
+func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int32, env *startEnv, envs []*runtimeapi.KeyValue) ([]*runtimeapi.Mount, string, error) {
 	var mounts []*runtimeapi.Mount
 	for i, m := range c.VolumeMounts {
-		vol, ok := volumes[m.Name]
+		vol, ok := env.volumes[m.Name]
 		if !ok {
 			return nil, "", fmt.Errorf("%w: cannot find volume %q to mount into container %q", podspec.ErrConfigRef, m.Name, c.Name)
 		}
@@ -152,6 +153,15 @@ func (k *Kubelet) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
 			sub = podspec.ExpandAll([]string{m.SubPathExpr}, envs)[0]
+		}
+		if vol.Image {
+			// The runtime resolves the subPath inside the image it mounts.
+			im, err := imageMount(&c.VolumeMounts[i], sub, env.imageVolumes[m.Name])
+			if err != nil {
+				return nil, "", fmt.Errorf("%w: %v", podspec.ErrConfigRef, err)
+			}
+			mounts = append(mounts, im)
+			continue
 		}
 		if sub != "" {
 			target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", m.Name, c.Name, strconv.Itoa(i))

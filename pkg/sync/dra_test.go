@@ -63,11 +63,12 @@ func (f *fakeDRA) Holds(uid types.UID) bool {
 	return f.prepared[uid]
 }
 
-// configRuntime records the CDI devices of each container created, by container name.
+// configRuntime records the CDI devices and the mounts of each container created, by container name.
 type configRuntime struct {
 	*critest.FakeRuntimeService
-	mu  sync.Mutex
-	cdi map[string][]string
+	mu     sync.Mutex
+	cdi    map[string][]string
+	mounts map[string][]*runtimeapi.Mount
 }
 
 func (r *configRuntime) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sbCfg *runtimeapi.PodSandboxConfig) (string, error) {
@@ -76,7 +77,11 @@ func (r *configRuntime) CreateContainer(ctx context.Context, sb string, cfg *run
 	for _, d := range cfg.CDIDevices {
 		names = append(names, d.Name)
 	}
+	if r.cdi == nil {
+		r.cdi, r.mounts = map[string][]string{}, map[string][]*runtimeapi.Mount{}
+	}
 	r.cdi[cfg.Metadata.Name] = names
+	r.mounts[cfg.Metadata.Name] = cfg.Mounts
 	r.mu.Unlock()
 	return r.FakeRuntimeService.CreateContainer(ctx, sb, cfg, sbCfg)
 }
@@ -92,7 +97,7 @@ func claimPod(uid, name string) *v1.Pod {
 // with upstream's event; once prepared, the container naming the claim gets its CDI device, the other none.
 func TestSyncPodPreparesClaimsBeforeTheSandbox(t *testing.T) {
 	h := newHarness(t)
-	rt := &configRuntime{FakeRuntimeService: h.rt, cdi: map[string][]string{}}
+	rt := &configRuntime{FakeRuntimeService: h.rt}
 	h.k.runtime = rt
 	dra := &fakeDRA{prepareErr: errors.New(`NodePrepareResources failed for ResourceClaim gpu-x: device busy`)}
 	h.k.cfg.DRA = dra

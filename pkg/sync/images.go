@@ -62,33 +62,42 @@ func newImagePuller(images cri.ImageManagerService, client kubeclient.Interface,
 // ensureImage returns the image reference to create the container with, or why it cannot (a waiting reason
 // for the status) and, on back-off, how long until the next try.
 func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, *status.Waiting, time.Duration) {
-	ref := containerRef(pod, c)
-	image, err := normalizeImage(c.Image)
+	return p.ensure(ctx, pod, containerRef(pod, c), c.Image, c.ImagePullPolicy, sandbox)
+}
+
+// ensureVolumeImage is ensureImage for an image volume (volumes[].image): the volume's reference and pull
+// policy, the pod's credentials, events on the pod, as upstream pulls them.
+func (p *imagePuller) ensureVolumeImage(ctx context.Context, pod *v1.Pod, vol *v1.ImageVolumeSource, sandbox *runtimeapi.PodSandboxConfig) (string, *status.Waiting, time.Duration) {
+	return p.ensure(ctx, pod, podRef(pod, ""), vol.Reference, vol.PullPolicy, sandbox)
+}
+
+// ensure makes sure userImage is present by policy (empty: the API's default for it), with events on ref.
+func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, ref *v1.ObjectReference, userImage string, policy v1.PullPolicy, sandbox *runtimeapi.PodSandboxConfig) (string, *status.Waiting, time.Duration) {
+	image, err := normalizeImage(userImage)
 	if err != nil {
-		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", userImage, err)
 		p.recorder.Event(ref, v1.EventTypeWarning, status.ReasonInvalidImageName, msg)
 		return "", &status.Waiting{Reason: status.ReasonInvalidImageName, Message: msg}, 0
 	}
-	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image}
-	policy := c.ImagePullPolicy
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: userImage}
 	if policy == "" {
 		policy = defaultPullPolicy(image)
 	}
 	if policy != v1.PullAlways {
 		present, err := p.images.ImageStatus(ctx, spec, false)
 		if err != nil {
-			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", userImage, err)
 			p.recorder.Event(ref, v1.EventTypeWarning, eventInspectFailed, msg)
 			return "", &status.Waiting{Reason: "ImageInspectError", Message: msg}, 0
 		}
 		if img := present.GetImage(); img != nil {
 			if policy == v1.PullIfNotPresent {
-				p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Container image %q already present on machine", c.Image)
+				p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Container image %q already present on machine", userImage)
 			}
 			return imageID(img, image), nil, 0
 		}
 		if policy == v1.PullNever {
-			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", userImage)
 			p.recorder.Event(ref, v1.EventTypeWarning, eventErrImageNeverPull, msg)
 			return "", &status.Waiting{Reason: status.ReasonErrImageNeverPull, Message: msg}, 0
 		}
@@ -96,19 +105,19 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 
 	key := string(pod.UID) + "/" + image
 	if left := p.backoff.Remaining(key, p.clock.Now()); left > 0 {
-		p.recorder.Eventf(ref, v1.EventTypeNormal, eventBackOff, "Back-off pulling image %q", c.Image)
+		p.recorder.Eventf(ref, v1.EventTypeNormal, eventBackOff, "Back-off pulling image %q", userImage)
 		p.mu.Lock()
 		last := p.lastErrs[key]
 		p.mu.Unlock()
-		msg := fmt.Sprintf("Back-off pulling image %q: %s: %s", c.Image, status.ReasonErrImagePull, last)
+		msg := fmt.Sprintf("Back-off pulling image %q: %s: %s", userImage, status.ReasonErrImagePull, last)
 		return "", &status.Waiting{Reason: status.ReasonImagePullBackOff, Message: msg}, left
 	}
 
-	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
+	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulling, "Pulling image %q", userImage)
 	start := p.clock.Now()
 	if p.debug != nil {
-		p.debug.pulling(pod.UID, c.Image, start)
-		defer p.debug.pulling(pod.UID, c.Image, time.Time{})
+		p.debug.pulling(pod.UID, userImage, start)
+		defer p.debug.pulling(pod.UID, userImage, time.Time{})
 	}
 	var imageRef string
 	var waited time.Duration
@@ -121,7 +130,7 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		p.mu.Lock()
 		p.lastErrs[key] = err.Error()
 		p.mu.Unlock()
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		msg := fmt.Sprintf("Failed to pull image %q: %v", userImage, err)
 		p.recorder.Event(ref, v1.EventTypeWarning, eventFailed, msg)
 		p.recorder.Eventf(ref, v1.EventTypeWarning, eventFailed, "Error: %s", status.ReasonErrImagePull)
 		// Sync again soon, to show ImagePullBackOff while the back-off runs.
@@ -133,10 +142,10 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		size = st.GetImage().Size
 	}
 	p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.",
-		c.Image, (took - waited).Round(time.Millisecond), took.Round(time.Millisecond), size)
+		userImage, (took - waited).Round(time.Millisecond), took.Round(time.Millisecond), size)
 	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(size)).Observe((took - waited).Seconds())
 	if p.debug != nil {
-		p.debug.step(pod.UID, "pull "+c.Image, fmt.Sprintf("%d bytes, %v waiting", size, waited.Round(time.Millisecond)), start, start.Add(took))
+		p.debug.step(pod.UID, "pull "+userImage, fmt.Sprintf("%d bytes, %v waiting", size, waited.Round(time.Millisecond)), start, start.Add(took))
 	}
 	if p.pulled != nil {
 		p.pulled(pod.UID, took)

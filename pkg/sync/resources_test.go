@@ -39,7 +39,7 @@ func TestMakeMountsPropagation(t *testing.T) {
 		if tt.privileged {
 			c.SecurityContext = &v1.SecurityContext{Privileged: &yes}
 		}
-		mounts, _, err := h.k.makeMounts(h.ctx, pod, &c, 0, vols, nil)
+		mounts, _, err := h.k.makeMounts(h.ctx, pod, &c, 0, &startEnv{volumes: vols}, nil)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%s: err %v, want %q", tt.name, err, tt.err)

@@ -142,6 +142,7 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 	if env.volumes, err = mount.wait(); err != nil {
 		return r // syncPod reports the volumes' failure; no container starts without its volumes
 	}
+	env.imageVolumes = k.pullImageVolumes(ctx, pod, env.sandboxConfig)
 	// Ephemeral containers first, as upstream: a debug container starts even when an init container fails.
 	for _, i := range a.EphemeralToStart {
 		k.startContainer(ctx, pod, podspec.EphemeralSpec(pod, i), podspec.KindEphemeral, env, &r)
@@ -226,6 +227,13 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.requeueIn(retry)
 		if waiting.Reason != status.ReasonImagePullBackOff {
 			r.fail(fmt.Errorf("container %q: %s: %s", c.Name, waiting.Reason, waiting.Message))
+		}
+		return wait(waiting.Reason, waiting.Message)
+	}
+	if waiting, retry := imageVolumeWaiting(c, env.imageVolumes); waiting != nil {
+		r.requeueIn(retry)
+		if waiting.Reason != status.ReasonImagePullBackOff {
+			r.fail(fmt.Errorf("container %q: image volume: %s: %s", c.Name, waiting.Reason, waiting.Message))
 		}
 		return wait(waiting.Reason, waiting.Message)
 	}

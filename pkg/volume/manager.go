@@ -84,6 +84,9 @@ type Mounted struct {
 	// Block says Path is a block device (a raw block volume, volumeMode Block): containers get it through
 	// volumeDevices, as a device, never through volumeMounts.
 	Block bool
+	// Image says the volume is an image volume: nothing of it is on the node's disk (Path is empty); the
+	// runtime mounts the image the kubelet pulled for it, read-only.
+	Image bool
 	// Calls are the calls to the volume's driver that setting it up made this time (a CSI volume's
 	// NodeStageVolume and NodePublishVolume), for the pod's startup timeline.
 	Calls []Call
@@ -272,6 +275,9 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, st *po
 		return m.setUpClaim(ctx, pod, vol)
 	case vol.CSI != nil:
 		return m.setUpCSI(ctx, pod, csiInline(pod, vol))
+	case vol.Image != nil:
+		// Pulled by the kubelet with the pod's credentials when a container starts; mounted by the runtime.
+		return Mounted{Image: true, ReadOnly: true}, nil
 	}
 	return Mounted{}, fmt.Errorf("volume type %s is not supported on this node", volumeType(vol))
 }

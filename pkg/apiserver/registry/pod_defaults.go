@@ -165,6 +165,13 @@ func defaultVolume(v *corev1.Volume) {
 		src.Projected.DefaultMode = mode
 	case src.HostPath != nil && src.HostPath.Type == nil:
 		src.HostPath.Type = ptr.To(corev1.HostPathUnset)
+	case src.Image != nil && src.Image.PullPolicy == "":
+		// As a container's image; a reference that does not parse (an empty one) gets IfNotPresent, as
+		// upstream's defaulting, which finds no "latest" tag in it.
+		src.Image.PullPolicy = corev1.PullIfNotPresent
+		if src.Image.Reference != "" {
+			src.Image.PullPolicy = pullPolicyFor(src.Image.Reference)
+		}
 	}
 }
 

@@ -53,6 +53,9 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		if e := v.Ephemeral; e != nil {
 			errs = append(errs, validateEphemeralVolume(e, p.Child("ephemeral"))...)
 		}
+		if im := v.Image; im != nil {
+			errs = append(errs, validateImageVolume(im, p.Child("image"))...)
+		}
 	}
 	if len(s.Containers) == 0 {
 		errs = append(errs, field.Required(path.Child("containers"), ""))
@@ -293,6 +296,26 @@ func validateContainer(c *corev1.Container, p *field.Path, names, vols sets.Set[
 			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
 				"must be less than or equal to "+string(name)+" limit of "+lim.String()))
 		}
+	}
+	return errs
+}
+
+// validateImageVolume checks an image volume of a pod as kube-apiserver does: a reference without
+// surrounding whitespace and a known pull policy (defaulted before).
+func validateImageVolume(im *corev1.ImageVolumeSource, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if im.Reference == "" {
+		errs = append(errs, field.Required(p.Child("reference"), ""))
+	}
+	if im.Reference != strings.TrimSpace(im.Reference) {
+		errs = append(errs, field.Invalid(p.Child("reference"), im.Reference, "must not have leading or trailing whitespace"))
+	}
+	switch im.PullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	case "":
+		errs = append(errs, field.Required(p.Child("pullPolicy"), ""))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("pullPolicy"), im.PullPolicy, []string{"Always", "IfNotPresent", "Never"}))
 	}
 	return errs
 }

@@ -86,6 +86,9 @@ func keepDefaultMounts(defaults []runtimespec.Mount, supplied []*runtimeapi.Moun
 // the rootfs propagation to match.
 func bindMount(osi osinterface.OS, l *runtimespec.Linux, m *runtimeapi.Mount) (runtimespec.Mount, error) {
 	src := m.GetHostPath()
+	if m.GetImage() != nil && (src == "" || !m.GetReadonly()) {
+		return runtimespec.Mount{}, fmt.Errorf("image volume %q at %q is not mounted read-only on the host", m.GetImage().GetImage(), m.GetContainerPath())
+	}
 	if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
 		return runtimespec.Mount{}, fmt.Errorf("ID-mapped mounts are not supported by this runtime (hostPath=%q)", src)
 	}
@@ -132,6 +135,10 @@ func bindMount(osi osinterface.OS, l *runtimespec.Linux, m *runtimeapi.Mount) (r
 		}
 	default: // private, runc's default root propagation
 		options = append(options, "rprivate")
+	}
+	if m.GetImage() != nil {
+		// An image volume, mounted by the runtime at HostPath: data, never programs or devices.
+		options = append(options, "noexec", "nosuid", "nodev")
 	}
 	if m.GetRecursiveReadOnly() {
 		options = append(options, "rro")

@@ -93,6 +93,7 @@ func TestMounts(t *testing.T) {
 	config := &runtimeapi.ContainerConfig{Mounts: []*runtimeapi.Mount{
 		{ContainerPath: "/data/deep", HostPath: dir, Readonly: true},
 		{ContainerPath: "/data/rro", HostPath: dir, Readonly: true, RecursiveReadOnly: true},
+		{ContainerPath: "/data/img", HostPath: dir, Readonly: true, Image: &runtimeapi.ImageSpec{Image: "sha256:1"}},
 		{ContainerPath: "/data", HostPath: missing},
 		{ContainerPath: "/etc/hosts", HostPath: dir, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
 	}}
@@ -110,6 +111,7 @@ func TestMounts(t *testing.T) {
 		"/data " + missing + " rbind,rprivate,rw",
 		"/data/deep " + dir + " rbind,rprivate,ro",
 		"/data/rro " + dir + " rbind,rprivate,rro",
+		"/data/img " + dir + " rbind,rprivate,noexec,nosuid,nodev,ro",
 		"/etc/hosts " + dir + " rbind,rslave,rw",
 		"/dev/shm " + dir + " rbind,rprivate,rw",
 	}
@@ -143,6 +145,19 @@ func TestMountRefusals(t *testing.T) {
 				t.Fatalf("error %v, want one naming %q and the host path", err, tc.want)
 			}
 		})
+	}
+}
+
+// An image volume the runtime has not mounted on the host (no host path) or not read-only is never bound.
+func TestImageMountRefusals(t *testing.T) {
+	for _, m := range []*runtimeapi.Mount{
+		{ContainerPath: "/img", Readonly: true, Image: &runtimeapi.ImageSpec{Image: "sha256:1"}},
+		{ContainerPath: "/img", HostPath: t.TempDir(), Image: &runtimeapi.ImageSpec{Image: "sha256:1"}},
+	} {
+		err := WithMounts(fakeOS{}, &runtimeapi.ContainerConfig{Mounts: []*runtimeapi.Mount{m}}, nil)(context.Background(), nil, nil, &runtimespec.Spec{})
+		if err == nil || !strings.Contains(err.Error(), "image volume \"sha256:1\" at \"/img\"") {
+			t.Errorf("%+v: error %v", m, err)
+		}
 	}
 }
 
