@@ -101,6 +101,12 @@ var configFields = map[string]configField{
 	"imageMaximumGCAge": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.imageGCMaxAge = c.ImageMaximumGCAge.Duration
 	}},
+	"imagePullCredentialsVerificationPolicy": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
+		o.pullCredentialsPolicy = string(c.ImagePullCredentialsVerificationPolicy)
+	}},
+	"preloadedImagesVerificationAllowlist": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
+		o.preloadedAllowlist = c.PreloadedImagesVerificationAllowlist
+	}},
 	"nodeLeaseDurationSeconds": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.nodeLeaseDuration = time.Duration(c.NodeLeaseDurationSeconds) * time.Second
 	}},

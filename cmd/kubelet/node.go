@@ -37,6 +37,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/offline"
 	"github.com/nodeagent/kubelet/pkg/pluginwatcher"
 	"github.com/nodeagent/kubelet/pkg/podresources"
+	"github.com/nodeagent/kubelet/pkg/pullrecords"
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/server"
 	"github.com/nodeagent/kubelet/pkg/shutdown"
@@ -82,6 +83,14 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 	if err := p.openCheckpoint(); err != nil {
 		return err
 	}
+	if p.o.ensureSecretPulledImages() {
+		// Damaged records are logged and verified again by a pull; only a directory that cannot be made stops.
+		records, err := pullrecords.Open(filepath.Join(p.o.rootDir, "image_manager"), time.Now)
+		if err != nil {
+			return fmt.Errorf("image pull records: %w", err)
+		}
+		p.pullRecords = records
+	}
 	if err := p.newAgent(); err != nil {
 		return err
 	}
@@ -123,8 +132,10 @@ type nodeParts struct {
 	events       chan *runtimeapi.ContainerEventResponse
 	services     *svcenv.Watcher
 	// podsClient is the pods client through the offline checkpoint (when there is one).
-	podsClient  kubeclient.Interface
-	checkpoint  *offline.Store
+	podsClient kubeclient.Interface
+	checkpoint *offline.Store
+	// pullRecords keeps which credentials pulled each image (nil with KubeletEnsureSecretPulledImages off).
+	pullRecords *pullrecords.Store
 	kl          *podsync.Kubelet
 	collector   *stats.Collector
 	srv         *server.Server
@@ -299,40 +310,43 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 	p.services = svcenv.NewWatcher(d.clients.pods)
 	offlinePods := offlinePodSync(o, checkpoint, p.services.Env)
 	p.kl, err = podsync.New(podsync.Config{
-		NodeName:              d.name,
-		RootDir:               o.rootDir,
-		PodLogsDir:            o.podLogsDir,
-		Client:                podsClient,
-		Checkpoint:            offlinePods.checkpoint,
-		Offline:               offlinePods.offline,
-		Runtime:               d.runtime,
-		Images:                d.images,
-		RuntimeName:           version.GetRuntimeName(),
-		RuntimeEvents:         p.events,
-		Cgroups:               p.cg,
-		Volumes:               p.volumes,
-		Recorder:              p.recorder,
-		NodeAllocatable:       p.agent.Allocatable,
-		NodeCapacity:          p.agent.Capacity,
-		Node:                  p.agent.Node,
-		NodeIPs:               p.agent.NodeIPs,
-		MaxPods:               o.maxPods,
-		Host:                  hostFeatures(o),
-		PressureAdmit:         p.evictions.Admit,
-		Devices:               p.devices,
-		DRA:                   p.dra,
-		DeviceHealth:          p.deviceHealth(),
-		SyncFrequency:         o.syncFrequency,
-		CrashLoopBackOffMax:   o.crashLoopBackOffMax,
-		MaxParallelImagePulls: o.imagePullParallel,
-		Credentials:           d.credentials,
-		ManifestDir:           o.podManifestPath,
-		ClusterDNS:            o.clusterDNSIPs(),
-		ClusterDomain:         strings.TrimSuffix(o.clusterDomain, "."),
-		ResolvConf:            o.resolvConf,
-		ServiceEnv:            offlinePods.serviceEnv,
-		ContainerStarted:      func(c containerlogs.Container) { linkLog(ctx, p.logs, c) },
-		NoTimelines:           !o.debugTimelines,
+		NodeName:                 d.name,
+		RootDir:                  o.rootDir,
+		PodLogsDir:               o.podLogsDir,
+		Client:                   podsClient,
+		Checkpoint:               offlinePods.checkpoint,
+		Offline:                  offlinePods.offline,
+		Runtime:                  d.runtime,
+		Images:                   d.images,
+		RuntimeName:              version.GetRuntimeName(),
+		RuntimeEvents:            p.events,
+		Cgroups:                  p.cg,
+		Volumes:                  p.volumes,
+		Recorder:                 p.recorder,
+		NodeAllocatable:          p.agent.Allocatable,
+		NodeCapacity:             p.agent.Capacity,
+		Node:                     p.agent.Node,
+		NodeIPs:                  p.agent.NodeIPs,
+		MaxPods:                  o.maxPods,
+		Host:                     hostFeatures(o),
+		PressureAdmit:            p.evictions.Admit,
+		Devices:                  p.devices,
+		DRA:                      p.dra,
+		DeviceHealth:             p.deviceHealth(),
+		SyncFrequency:            o.syncFrequency,
+		CrashLoopBackOffMax:      o.crashLoopBackOffMax,
+		MaxParallelImagePulls:    o.imagePullParallel,
+		PullRecords:              p.pullRecords,
+		PullCredentialsPolicy:    o.pullPolicy(),
+		PreloadedImagesAllowlist: o.preloadedAllowlist,
+		Credentials:              d.credentials,
+		ManifestDir:              o.podManifestPath,
+		ClusterDNS:               o.clusterDNSIPs(),
+		ClusterDomain:            strings.TrimSuffix(o.clusterDomain, "."),
+		ResolvConf:               o.resolvConf,
+		ServiceEnv:               offlinePods.serviceEnv,
+		ContainerStarted:         func(c containerlogs.Container) { linkLog(ctx, p.logs, c) },
+		NoTimelines:              !o.debugTimelines,
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nodeagent/kubelet/pkg/offline"
+	"github.com/nodeagent/kubelet/pkg/pullrecords"
 	"maps"
 	"net"
 	"os"
@@ -106,6 +107,10 @@ type options struct {
 	failCgroupV1 bool
 	// featureGates are the configuration file's featureGates; only those in knownFeatureGates are accepted.
 	featureGates map[string]bool
+	// pullCredentialsPolicy and preloadedAllowlist are imagePullCredentialsVerificationPolicy and
+	// preloadedImagesVerificationAllowlist (configuration file only, as upstream).
+	pullCredentialsPolicy string
+	preloadedAllowlist    []string
 
 	debugTimelines bool
 
@@ -269,6 +274,12 @@ func (o *options) validate() error {
 	}
 	if o.imageGCMinAge < 0 || o.imageGCMaxAge < 0 || o.imageGCMaxAge > 0 && o.imageGCMaxAge < o.imageGCMinAge {
 		return flagErrorf([]string{"image-minimum-gc-age"}, "--image-minimum-gc-age (%v) must not be negative, nor above imageMaximumGCAge (%v)", o.imageGCMinAge, o.imageGCMaxAge)
+	}
+	if _, err := pullrecords.ParsePolicy(o.pullCredentialsPolicy); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	if err := pullrecords.CheckAllowlist(o.preloadedAllowlist); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
 	}
 	for name := range o.featureGates {
 		if !knownFeatureGates[name] {
@@ -451,7 +462,20 @@ func (s *statements) Type() string { return "statements" }
 // lightweight API server does; kube-apiserver needs the same gate). CSIVolumeHealth (alpha) asks CSI drivers
 // that offer it for their volumes' health: kubelet_volume_stats_health_status_abnormal and a
 // VolumeConditionAbnormal event on the pod of a volume reported abnormal.
-var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true, "CSIVolumeHealth": true}
+var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true, "CSIVolumeHealth": true, "KubeletEnsureSecretPulledImages": true}
+
+// pullPolicy is imagePullCredentialsVerificationPolicy, defaulted (validated before).
+func (o *options) pullPolicy() pullrecords.Policy {
+	p, _ := pullrecords.ParsePolicy(o.pullCredentialsPolicy)
+	return p
+}
+
+// ensureSecretPulledImages says whether pulled images' credentials are recorded and checked: upstream's
+// KubeletEnsureSecretPulledImages, on by default in 1.35.
+func (o *options) ensureSecretPulledImages() bool {
+	on, set := o.featureGates["KubeletEnsureSecretPulledImages"]
+	return on || !set
+}
 
 func validOfflineAutonomy(s string) bool {
 	_, err := offline.ParseMode(s)

@@ -2,7 +2,8 @@
 # The whole-node checks, run inside the guest by hack/vm/test-node.sh (a oneshot unit after multi-user, once
 # per boot). The first boot installs the node with `make install` as a user would, checks it, and ends with a
 # real power-off through logind (the kubelet's graceful shutdown); the second boot checks what the shutdown
-# left and that the node comes back. Each check prints "ok NAME" or "FAIL NAME: why" to the log.
+# left and that the node comes back, then joins the node to an API server that is gone at the third boot,
+# which checks that the pods tolerating an unreachable node run from the node's checkpoint. Each check prints "ok NAME" or "FAIL NAME: why" to the log.
 set -u
 LOG=/var/log/nodeagent-test.log
 PHASE_FILE=/var/lib/nodeagent-test/phase
@@ -265,7 +266,75 @@ second_boot() {
 		pod_running "static-web-$NODE" && [ "$($K get pod "static-web-$NODE" -o jsonpath='{.status.startTime}')" != "$(cat /var/lib/nodeagent-test/static-start)" ]
 	}
 	if wait_for 120 static_restarted; then ok static-pod-after-boot; else fail static-pod-after-boot "$($K get pod "static-web-$NODE" -o wide | tail -n1)"; fi
+	offline_prepare
 	echo 3 >"$PHASE_FILE"
+}
+
+# OK is kubectl against the API server the node joins for the offline check.
+OK="kubectl --kubeconfig /root/offline-admin.kubeconfig --request-timeout=30s"
+
+# offline_prepare joins the node to a cluster's API server (the lightweight one, run as a transient unit,
+# so that it is gone after the power-off, as an uplink lost during the outage), with offline autonomy for the
+# pods that tolerate node.kubernetes.io/unreachable (the default), and runs one such pod and one plain pod.
+# Each prints the id of the boot it runs in.
+offline_prepare() {
+	systemd-run --unit offline-apiserver --quiet /usr/local/bin/apiserver --data-dir /var/lib/offline-apiserver \
+		--secure-port 6444 --admin-kubeconfig /root/offline-admin.kubeconfig \
+		--node-kubeconfig "$NODE=/etc/nodeagent/node.kubeconfig"
+	if ! wait_for 60 test -s /etc/nodeagent/node.kubeconfig; then
+		fail offline-join "the API server wrote no node kubeconfig: $(journalctl -u offline-apiserver -n 5 --no-pager | tr '\n' ' ')"
+		return
+	fi
+	echo "KUBELET_ARGS=--kubeconfig /etc/nodeagent/node.kubeconfig --offline-autonomy-grace-period 5s" >/etc/nodeagent/kubelet.env
+	systemctl restart kubelet
+	joined_ready() { [ "$($OK get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+	if wait_for 120 joined_ready; then ok offline-join; else
+		fail offline-join "$(journalctl -u kubelet -n 10 --no-pager | tr '\n' ' ')"
+		return
+	fi
+	for name in tolerant plain; do
+		tolerations='[]'
+		[ $name = tolerant ] && tolerations='[{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute}]'
+		cat <<-YAML | $OK apply -f - >/dev/null
+			apiVersion: v1
+			kind: Pod
+			metadata: {name: $name}
+			spec:
+			  nodeName: $NODE
+			  terminationGracePeriodSeconds: 2
+			  tolerations: $tolerations
+			  containers:
+			  - name: main
+			    image: localhost/busybox:1.35
+			    command: [sh, -c, 'echo boot \$(cat /proc/sys/kernel/random/boot_id); exec sleep 3600']
+		YAML
+	done
+	joined_running() { [ "$($OK get pod "$1" -o jsonpath='{.status.phase}')" = Running ]; }
+	if wait_for 120 joined_running tolerant && wait_for 60 joined_running plain; then ok offline-pods-running; else
+		fail offline-pods-running "$($OK get pods -o wide 2>&1 | tr '\n' ' ')"
+	fi
+	# The checkpoint holds both pods before the API server goes away.
+	if wait_for 30 sh -c '[ "$(ls /var/lib/kubelet/checkpoint/pods | wc -l)" -ge 2 ]'; then ok offline-checkpoint; else
+		fail offline-checkpoint "$(ls -la /var/lib/kubelet/checkpoint/pods 2>&1 | tr '\n' ' ')"
+	fi
+	systemctl stop offline-apiserver
+	echo "== powering off with the API server gone"
+}
+
+# ran_this_boot NAME: the pod's container printed this boot's id to its log.
+ran_this_boot() { grep -qs "boot $(cat /proc/sys/kernel/random/boot_id)" /var/log/pods/default_"$1"_*/main/*.log; }
+
+third_boot() {
+	echo "== third boot: the node's API server unreachable"
+	if wait_for 120 ran_this_boot tolerant; then ok offline-tolerating-pod-runs; else
+		fail offline-tolerating-pod-runs "$(journalctl -u kubelet -n 15 --no-pager | tr '\n' ' ')"
+	fi
+	sleep 5
+	if ran_this_boot plain; then fail offline-plain-pod-stays-down "the plain pod ran without its API server"; else ok offline-plain-pod-stays-down; fi
+	if journalctl -b -u kubelet --no-pager | grep -q "running pods from the node's checkpoint"; then ok offline-logged; else
+		fail offline-logged "the kubelet's journal does not say it runs offline"
+	fi
+	echo 4 >"$PHASE_FILE"
 }
 
 case "$(cat "$PHASE_FILE" 2>/dev/null || echo 0)" in
@@ -276,6 +345,10 @@ case "$(cat "$PHASE_FILE" 2>/dev/null || echo 0)" in
 2)
 	second_boot
 	finish 2
+	;;
+3)
+	third_boot
+	finish 3
 	;;
 *) echo "== nothing to do" ;;
 esac

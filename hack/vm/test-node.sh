@@ -4,7 +4,8 @@
 # built binaries, the Makefile, hack/ and the image archives are copied in, and `make install` runs there as a
 # user would run it; hack/vm/node-checks.sh then checks the node (one line per check), and the first boot
 # ends with a power-off through logind, which runs the kubelet's graceful shutdown. A second boot checks what
-# the shutdown left and that the node came back.
+# the shutdown left and that the node came back, then joins it to an API server that is gone at the third boot
+# (offline autonomy).
 #
 # Needs root, bin/kubelet, bin/apiserver, bin/noderuntime and bin/containerlogd (make build), the image archives (make setup) and kubectl
 # (hack/kube-binaries.sh). The guest root filesystem is built once with debootstrap and cached (see
@@ -75,7 +76,7 @@ show_failure() {
 
 total=$SECONDS
 failed=0
-for boot in 1 2; do
+for boot in 1 2 3; do
 	vm_say "boot $boot (cgroup v2, systemd; console log in $work/console-$boot.log)"
 	start=$SECONDS
 	status=0
@@ -90,8 +91,8 @@ done
 failed=$(grep -c '^FAIL ' "$work/test.log" || true)
 passed=$(grep -c '^ok ' "$work/test.log" || true)
 if [ "$failed" != 0 ]; then
-	show_failure 2
+	show_failure 3
 	vm_die "$failed of $((passed + failed)) node checks failed in the guest (log above; kept in $work)"
 fi
 cat "$work/test.log"
-vm_say "the whole node passed $passed checks on two boots in $((SECONDS - total)) s"
+vm_say "the whole node passed $passed checks on three boots in $((SECONDS - total)) s"

@@ -25,7 +25,7 @@ var _ NodeCredentials = (*imagecreds.Node)(nil)
 // imagePullSecrets that match, then the node's (imagecreds.ForPull). A secret that cannot be read is skipped
 // with a FailedToRetrieveImagePullSecret event, as upstream; one that does not decode is an error that fails
 // the pull.
-func (p *imagePuller) credentials(ctx context.Context, pod *v1.Pod, image string) ([]*runtimeapi.AuthConfig, error) {
+func (p *imagePuller) credentials(ctx context.Context, pod *v1.Pod, image string) ([]imagecreds.Tracked, error) {
 	var secrets []*v1.Secret
 	for _, ref := range pod.Spec.ImagePullSecrets {
 		if p.client == nil || ref.Name == "" { // the API allows empty names; upstream skips them quietly
@@ -39,7 +39,16 @@ func (p *imagePuller) credentials(ctx context.Context, pod *v1.Pod, image string
 		}
 		secrets = append(secrets, s)
 	}
-	return imagecreds.ForPull(ctx, image, secrets, p.node)
+	return imagecreds.ForPullTracked(ctx, image, secrets, p.node)
+}
+
+// authsOf is the credentials of a tracked list, in its order.
+func authsOf(tracked []imagecreds.Tracked) []*runtimeapi.AuthConfig {
+	out := make([]*runtimeapi.AuthConfig, len(tracked))
+	for i, t := range tracked {
+		out[i] = t.Auth
+	}
+	return out
 }
 
 // authKey identifies a set of credentials (for sharing pulls), without keeping them.

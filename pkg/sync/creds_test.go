@@ -79,9 +79,13 @@ func TestPullCredentials(t *testing.T) {
 	}
 	var users []string
 	for _, a := range auths {
-		users = append(users, a.Username)
+		from := "node"
+		if a.Secret != nil {
+			from = a.Secret.Namespace + "/" + a.Secret.Name
+		}
+		users = append(users, a.Auth.Username+" from "+from)
 	}
-	if !slices.Equal(users, []string{"secret-user", "node-user"}) {
+	if !slices.Equal(users, []string{"secret-user from ns/regcred", "node-user from node"}) {
 		t.Errorf("credentials of %q, want the secret's then the node's", users)
 	}
 	if !slices.Equal(node.repos, []string{"registry.example.com/team/app"}) {

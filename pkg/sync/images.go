@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/metrics"
+	"github.com/nodeagent/kubelet/pkg/pullrecords"
 	"github.com/nodeagent/kubelet/pkg/status"
 )
 
@@ -38,6 +39,11 @@ type imagePuller struct {
 	pulled func(types.UID, time.Duration)
 	// debug, when set, records pulls for the debug page.
 	debug *debugState
+	// records, when set, keeps which credentials pulled each image; policy and allowlist say when a pod must
+	// show its own (pull_records.go).
+	records   *pullrecords.Store
+	policy    pullrecords.Policy
+	allowlist []string
 
 	mu       sync.Mutex
 	calls    map[string]*pullCall     // by image and credentials
@@ -48,6 +54,7 @@ type imagePuller struct {
 type pullCall struct {
 	done chan struct{}
 	ref  string
+	used int // the index of the credential that pulled; -1: anonymous
 	err  error
 }
 
@@ -91,10 +98,18 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, ref *v1.ObjectRef
 			return "", &status.Waiting{Reason: "ImageInspectError", Message: msg}, 0
 		}
 		if img := present.GetImage(); img != nil {
-			if policy == v1.PullIfNotPresent {
-				p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Container image %q already present on machine", userImage)
+			if p.mayUse(ctx, pod, image, imageID(img, image)) {
+				if policy == v1.PullIfNotPresent {
+					p.recorder.Eventf(ref, v1.EventTypeNormal, eventPulled, "Container image %q already present on machine", userImage)
+				}
+				return imageID(img, image), nil, 0
 			}
-			return imageID(img, image), nil, 0
+			if policy == v1.PullNever {
+				msg := fmt.Sprintf("Container image %q is present with pull policy of Never but does not have the proper credentials", userImage)
+				p.recorder.Event(ref, v1.EventTypeWarning, eventErrImageNeverPull, msg)
+				return "", &status.Waiting{Reason: status.ReasonErrImageNeverPull, Message: msg}, 0
+			}
+			// IfNotPresent: pulled again with the pod's own credentials, which the registry then checks.
 		}
 		if policy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", userImage)
@@ -121,9 +136,12 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, ref *v1.ObjectRef
 	}
 	var imageRef string
 	var waited time.Duration
-	auths, err := p.credentials(ctx, pod, image)
+	tracked, err := p.credentials(ctx, pod, image)
 	if err == nil {
-		imageRef, waited, err = p.pull(ctx, spec, auths, sandbox)
+		p.startPull(ctx, image)
+		var used int
+		imageRef, waited, used, err = p.pull(ctx, spec, authsOf(tracked), sandbox)
+		p.endPull(ctx, image, imageRef, tracked, used)
 	}
 	if err != nil {
 		p.backoff.Next(key, p.clock.Now())
@@ -153,9 +171,10 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, ref *v1.ObjectRef
 	return imageRef, nil, 0
 }
 
-// pull pulls spec once per image at a time, trying each credential in turn. It returns the image reference
-// and how long it waited for another pull of the same image or a free slot.
-func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
+// pull pulls spec once per image at a time, trying each credential in turn. It returns the image reference,
+// how long it waited for another pull of the same image or a free slot, and which of auths pulled it (-1:
+// none was given, the pull was anonymous).
+func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, time.Duration, int, error) {
 	key := spec.Image + "\x00" + authKey(auths)
 	start := p.clock.Now()
 	p.mu.Lock()
@@ -163,9 +182,9 @@ func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auth
 		p.mu.Unlock()
 		select {
 		case <-call.done:
-			return call.ref, p.clock.Since(start), call.err
+			return call.ref, p.clock.Since(start), call.used, call.err
 		case <-ctx.Done():
-			return "", 0, ctx.Err()
+			return "", 0, -1, ctx.Err()
 		}
 	}
 	call := &pullCall{done: make(chan struct{})}
@@ -187,32 +206,36 @@ func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auth
 	case lock <- struct{}{}:
 	case <-ctx.Done():
 		call.err = ctx.Err()
-		return "", 0, call.err
+		return "", 0, -1, call.err
 	}
 	defer func() { <-lock }()
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
 		call.err = ctx.Err()
-		return "", 0, call.err
+		return "", 0, -1, call.err
 	}
 	defer func() { <-p.sem }()
 	waited := p.clock.Since(start)
 
-	if len(auths) == 0 {
-		auths = []*runtimeapi.AuthConfig{nil}
+	tries := auths
+	if len(tries) == 0 {
+		tries = []*runtimeapi.AuthConfig{nil}
 	}
 	var errs []error
-	for _, auth := range auths {
+	for i, auth := range tries {
 		ref, err := p.images.PullImage(ctx, spec, auth, sandbox)
 		if err == nil {
-			call.ref = ref
-			return ref, waited, nil
+			call.ref, call.used = ref, i
+			if len(auths) == 0 {
+				call.used = -1
+			}
+			return ref, waited, call.used, nil
 		}
 		errs = append(errs, err)
 	}
 	call.err = errors.Join(errs...)
-	return "", waited, call.err
+	return "", waited, -1, call.err
 }
 
 // forgetPod drops the pull back-off state of a pod.

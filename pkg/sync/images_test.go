@@ -46,7 +46,7 @@ func TestImagePullsShareAndLimit(t *testing.T) {
 	refs := make(chan string, 10)
 	pull := func(image string) {
 		defer wg.Done()
-		ref, _, err := p.pull(context.Background(), &runtimeapi.ImageSpec{Image: image}, nil, nil)
+		ref, _, _, err := p.pull(context.Background(), &runtimeapi.ImageSpec{Image: image}, nil, nil)
 		if err != nil {
 			t.Error(err)
 		}

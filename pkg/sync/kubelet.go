@@ -26,6 +26,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
 	"github.com/nodeagent/kubelet/pkg/prober"
+	"github.com/nodeagent/kubelet/pkg/pullrecords"
 	"github.com/nodeagent/kubelet/pkg/status"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
@@ -133,6 +134,12 @@ type Config struct {
 	// SyncFrequency is the most time between two syncs of a running pod (--sync-frequency); default 1 min.
 	SyncFrequency         time.Duration
 	MaxParallelImagePulls int // default 5
+	// PullRecords, when set, keeps which credentials pulled each image, and an image already on the node is
+	// used by a pod only when PullCredentialsPolicy (and PreloadedImagesAllowlist) lets it, or after a pull
+	// with the pod's own credentials (KubeletEnsureSecretPulledImages).
+	PullRecords              *pullrecords.Store
+	PullCredentialsPolicy    pullrecords.Policy
+	PreloadedImagesAllowlist []string
 	ManifestDir           string
 	// Credentials gives the node's own registry credentials (imagecreds.Node: the docker config file and the
 	// credential provider plugins), tried after each pod's imagePullSecrets; nil: pull secrets only.
@@ -277,6 +284,7 @@ func New(cfg Config) (*Kubelet, error) {
 	k.pleg = pleg.New(cfg.Runtime, cfg.Clock, pleg.Options{RuntimeEvents: cfg.RuntimeEvents, Enrich: enrichTermination})
 	k.puller = newImagePuller(cfg.Images, cfg.Client, cfg.Recorder, cfg.Clock, cfg.MaxParallelImagePulls)
 	k.puller.node = cfg.Credentials
+	k.puller.records, k.puller.policy, k.puller.allowlist = cfg.PullRecords, cfg.PullCredentialsPolicy, cfg.PreloadedImagesAllowlist
 	k.puller.pulled = k.starts.pulled
 	k.puller.debug = &k.debug
 	k.workers = newPodWorkers(k, k.pleg, cfg.Clock, cfg.SyncFrequency)
