@@ -140,7 +140,7 @@ type Config struct {
 	PullRecords              *pullrecords.Store
 	PullCredentialsPolicy    pullrecords.Policy
 	PreloadedImagesAllowlist []string
-	ManifestDir           string
+	ManifestDir              string
 	// Credentials gives the node's own registry credentials (imagecreds.Node: the docker config file and the
 	// credential provider plugins), tried after each pod's imagePullSecrets; nil: pull secrets only.
 	Credentials NodeCredentials
