@@ -295,7 +295,15 @@ func (n *node) cleanup() {
 	if n.cmd != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		_ = n.client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		namespaces := map[string]bool{"default": true}
+		if pods, err := n.client.CoreV1().Pods("").List(ctx, n.podsListOptions()); err == nil {
+			for _, p := range pods.Items {
+				namespaces[p.Namespace] = true
+			}
+		}
+		for ns := range namespaces {
+			_ = n.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		}
 		for ctx.Err() == nil {
 			pods, err := n.client.CoreV1().Pods("").List(ctx, n.podsListOptions())
 			if err == nil && len(pods.Items) == 0 {
