@@ -137,6 +137,7 @@ bench: setup build
 	$(GO) run ./hack/bench kubelet --only eviction
 	$(GO) run ./hack/bench checkpoint
 	$(GO) run ./hack/bench imagevolume
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./pkg/pullrecords | awk '/^Benchmark/ {print "pullrecords_" $$1 ": " $$3 " " $$4}'
 	$(GO) run ./hack/bench logs
 
 vet:

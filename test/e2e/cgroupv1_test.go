@@ -33,7 +33,14 @@ func TestKubeletCgroupV1(t *testing.T) {
 		}
 		return nil
 	})
-	if m := string(n.raw(t, "metrics")); !strings.Contains(m, "\nkubelet_cgroup_version 1\n") {
+	// The warning is recorded at start, before the Node is registered; /metrics is read through the Node's
+	// proxy once it is.
+	var metrics []byte
+	eventually(t, 30*time.Second, "/metrics through the Node's proxy", func() (err error) {
+		metrics, err = n.proxyGet("metrics")
+		return err
+	})
+	if !strings.Contains(string(metrics), "\nkubelet_cgroup_version 1\n") {
 		t.Errorf("/metrics lacks kubelet_cgroup_version 1")
 	}
 

@@ -225,6 +225,11 @@ func checkSequence(t *testing.T, what string, lines []string, complete bool) {
 		return
 	}
 	lines = lines[:len(lines)-1]
+	// On disk the oldest file left may begin with the tail of a line whose head went with an older file, past
+	// the limit (the runtime split the line at a reopen): not a line of its own.
+	if !complete && len(lines) > 0 && !strings.HasPrefix(lines[0], "burst ") {
+		lines = lines[1:]
+	}
 	if complete && len(lines) != 3*burstLines {
 		t.Errorf("%s: %d lines, want %d", what, len(lines), 3*burstLines)
 	}
