@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-go}
 E2E_LOG=${E2E_LOG:-/tmp/nodeagent-e2e.log}
 E2E_TIMEOUT=${E2E_TIMEOUT:-40m}
-E2E_PARALLEL=${E2E_PARALLEL:-5}
+E2E_PARALLEL=${E2E_PARALLEL:-4}
 
 serial=$(hack/e2e-groups.sh serial) || exit 1
 parallel=$(hack/e2e-groups.sh parallel) || exit 1

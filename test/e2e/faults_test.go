@@ -137,13 +137,23 @@ func TestFaultKubeletRestartWhileAPIServerDown(t *testing.T) {
 	api.kill()
 	n.launch()
 	start := time.Now()
+	// The restarted kubelet serves its runtime once it has re-attached the running containers (seconds; more
+	// on a loaded host): what is checked is that nothing was killed, not how soon the socket answers.
+	eventually(t, 60*time.Second, "the restarted kubelet's runtime answering", func() error {
+		_, err := n.tryRuntimeView()
+		return err
+	})
 	checks := 0
 	for time.Since(start) < faultAPIDownFor {
 		time.Sleep(5 * time.Second)
 		if n.exited(0) {
 			t.Fatalf("the kubelet exited while the API server was away; log:\n%s", n.logTail())
 		}
-		now := n.runtimeView(t)
+		var now runtimeView
+		eventually(t, 30*time.Second, "the runtime's view", func() (err error) {
+			now, err = n.tryRuntimeView()
+			return err
+		})
 		for name, ids := range view.containers {
 			if strings.Join(now.containers[name], ",") != strings.Join(ids, ",") {
 				t.Fatalf("after %v without the API server, pod %s runs containers %v, want %v (killed or restarted)",
