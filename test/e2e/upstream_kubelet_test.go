@@ -39,17 +39,11 @@ const (
 	upstreamCgroupRoot = "/nodeagent-upstream-e2e"
 )
 
-// upstreamNode is the name upstream's kubelet registers with its control plane.
-const upstreamNode = "e2e-upstream-kubelet"
-
-// Upstream's kubelet v1.35.4, joined to a real control plane, runs pods on the built-in runtime served by
+// Upstream's kubelet v1.35.4, joined to the real control plane, runs pods on the built-in runtime served by
 // cmd/noderuntime, as it runs them on containerd's CRI plugin: pods become Ready, kubectl logs, exec and
 // port-forward work, a crash loops and backs off, an OOM kill is reported, and deleted pods leave nothing in
-// the runtime. A second noderuntime on the same namespace or socket refuses to start. It runs beside the
-// other tests: a control plane, node name, containerd namespace, cgroup root and pod log directory of its own
-// (upstream's kubelet removes the log directories of pods it does not know, as ours does).
+// the runtime. A second noderuntime on the same namespace or socket refuses to start.
 func TestUpstreamKubelet(t *testing.T) {
-	parallel(t)
 	bin := os.Getenv("UPSTREAM_KUBELET")
 	if bin == "" {
 		bin = upstreamKubeletPath
@@ -57,16 +51,8 @@ func TestUpstreamKubelet(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("upstream kubelet not found at %s (%v): build it with hack/kube-binaries.sh kubelet", bin, err)
 	}
-	cp := privateControlPlane(t, upstreamNode)
+	cp := realControlPlane(t)
 	dir := t.TempDir()
-	if err := os.MkdirAll(slotLogsDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	podLogs, err := os.MkdirTemp(slotLogsDir, "upstream-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(podLogs) })
 	importBusybox(t, upstreamNamespace)
 	makeCgroupRoot(t, upstreamCgroupRoot)
 
@@ -148,8 +134,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 syncFrequency: 10s
-podLogsDir: %s
-`, port, healthz, cp.ca, sock, upstreamCgroupRoot, podLogs))
+`, port, healthz, cp.ca, sock, upstreamCgroupRoot))
 	kubelet := startProcess(t, filepath.Join(dir, "kubelet.log"), bin,
 		"--config", config, "--kubeconfig", cp.nodeKubeconfig, "--hostname-override", n.name,
 		"--root-dir", filepath.Join(dir, "kubelet"), "--cert-dir", filepath.Join(dir, "pki"), "-v", "2")
