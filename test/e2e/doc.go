@@ -94,8 +94,7 @@
 //     real control plane (`TestUpstreamKubelet`), and a second `noderuntime` on the same namespace or socket is
 //     refused.
 //   - The fault suite (`test/e2e/faults_test.go`, part of `make test-e2e`) breaks the real components on purpose
-//     and prints a census of what was lost or leaked: the kubelet restarted with its API server down for 2
-//     minutes, containerd killed three times under load, the API server killed during 16 writers, 180 pods in
+//     and prints a census of what was lost or leaked: the kubelet restarted with its API server down for 75 s, containerd killed three times under load, the API server killed during 16 writers, 180 pods in
 //     cycles of 30, the kubelet killed at each step of a pod start. See docs/safety.md.
 //   - Memory pressure on real cgroups (`TestMemoryPressureEviction`): the kubelet's `memory.available` threshold
 //     is set 500 MiB below what the host has available, a BestEffort pod allocates 1.5 GiB and is evicted
