@@ -49,16 +49,18 @@ uninstall:
 
 # Everything CI runs: unit tests, a short run of each fuzz target, the end-to-end suite on real containerd,
 # runc, CNI and cgroup v1, and the cgroup v2 checks in a VM. The VM guests' root filesystems are built in the
-# background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU). The VM checks run alone:
-# beside the end-to-end tests, software emulation took the CPU those tests' deadlines count on (and starved
-# at the lowest priority, the guests' own). The fuzz targets (whose instrumented builds are most of their
-# time) run beside the end-to-end tests at the lowest CPU priority, on the CPU those tests leave idle.
+# background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU). The VM checks run at the
+# lowest CPU priority beside the end-to-end tests that need the host alone (one test at a time, mostly
+# waiting), the fuzz targets (whose instrumented builds are most of their time) so beside the tests that wait
+# side by side: both take only the CPU those tests leave idle. (Beside the side-by-side group at the same
+# priority, software emulation took the CPU those tests' deadlines count on.)
 test:
 	@hack/vm/prepare.sh >/tmp/nodeagent-vm-prepare.log 2>&1 & \
 		echo "test: building the VM guests in the background (log /tmp/nodeagent-vm-prepare.log)"
-	$(MAKE) --no-print-directory test-unit test-vm
-	hack/beside.sh test-fuzz /tmp/nodeagent-fuzz.log '$(MAKE) --no-print-directory test-fuzz' \
-		$(MAKE) --no-print-directory test-e2e test-e2e-compat
+	$(MAKE) --no-print-directory test-unit build
+	$(MAKE) --no-print-directory test-e2e test-e2e-compat \
+		E2E_BESIDE_SERIAL='hack/vm/test-cgroups.sh && hack/vm/test-node.sh' \
+		E2E_BESIDE_PARALLEL='$(MAKE) --no-print-directory test-fuzz'
 
 # Unit tests; no root needed. Tests that start their own in-process API server run side by side (they
 # mostly wait on their own timers and sockets), 8 at a time. The test CSI driver's package runs alone: its

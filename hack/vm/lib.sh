@@ -6,13 +6,13 @@
 #   VM_CACHE=/var/cache/nodeagent/vm   where the guest root filesystem is kept
 #   VM_MIRROR=http://deb.debian.org/debian
 #   VM_SUITE=bookworm
-#   VM_TIMEOUT=900                     seconds before the guest is stopped
+#   VM_TIMEOUT=1200                    seconds before the guest is stopped
 #   NODEAGENT_SKIP_APT=1               never run apt-get on the host
 
 VM_CACHE=${VM_CACHE:-/var/cache/nodeagent/vm}
 VM_MIRROR=${VM_MIRROR:-http://deb.debian.org/debian}
 VM_SUITE=${VM_SUITE:-bookworm}
-VM_TIMEOUT=${VM_TIMEOUT:-900}
+VM_TIMEOUT=${VM_TIMEOUT:-1200}
 NODEAGENT_SKIP_APT=${NODEAGENT_SKIP_APT:-0}
 
 # Guest packages beyond minbase: systemd as PID 1, and a kernel whose

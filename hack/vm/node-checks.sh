@@ -13,8 +13,8 @@ NODE=$(hostname)
 failures=0
 exec >>"$LOG" 2>&1
 # The checks of a boot end within this budget even when the node is broken and every wait runs out, so that
-# the log says what failed and why before the host stops the guest (hack/vm/lib.sh's VM_TIMEOUT, 900 s).
-DEADLINE=$((SECONDS + 600))
+# the log says what failed and why before the host stops the guest (hack/vm/lib.sh's VM_TIMEOUT, 1200 s).
+DEADLINE=$((SECONDS + 900))
 
 # Each line carries the seconds since the previous one, so that a slow step shows.
 last=$SECONDS
@@ -161,7 +161,7 @@ first_boot() {
 	ip=$($K get pod server -o jsonpath='{.status.podIP}')
 	pod client '{}' sh -c "sleep 2; nc $ip 8080; sleep 3600"
 	wait_for 120 pod_running client
-	if wait_for 60 sh -c "$K logs client | grep -q hello-from-server"; then ok pod-to-pod; else fail pod-to-pod "no answer from $ip"; fi
+	if wait_for 120 sh -c "$K logs client | grep -q hello-from-server"; then ok pod-to-pod; else fail pod-to-pod "no answer from $ip"; fi
 
 	# A container's output does not wait on the kubelet: stopped by systemd, the kubelet leaves the log daemon
 	# writing (a chatty container fills its 64 KiB pipe within a second if nobody reads it).
