@@ -104,6 +104,11 @@ var configFields = map[string]configField{
 	"imagePullCredentialsVerificationPolicy": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.pullCredentialsPolicy = string(c.ImagePullCredentialsVerificationPolicy)
 	}},
+	"userNamespaces.idsPerPod": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
+		if c.UserNamespaces != nil {
+			o.idsPerPod = deref(c.UserNamespaces.IDsPerPod)
+		}
+	}},
 	"preloadedImagesVerificationAllowlist": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.preloadedAllowlist = c.PreloadedImagesVerificationAllowlist
 	}},

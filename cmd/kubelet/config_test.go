@@ -63,9 +63,10 @@ shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 10s
 nodeLeaseDurationSeconds: 8
 crashLoopBackOff: {maxContainerRestartPeriod: 1m}
-featureGates: {ResourceHealthStatus: true}
+featureGates: {ResourceHealthStatus: true, UserNamespacesSupport: false}
 offlineAutonomy: all
 offlineAutonomyGracePeriod: 2m
+userNamespaces: {idsPerPod: 131072}
 `, map[string]string{"10-pool.conf": header + "maxPods: 60\n", "20-later.conf": header + "maxPods: 70\nsyncFrequency: 20s\n"},
 		"--sync-frequency", "45s")
 	if err != nil {
@@ -88,8 +89,10 @@ offlineAutonomyGracePeriod: 2m
 		t.Errorf("node lease duration %v", o.nodeLeaseDuration)
 	case o.crashLoopBackOffMax != time.Minute:
 		t.Errorf("crash loop back-off ceiling %v", o.crashLoopBackOffMax)
-	case !o.featureGates["ResourceHealthStatus"]:
+	case !o.featureGates["ResourceHealthStatus"] || o.userNamespacesSupport():
 		t.Errorf("feature gates %v", o.featureGates)
+	case o.userNamespaceIDs() != 131072:
+		t.Errorf("userNamespaces.idsPerPod %d", o.userNamespaceIDs())
 	case o.offlineAutonomy != "all" || o.offlineGrace != 2*time.Minute:
 		t.Errorf("offline autonomy %q after %v", o.offlineAutonomy, o.offlineGrace)
 	}
@@ -127,6 +130,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"offline autonomy", header + "offlineAutonomy: some\n", `offlineAutonomy: offline autonomy "some": want none, tolerating or all`},
 		{"offline grace", header + "offlineAutonomyGracePeriod: -5s\n", "offlineAutonomyGracePeriod: must not be negative"},
 		{"offline grace not a duration", header + "offlineAutonomyGracePeriod: later\n", "offlineAutonomyGracePeriod:"},
+		{"ids per pod not a multiple", header + "userNamespaces: {idsPerPod: 1000}\n", "userNamespaces.idsPerPod 1000: must be a positive multiple of 65536"},
+		{"ids per pod negative", header + "userNamespaces: {idsPerPod: -65536}\n", "userNamespaces.idsPerPod -65536"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.file, nil)

@@ -53,6 +53,7 @@ func (o *options) kubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		MaxParallelImagePulls:                  ptr.To(int32(o.imagePullParallel)),
 		ImagePullCredentialsVerificationPolicy: kubeletconfig.ImagePullCredentialsVerificationPolicy(o.pullPolicy()),
 		PreloadedImagesVerificationAllowlist:   o.preloadedAllowlist,
+		UserNamespaces:                         &kubeletconfig.UserNamespaces{IDsPerPod: ptr.To(int64(o.userNamespaceIDs()))},
 		ContainerLogMaxSize:                    o.containerLogMaxSize,
 		ContainerLogMaxFiles:                   ptr.To(int32(o.containerLogMaxFiles)),
 		ContainerLogMaxWorkers:                 ptr.To(int32(1)),

@@ -44,6 +44,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/stats"
 	"github.com/nodeagent/kubelet/pkg/svcenv"
 	podsync "github.com/nodeagent/kubelet/pkg/sync"
+	"github.com/nodeagent/kubelet/pkg/userns"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
@@ -91,6 +92,9 @@ func runNode(ctx context.Context, o *options, d nodeDeps) error {
 		}
 		p.pullRecords = records
 	}
+	if err := p.newUserNamespaces(); err != nil {
+		return err
+	}
 	if err := p.newAgent(); err != nil {
 		return err
 	}
@@ -136,6 +140,8 @@ type nodeParts struct {
 	checkpoint *offline.Store
 	// pullRecords keeps which credentials pulled each image (nil with KubeletEnsureSecretPulledImages off).
 	pullRecords *pullrecords.Store
+	// userns hands out pods' user namespaces (nil with UserNamespacesSupport off).
+	userns      *userns.Manager
 	kl          *podsync.Kubelet
 	collector   *stats.Collector
 	srv         *server.Server
@@ -337,6 +343,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		CrashLoopBackOffMax:      o.crashLoopBackOffMax,
 		MaxParallelImagePulls:    o.imagePullParallel,
 		PullRecords:              p.pullRecords,
+		UserNamespaces:           p.userns,
 		PullCredentialsPolicy:    o.pullPolicy(),
 		PreloadedImagesAllowlist: o.preloadedAllowlist,
 		Credentials:              d.credentials,
@@ -508,9 +515,8 @@ func ipStrings(ips []net.IP) []string {
 
 // hostFeatures is what this node can honour of what pods ask for, so that admission rejects the rest
 // rather than running a pod without it. The built-in runtime applies no AppArmor profile; a remote runtime
-// applies them when the kernel enforces AppArmor. Neither runtime is given user namespaces by this kubelet,
-// so those are refused on both. The Strict supplemental groups policy is left out here: the pod sync admits it
-// by what the runtime's status reports (both runtimes honour it).
+// applies them when the kernel enforces AppArmor. User namespaces and the Strict supplemental groups policy
+// are left out here: the pod sync admits them by what the runtime's status reports.
 func hostFeatures(o *options) admission.Host {
 	return admission.Host{
 		OS:                   goruntime.GOOS,

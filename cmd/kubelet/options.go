@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"github.com/nodeagent/kubelet/pkg/offline"
 	"github.com/nodeagent/kubelet/pkg/pullrecords"
+	"github.com/nodeagent/kubelet/pkg/userns"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -111,6 +113,8 @@ type options struct {
 	// preloadedImagesVerificationAllowlist (configuration file only, as upstream).
 	pullCredentialsPolicy string
 	preloadedAllowlist    []string
+	// idsPerPod is userNamespaces.idsPerPod (configuration file only, as upstream); 0 is its default, 65536.
+	idsPerPod int64
 
 	debugTimelines bool
 
@@ -280,6 +284,9 @@ func (o *options) validate() error {
 	}
 	if err := pullrecords.CheckAllowlist(o.preloadedAllowlist); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	if o.idsPerPod != 0 && (o.idsPerPod < 0 || o.idsPerPod > math.MaxUint32 || o.idsPerPod%userns.Unit != 0) {
+		return fmt.Errorf("invalid configuration: userNamespaces.idsPerPod %d: must be a positive multiple of %d", o.idsPerPod, userns.Unit)
 	}
 	for name := range o.featureGates {
 		if !knownFeatureGates[name] {
@@ -462,7 +469,9 @@ func (s *statements) Type() string { return "statements" }
 // lightweight API server does; kube-apiserver needs the same gate). CSIVolumeHealth (alpha) asks CSI drivers
 // that offer it for their volumes' health: kubelet_volume_stats_health_status_abnormal and a
 // VolumeConditionAbnormal event on the pod of a volume reported abnormal.
-var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true, "CSIVolumeHealth": true, "KubeletEnsureSecretPulledImages": true}
+// KubeletEnsureSecretPulledImages and UserNamespacesSupport, on by default in 1.35 as here, may be turned off.
+var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true, "CSIVolumeHealth": true, "KubeletEnsureSecretPulledImages": true,
+	"UserNamespacesSupport": true}
 
 // pullPolicy is imagePullCredentialsVerificationPolicy, defaulted (validated before).
 func (o *options) pullPolicy() pullrecords.Policy {
@@ -475,6 +484,21 @@ func (o *options) pullPolicy() pullrecords.Policy {
 func (o *options) ensureSecretPulledImages() bool {
 	on, set := o.featureGates["KubeletEnsureSecretPulledImages"]
 	return on || !set
+}
+
+// userNamespacesSupport says whether pods may ask for a user namespace (hostUsers: false): upstream's
+// UserNamespacesSupport, on by default in 1.35.
+func (o *options) userNamespacesSupport() bool {
+	on, set := o.featureGates["UserNamespacesSupport"]
+	return on || !set
+}
+
+// userNamespaceIDs is userNamespaces.idsPerPod, defaulted.
+func (o *options) userNamespaceIDs() uint32 {
+	if o.idsPerPod == 0 {
+		return userns.DefaultIDsPerPod
+	}
+	return uint32(o.idsPerPod)
 }
 
 func validOfflineAutonomy(s string) bool {

@@ -87,7 +87,7 @@ func TestContainerSecurityContext(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := testPod(func(p *v1.Pod) { p.Spec.SecurityContext = tt.psc; p.Spec.Containers[0].SecurityContext = tt.csc })
-			sc, err := ContainerSecurityContext(pod, &pod.Spec.Containers[0], root)
+			sc, err := ContainerSecurityContext(pod, &pod.Spec.Containers[0], root, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrConfigRef) {
 					t.Fatalf("err %v, want %q", err, tt.wantErr)

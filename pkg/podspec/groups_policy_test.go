@@ -21,14 +21,14 @@ func TestSupplementalGroupsPolicyPassed(t *testing.T) {
 		{&v1.PodSecurityContext{SupplementalGroupsPolicy: &strict, SupplementalGroups: []int64{60000}}, runtimeapi.SupplementalGroupsPolicy_Strict},
 	} {
 		pod := &v1.Pod{Spec: v1.PodSpec{SecurityContext: tc.sc, Containers: []v1.Container{{Name: "c"}}}}
-		csc, err := ContainerSecurityContext(pod, &pod.Spec.Containers[0], "/seccomp")
+		csc, err := ContainerSecurityContext(pod, &pod.Spec.Containers[0], "/seccomp", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := csc.GetSupplementalGroupsPolicy(); got != tc.want {
 			t.Errorf("%+v: container policy %v, want %v", tc.sc, got, tc.want)
 		}
-		if got := SandboxSecurityContext(pod).GetSupplementalGroupsPolicy(); got != tc.want {
+		if got := SandboxSecurityContext(pod, nil).GetSupplementalGroupsPolicy(); got != tc.want {
 			t.Errorf("%+v: sandbox policy %v, want %v", tc.sc, got, tc.want)
 		}
 	}

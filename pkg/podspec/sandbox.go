@@ -26,9 +26,9 @@ type NodeFacts struct {
 }
 
 // SandboxConfig builds the CRI sandbox config of a pod, with the warnings its DNS settings raised. It is a
-// function of the pod, the attempt, the cgroup parent, the pod's log directory and the node's facts only, so
-// every sync builds the same one.
-func SandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent, logDirectory string, node NodeFacts) (*runtimeapi.PodSandboxConfig, []DNSWarning) {
+// function of the pod, the attempt, the cgroup parent, the pod's log directory, the node's facts and the
+// pod's user namespace (nil: the host's; see NamespaceOptions) only, so every sync builds the same one.
+func SandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent, logDirectory string, node NodeFacts, userns *runtimeapi.UserNamespace) (*runtimeapi.PodSandboxConfig, []DNSWarning) {
 	annotations := make(map[string]string, len(pod.Annotations))
 	for key, v := range pod.Annotations {
 		annotations[key] = v
@@ -46,7 +46,7 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent, logDirectory strin
 		Annotations:  annotations,
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			CgroupParent:    cgroupParent,
-			SecurityContext: SandboxSecurityContext(pod),
+			SecurityContext: SandboxSecurityContext(pod, userns),
 			Sysctls:         Sysctls(pod),
 		},
 	}
@@ -152,12 +152,15 @@ func protocol(p v1.Protocol) runtimeapi.Protocol {
 	return runtimeapi.Protocol_TCP
 }
 
-// NamespaceOptions maps hostNetwork/hostPID/hostIPC/shareProcessNamespace to CRI namespace modes.
-func NamespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+// NamespaceOptions maps hostNetwork/hostPID/hostIPC/shareProcessNamespace to CRI namespace modes, with the
+// pod's user namespace: nil for the host's (hostUsers unset or true), else its mappings (mode POD), which
+// the caller allocated (pkg/userns) and the sandbox and each container carry alike, as upstream sends them.
+func NamespaceOptions(pod *v1.Pod, userns *runtimeapi.UserNamespace) *runtimeapi.NamespaceOption {
 	o := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
+		Network:       runtimeapi.NamespaceMode_POD,
+		Pid:           runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:           runtimeapi.NamespaceMode_POD,
+		UsernsOptions: userns,
 	}
 	if pod.Spec.HostNetwork {
 		o.Network = runtimeapi.NamespaceMode_NODE
@@ -176,8 +179,8 @@ func NamespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 
 // SandboxSecurityContext is the sandbox's security context: the namespaces, privileged when any container
 // is, the pod's user and groups.
-func SandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: NamespaceOptions(pod)}
+func SandboxSecurityContext(pod *v1.Pod, userns *runtimeapi.UserNamespace) *runtimeapi.LinuxSandboxSecurityContext {
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: NamespaceOptions(pod, userns)}
 	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
 			sc.Privileged = true

@@ -39,7 +39,7 @@ func TestSandboxConfigIdentity(t *testing.T) {
 		p.Labels = map[string]string{"app": "web"}
 		p.Annotations = map[string]string{"a": "b"}
 	})
-	cfg, warnings := SandboxConfig(pod, 2, "/kubepods/podu1", "/var/log/pods/ns_web_u1", testNode)
+	cfg, warnings := SandboxConfig(pod, 2, "/kubepods/podu1", "/var/log/pods/ns_web_u1", testNode, nil)
 	if len(warnings) != 0 {
 		t.Errorf("warnings %v", warnings)
 	}
@@ -81,7 +81,7 @@ func TestSandboxConfigHostname(t *testing.T) {
 		{name: "invalid hostname falls back to the name", mutate: func(p *v1.Pod) { p.Spec.Hostname = "No_Label" }, want: "web"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, _ := SandboxConfig(testPod(tt.mutate), 0, "", "", testNode)
+			cfg, _ := SandboxConfig(testPod(tt.mutate), 0, "", "", testNode, nil)
 			if cfg.Hostname != tt.want {
 				t.Errorf("hostname %q, want %q", cfg.Hostname, tt.want)
 			}
@@ -132,7 +132,7 @@ func TestNamespaceOptions(t *testing.T) {
 		{name: "hostPID wins over sharing", spec: v1.PodSpec{HostPID: true, ShareProcessNamespace: ptr(true)}, net: pod, pid: node, ipc: pod},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NamespaceOptions(&v1.Pod{Spec: tt.spec})
+			o := NamespaceOptions(&v1.Pod{Spec: tt.spec}, nil)
 			if o.Network != tt.net || o.Pid != tt.pid || o.Ipc != tt.ipc {
 				t.Errorf("network %v pid %v ipc %v, want %v %v %v", o.Network, o.Pid, o.Ipc, tt.net, tt.pid, tt.ipc)
 			}
@@ -152,7 +152,7 @@ func TestSysctls(t *testing.T) {
 			want: map[string]string{"net.core.somaxconn": "1024", "kernel.shm_rmid_forced": "1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, _ := SandboxConfig(testPod(func(p *v1.Pod) { p.Spec.SecurityContext = tt.psc }), 0, "", "", testNode)
+			cfg, _ := SandboxConfig(testPod(func(p *v1.Pod) { p.Spec.SecurityContext = tt.psc }), 0, "", "", testNode, nil)
 			if !reflect.DeepEqual(cfg.Linux.Sysctls, tt.want) {
 				t.Errorf("sysctls %v, want %v", cfg.Linux.Sysctls, tt.want)
 			}
@@ -182,7 +182,7 @@ func TestSandboxSecurityContext(t *testing.T) {
 		}, user: &runtimeapi.Int64Value{Value: 1000}, group: &runtimeapi.Int64Value{Value: 2000}, groups: []int64{3000, 4000}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sc := SandboxSecurityContext(testPod(tt.mutate))
+			sc := SandboxSecurityContext(testPod(tt.mutate), nil)
 			if sc.Privileged != tt.privileged || !reflect.DeepEqual(sc.RunAsUser, tt.user) || !reflect.DeepEqual(sc.RunAsGroup, tt.group) ||
 				!reflect.DeepEqual(sc.SupplementalGroups, tt.groups) {
 				t.Errorf("got privileged %v user %v group %v groups %v", sc.Privileged, sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups)
@@ -191,5 +191,29 @@ func TestSandboxSecurityContext(t *testing.T) {
 				t.Error("no namespace options")
 			}
 		})
+	}
+}
+
+// A pod in a user namespace: the sandbox and its containers carry the same mappings, with the other
+// namespaces as they would be; a pod on the host's users carries none.
+func TestUserNamespaceOptions(t *testing.T) {
+	ids := []*runtimeapi.IDMapping{{HostId: 65536, ContainerId: 0, Length: 65536}}
+	userns := &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: ids, Gids: ids}
+	pod := testPod(func(p *v1.Pod) { p.Spec.HostUsers = ptr(false); p.Spec.ShareProcessNamespace = ptr(true) })
+	cfg, _ := SandboxConfig(pod, 0, "", "", testNode, userns)
+	sc, err := ContainerSecurityContext(pod, &pod.Spec.Containers[0], testNode.SeccompRoot, userns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]*runtimeapi.NamespaceOption{
+		"sandbox": cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(), "container": sc.GetNamespaceOptions(),
+	} {
+		if o.GetUsernsOptions() != userns || o.GetPid() != runtimeapi.NamespaceMode_POD || o.GetNetwork() != runtimeapi.NamespaceMode_POD {
+			t.Errorf("%s: %v", name, o)
+		}
+	}
+	plain, _ := SandboxConfig(testPod(nil), 0, "", "", testNode, nil)
+	if u := plain.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(); u != nil {
+		t.Errorf("a pod on the host's users got %v", u)
 	}
 }

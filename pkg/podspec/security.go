@@ -21,9 +21,9 @@ var (
 // ContainerSecurityContext builds the CRI security context: the container's settings over the pod's.
 // An AppArmor profile is passed on as set (admission has refused it when the host cannot enforce it).
 // Localhost seccomp profiles are files under seccompRoot (<root dir>/seccomp), as upstream resolves them; a
-// profile path that would leave it is an error.
-func ContainerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: NamespaceOptions(pod)}
+// profile path that would leave it is an error. userns is the pod's user namespace (NamespaceOptions).
+func ContainerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string, userns *runtimeapi.UserNamespace) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: NamespaceOptions(pod, userns)}
 	sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIdentity(pod.Spec.SecurityContext)
 	sc.SupplementalGroupsPolicy = SupplementalGroupsPolicy(pod)
 	if psc := pod.Spec.SecurityContext; psc != nil {

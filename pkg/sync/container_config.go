@@ -37,7 +37,8 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
-	secCtx, err := podspec.ContainerSecurityContext(pod, c, filepath.Join(k.cfg.RootDir, "seccomp"))
+	secCtx, err := podspec.ContainerSecurityContext(pod, c, filepath.Join(k.cfg.RootDir, "seccomp"),
+		env.sandboxConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/prober"
 	"github.com/nodeagent/kubelet/pkg/pullrecords"
 	"github.com/nodeagent/kubelet/pkg/status"
+	"github.com/nodeagent/kubelet/pkg/userns"
 	"github.com/nodeagent/kubelet/pkg/volume"
 )
 
@@ -137,7 +138,11 @@ type Config struct {
 	// PullRecords, when set, keeps which credentials pulled each image, and an image already on the node is
 	// used by a pod only when PullCredentialsPolicy (and PreloadedImagesAllowlist) lets it, or after a pull
 	// with the pod's own credentials (KubeletEnsureSecretPulledImages).
-	PullRecords              *pullrecords.Store
+	PullRecords *pullrecords.Store
+	// UserNamespaces, when set, gives pods with hostUsers: false their user namespace's IDs
+	// (UserNamespacesSupport); admission refuses such pods when it is nil or the runtime's default handler
+	// does not report user namespaces.
+	UserNamespaces           *userns.Manager
 	PullCredentialsPolicy    pullrecords.Policy
 	PreloadedImagesAllowlist []string
 	ManifestDir              string

@@ -28,6 +28,7 @@ type runtimeFeatures struct {
 type featureSet struct {
 	rro bool // the default handler mounts recursively read-only
 	sgp bool // supplementalGroupsPolicy is honoured, and the container's user reported
+	uns bool // the default handler runs pods in user namespaces
 }
 
 // supportsRecursiveReadOnly says whether the runtime's default handler mounts recursively read-only, as
@@ -43,6 +44,14 @@ func (k *Kubelet) supportsSupplementalGroupsPolicy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), featuresTimeout)
 	defer cancel()
 	return k.runtimeFeatures(ctx).sgp
+}
+
+// supportsUserNamespaces says whether the runtime's default handler runs pods in user namespaces
+// (hostUsers: false), as its status reports; a failed Status keeps the last answer.
+func (k *Kubelet) supportsUserNamespaces() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), featuresTimeout)
+	defer cancel()
+	return k.runtimeFeatures(ctx).uns
 }
 
 // cachedRecursiveReadOnly is supportsRecursiveReadOnly without a call to the runtime, for the status of
@@ -73,21 +82,22 @@ func (k *Kubelet) runtimeFeatures(ctx context.Context) featureSet {
 		return f.set
 	}
 	f.set = featureSet{
-		rro: handlerSupportsRRO(resp.GetRuntimeHandlers(), ""),
+		rro: defaultHandler(resp.GetRuntimeHandlers()).GetFeatures().GetRecursiveReadOnlyMounts(),
 		sgp: resp.GetFeatures().GetSupplementalGroupsPolicy(),
+		uns: defaultHandler(resp.GetRuntimeHandlers()).GetFeatures().GetUserNamespaces(),
 	}
 	f.at = now
 	return f.set
 }
 
-// handlerSupportsRRO says whether the named handler ("" for the default) offers recursive read-only mounts.
-func handlerSupportsRRO(handlers []*runtimeapi.RuntimeHandler, name string) bool {
+// defaultHandler is the runtime's default handler (named ""), nil when it lists none.
+func defaultHandler(handlers []*runtimeapi.RuntimeHandler) *runtimeapi.RuntimeHandler {
 	for _, h := range handlers {
-		if h.GetName() == name {
-			return h.GetFeatures().GetRecursiveReadOnlyMounts()
+		if h.GetName() == "" {
+			return h
 		}
 	}
-	return false
+	return nil
 }
 
 // hasReadOnlyMount says whether a container of the pod mounts a volume read-only: only then does its status

@@ -101,8 +101,14 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		r.fail(err)
 		return r
 	}
+	userns, err := k.userNamespace(pod)
+	if err != nil {
+		k.recorder.Eventf(podRef(pod, ""), v1.EventTypeWarning, eventFailedCreateSandbox, "Failed to create pod sandbox: %v", err)
+		r.fail(fmt.Errorf("user namespace: %w", err))
+		return r
+	}
 	var dnsWarnings []podspec.DNSWarning
-	env.sandboxConfig, dnsWarnings = k.sandboxConfig(pod, a.Attempt, cgroupParent)
+	env.sandboxConfig, dnsWarnings = k.sandboxConfig(pod, a.Attempt, cgroupParent, userns)
 	if a.CreateSandbox {
 		r.changed = true
 		for _, w := range dnsWarnings { // once per sandbox, not per sync
@@ -138,7 +144,6 @@ func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, state *pleg.PodS
 		}
 	}
 
-	var err error
 	if env.volumes, err = mount.wait(); err != nil {
 		return r // syncPod reports the volumes' failure; no container starts without its volumes
 	}

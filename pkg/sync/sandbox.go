@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -12,9 +13,21 @@ import (
 )
 
 // sandboxConfig builds the CRI sandbox config of a pod (podspec.SandboxConfig), with the warnings its DNS
-// settings raised, from the node's facts as they are now.
-func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string) (*runtimeapi.PodSandboxConfig, []podspec.DNSWarning) {
-	return podspec.SandboxConfig(pod, attempt, cgroupParent, k.podLogDir(pod), k.nodeFacts())
+// settings raised, from the node's facts as they are now and the pod's user namespace.
+func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string, userns *runtimeapi.UserNamespace) (*runtimeapi.PodSandboxConfig, []podspec.DNSWarning) {
+	return podspec.SandboxConfig(pod, attempt, cgroupParent, k.podLogDir(pod), k.nodeFacts(), userns)
+}
+
+// userNamespace is the pod's user namespace for its sandbox and containers: nil on the host's users, else
+// the IDs pkg/userns gave it (kept in its directory, so the same across syncs and kubelet restarts).
+func (k *Kubelet) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return nil, nil
+	}
+	if k.cfg.UserNamespaces == nil {
+		return nil, errors.New("spec.hostUsers: false asks for a user namespace, and user namespaces are off on this node")
+	}
+	return k.cfg.UserNamespaces.Mappings(pod)
 }
 
 // nodeFacts are the node's facts for podspec. The node's resolver configuration is read on each call, as

@@ -273,6 +273,9 @@ func (k *Kubelet) removePodContent(ctx context.Context, pod *v1.Pod, state *pleg
 	if err := os.RemoveAll(k.podDir(pod.UID)); err != nil {
 		return fmt.Errorf("remove pod directory: %w", err)
 	}
+	if k.cfg.UserNamespaces != nil {
+		k.cfg.UserNamespaces.Release(pod.UID) // its record went with the directory
+	}
 	if pod.Name != "" {
 		if err := os.RemoveAll(k.podLogDir(pod)); err != nil {
 			return fmt.Errorf("remove pod logs: %w", err)

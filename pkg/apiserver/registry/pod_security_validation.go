@@ -69,3 +69,49 @@ func validateLinuxContainerUser(u *corev1.LinuxContainerUser, p *field.Path) fie
 	}
 	return errs
 }
+
+// validateHostUsers checks a pod with hostUsers: false as kube-apiserver 1.35 does (validateHostUsers): no
+// host network, PID or IPC namespace, no container with volumeDevices; and, for every pod, a container's
+// procMount Unmasked only with hostUsers: false. The field paths are upstream's, "HostPID" and "HostIPC"
+// capitalised as it writes them.
+func validateHostUsers(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	hostUsers := s.HostUsers == nil || *s.HostUsers
+	visit := func(each func(sc *corev1.SecurityContext, devices int, p *field.Path)) {
+		for i := range s.InitContainers {
+			c := &s.InitContainers[i]
+			each(c.SecurityContext, len(c.VolumeDevices), path.Child("initContainers").Index(i))
+		}
+		for i := range s.Containers {
+			c := &s.Containers[i]
+			each(c.SecurityContext, len(c.VolumeDevices), path.Child("containers").Index(i))
+		}
+		for i := range s.EphemeralContainers {
+			c := &s.EphemeralContainers[i].EphemeralContainerCommon
+			each(c.SecurityContext, len(c.VolumeDevices), path.Child("ephemeralContainers").Index(i))
+		}
+	}
+	visit(func(sc *corev1.SecurityContext, _ int, p *field.Path) {
+		if hostUsers && sc != nil && sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+			errs = append(errs, field.Invalid(p.Child("securityContext", "procMount"), *sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
+		}
+	})
+	if hostUsers {
+		return errs
+	}
+	if s.HostNetwork {
+		errs = append(errs, field.Forbidden(path.Child("hostNetwork"), "when `hostUsers` is false"))
+	}
+	if s.HostPID {
+		errs = append(errs, field.Forbidden(path.Child("HostPID"), "when `hostUsers` is false"))
+	}
+	if s.HostIPC {
+		errs = append(errs, field.Forbidden(path.Child("HostIPC"), "when `hostUsers` is false"))
+	}
+	visit(func(_ *corev1.SecurityContext, devices int, p *field.Path) {
+		if devices > 0 {
+			errs = append(errs, field.Forbidden(p.Child("volumeDevices"), "when `hostUsers` is false"))
+		}
+	})
+	return errs
+}

@@ -52,3 +52,49 @@ func TestContainerStatusUserValidated(t *testing.T) {
 		t.Errorf("a negative group: %v", errs)
 	}
 }
+
+// hostUsers: false with host namespaces or block devices, and procMount Unmasked without it, are refused with
+// kube-apiserver 1.35's field paths and words.
+func TestHostUsersValidated(t *testing.T) {
+	unmasked := corev1.UnmaskedProcMount
+	for _, tc := range []struct {
+		name   string
+		mutate func(*corev1.PodSpec)
+		want   []string
+	}{
+		{"user namespace", func(s *corev1.PodSpec) { s.HostUsers = new(bool) }, nil},
+		{"unmasked in a user namespace", func(s *corev1.PodSpec) {
+			s.HostUsers = new(bool)
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: &unmasked}
+		}, nil},
+		{"host namespaces", func(s *corev1.PodSpec) {
+			s.HostUsers, s.HostNetwork, s.HostPID, s.HostIPC = new(bool), true, true, true
+		}, []string{"spec.hostNetwork: Forbidden: when `hostUsers` is false", "spec.HostPID: Forbidden: when `hostUsers` is false",
+			"spec.HostIPC: Forbidden: when `hostUsers` is false"}},
+		{"volume devices", func(s *corev1.PodSpec) {
+			s.HostUsers = new(bool)
+			s.Volumes = []corev1.Volume{{Name: "blk", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
+			s.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "blk", DevicePath: "/dev/xvda"}}
+		}, []string{"spec.containers[0].volumeDevices: Forbidden: when `hostUsers` is false"}},
+		{"unmasked on the host's users", func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: &unmasked}
+		}, []string{"spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := groupsPolicyPod(nil, nil)
+			tc.mutate(&pod.Spec)
+			got := (podStrategy{}).Validate(pod).ToAggregate()
+			if len(tc.want) == 0 {
+				if got != nil {
+					t.Fatalf("refused: %v", got)
+				}
+				return
+			}
+			for _, w := range tc.want {
+				if got == nil || !strings.Contains(got.Error(), w) {
+					t.Errorf("%v, want %q", got, w)
+				}
+			}
+		})
+	}
+}
