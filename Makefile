@@ -103,7 +103,7 @@ E2E_COMPAT_LOG ?= /tmp/nodeagent-e2e-compat.log
 E2E_COMPAT_TESTS := TestPodToPodTCP|TestHostPortFromLoopback|TestResourceLimitsInCgroup|TestOOMKilled|TestStopHonoursTimeout|\
 	TestStopKillsSharedPIDChildren|TestLogsAndExitStatus|TestExecSync|TestPodSharesDevShm|TestSandboxSysctls|TestListFilters|\
 	TestHostNetworkPod|TestDeadSandboxIsNotReady|TestContainerStatsWritableLayer|TestAttachStdinOnce|\
-	TestStreamingDisconnectFreesGoroutines|TestImageReferenceForms|TestPodSandboxMetricsUnimplemented|\
+	TestStreamingDisconnectFreesGoroutines|TestImageReferenceForms|TestPodSandboxMetrics|\
 	TestCreateContainerFailures|TestEgressIsMasqueraded|TestNothingLeftAfterRemove|TestStopLeavesNoTask|\
 	TestBuiltinRuntimeRestart|TestBuiltinRuntimeListsOtherClientsWrites|TestGRPCBackendSmoke|TestOneShimPerPod|\
 	TestImageChangesByOtherClients|TestRegistryPull|TestRegistryHostsConfig|TestImagePreloadDir|TestStreamingCalls|\
@@ -130,6 +130,7 @@ bench: setup build
 	$(GO) run ./hack/bench kubelet --only volumes
 	$(GO) run ./hack/bench kubelet --only devices
 	$(GO) run ./hack/bench kubelet --only csi
+	$(GO) run ./hack/bench kubelet --only userns
 	$(GO) run ./hack/bench kubelet --only dra
 	$(GO) run ./hack/bench kubelet --only probes
 	$(GO) run ./hack/bench cluster

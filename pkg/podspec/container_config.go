@@ -34,9 +34,16 @@ type ContainerInput struct {
 }
 
 // ContainerConfig builds the CRI config of one container instance. Its log is <name>/<restart count>.log
-// under the sandbox's log directory.
+// under the sandbox's log directory. In a user namespace (the security context's mode POD) every mount
+// carries the pod's mappings, as upstream's kubelet sends them: the runtime mounts each ID-mapped, so what
+// the host's root owns the pod's root owns.
 func ContainerConfig(in ContainerInput) *runtimeapi.ContainerConfig {
 	c := in.Container
+	if u := in.SecurityContext.GetNamespaceOptions().GetUsernsOptions(); u.GetMode() == runtimeapi.NamespaceMode_POD {
+		for _, m := range in.Mounts {
+			m.UidMappings, m.GidMappings = u.GetUids(), u.GetGids()
+		}
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: in.ImageRef, UserSpecifiedImage: c.Image},

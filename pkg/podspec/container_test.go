@@ -323,6 +323,31 @@ func TestContainerConfig(t *testing.T) {
 	}
 }
 
+// In a user namespace every mount carries the pod's mappings; on the host's users none.
+func TestContainerConfigUserNamespaceMounts(t *testing.T) {
+	pod := testPod(func(p *v1.Pod) { p.Spec.HostUsers = ptr(false) })
+	ids := []*runtimeapi.IDMapping{{HostId: 131072, ContainerId: 0, Length: 65536}}
+	userns := &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: ids, Gids: ids}
+	sc, err := ContainerSecurityContext(pod, &pod.Spec.Containers[0], "/seccomp", userns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts := []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/h"}, {ContainerPath: "/etc/hosts", HostPath: "/e"}}
+	cfg := ContainerConfig(ContainerInput{Pod: pod, Container: &pod.Spec.Containers[0], Kind: KindApp, Mounts: mounts, SecurityContext: sc})
+	for _, m := range cfg.Mounts {
+		if len(m.UidMappings) != 1 || m.UidMappings[0].HostId != 131072 || len(m.GidMappings) != 1 || m.GidMappings[0].HostId != 131072 {
+			t.Errorf("mount %s: uid mappings %v gid mappings %v", m.ContainerPath, m.UidMappings, m.GidMappings)
+		}
+	}
+	plain := testPod(nil)
+	psc, _ := ContainerSecurityContext(plain, &plain.Spec.Containers[0], "/seccomp", nil)
+	cfg = ContainerConfig(ContainerInput{Pod: plain, Container: &plain.Spec.Containers[0], Kind: KindApp,
+		Mounts: []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/h"}}, SecurityContext: psc})
+	if m := cfg.Mounts[0]; m.UidMappings != nil || m.GidMappings != nil {
+		t.Errorf("a pod on the host's users got mappings %v %v", m.UidMappings, m.GidMappings)
+	}
+}
+
 func TestPropagation(t *testing.T) {
 	for _, tt := range []struct {
 		in   *v1.MountPropagationMode

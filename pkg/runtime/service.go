@@ -306,18 +306,6 @@ func (r *Runtime) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxSta
 	return nil, status.Error(codes.Unimplemented, "pod sandbox stats come from the kubelet's pod cgroups")
 }
 
-// ListMetricDescriptors is not implemented: the CRI's pod metrics (the cadvisor-style series a kubelet with
-// PodAndContainerStatsFromCRI reads) are served by the kubelet's /metrics/cadvisor from pod cgroups. An
-// Unimplemented answer tells a CRI client so, where an empty success would say the pod has no metrics.
-func (r *Runtime) ListMetricDescriptors(context.Context) ([]*runtimeapi.MetricDescriptor, error) {
-	return nil, status.Error(codes.Unimplemented, "pod sandbox metrics are not served by this runtime: read the kubelet's /metrics/cadvisor")
-}
-
-// ListPodSandboxMetrics is not implemented; see ListMetricDescriptors.
-func (r *Runtime) ListPodSandboxMetrics(context.Context) ([]*runtimeapi.PodSandboxMetrics, error) {
-	return nil, status.Error(codes.Unimplemented, "pod sandbox metrics are not served by this runtime: read the kubelet's /metrics/cadvisor")
-}
-
 // withLinuxResources turns CRI container resources into a task update.
 func withLinuxResources(res *runtimeapi.LinuxContainerResources) containerd.UpdateTaskOpts {
 	lr := &runtimespec.LinuxResources{CPU: &runtimespec.LinuxCPU{}, Memory: &runtimespec.LinuxMemory{}}

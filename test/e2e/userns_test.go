@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +46,16 @@ func mappedRange(t *testing.T, log string) uint64 {
 	return first
 }
 
+// fileOwner is the owner and group of /data/f in the pod's `ls -ln` line ("" when it printed none).
+func fileOwner(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasSuffix(line, "/data/f") {
+			return f[2] + ":" + f[3]
+		}
+	}
+	return ""
+}
+
 // hostProcessesOf counts the host's processes whose real user ID is uid.
 func hostProcessesOf(t *testing.T, uid uint64) int {
 	t.Helper()
@@ -73,7 +84,8 @@ func hostProcessesOf(t *testing.T, uid uint64) int {
 // Pods with hostUsers: false. On containerd's CRI plugin (which reports user namespaces in its status) each
 // gets 65536 host IDs of its own from the node's range, seen in /proc/self/uid_map and gid_map inside; its
 // root is an unprivileged user on the host (its processes run as the range's first ID); it writes to its
-// emptyDir; runAsUser and fsGroup work inside; kubectl exec works; the allocation is kept in the pod's
+// emptyDir, mounted ID-mapped (the host sees the IDs the pod used); runAsUser and fsGroup work inside;
+// kubectl exec works; the allocation is kept in the pod's
 // directory and survives a kubelet restart (the pods keep their containers, a new pod gets a range of its
 // own), and a deleted pod's range is given again. The built-in runtime does not run pods in user namespaces:
 // it reports none, and the pod is refused at admission with UserNamespacesNotSupported, as the node status
@@ -110,11 +122,11 @@ func TestKubeletUserNamespaces(t *testing.T) {
 		if a0 == b0 {
 			t.Errorf("both pods map host IDs from %d", a0)
 		}
-		if !strings.Contains(outA, "uid=0(root) gid=0(root)") || !strings.Contains(outA, " 0 ") {
+		if !strings.Contains(outA, "uid=0(root) gid=0(root)") || fileOwner(outA) != "0:0" {
 			t.Errorf("userns-a is root inside, and its file root's: %q", outA)
 		}
-		if !strings.Contains(outB, "uid=1000 ") || !strings.Contains(outB, "2000") {
-			t.Errorf("userns-b runs as 1000 with group 2000 inside: %q", outB)
+		if !strings.Contains(outB, "uid=1000 ") || !strings.Contains(outB, "2000") || fileOwner(outB) != "1000:2000" {
+			t.Errorf("userns-b runs as 1000 with group 2000 inside, and its file theirs: %q", outB)
 		}
 		if c := hostProcessesOf(t, a0); c == 0 {
 			t.Errorf("no host process runs as %d, userns-a's root", a0)
@@ -124,6 +136,18 @@ func TestKubeletUserNamespaces(t *testing.T) {
 		}
 		if out, err := n.exec("userns-a", "main", "cat", "/proc/self/uid_map"); err != nil || !strings.Contains(out, strconv.FormatUint(a0, 10)) {
 			t.Errorf("kubectl exec in userns-a: %q %v", out, err)
+		}
+		// Volumes are mounted ID-mapped, as upstream's kubelet asks: the IDs on the volume are those inside the
+		// pod, so the host sees the file userns-a's root wrote owned by 0, and userns-b's by 1000 in group 2000.
+		for _, f := range []struct {
+			pod      *v1.Pod
+			uid, gid uint32
+		}{{podA, 0, 0}, {podB, 1000, 2000}} {
+			path := filepath.Join(n.dir, "root", "pods", string(f.pod.UID), "volumes", "kubernetes.io~empty-dir", "data", "f")
+			var st syscall.Stat_t
+			if err := syscall.Stat(path, &st); err != nil || st.Uid != f.uid || st.Gid != f.gid {
+				t.Errorf("%s: owner %d:%d (%v), want %d:%d", path, st.Uid, st.Gid, err, f.uid, f.gid)
+			}
 		}
 		file := filepath.Join(n.dir, "root", "pods", string(podA.UID), "userns")
 		if data, err := os.ReadFile(file); err != nil || !strings.Contains(string(data), fmt.Sprintf(`"hostId":%d`, a0)) {
