@@ -106,19 +106,7 @@ func (r *Runtime) containerSample(ctx context.Context, id string, l crimetrics.L
 			}
 		}
 	}
-	cont, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return s, err
-	}
-	task, err := cont.Task(ctx, nil)
-	if err != nil {
-		return s, err
-	}
-	m, err := task.Metrics(ctx)
-	if err != nil {
-		return s, err
-	}
-	v, err := typeurl.UnmarshalAny(m.Data)
+	task, v, err := r.taskMetrics(ctx, id)
 	if err != nil {
 		return s, err
 	}

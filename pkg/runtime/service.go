@@ -229,19 +229,7 @@ func (r *Runtime) containerStats(ctx context.Context, id string) (*runtimeapi.Co
 			}
 		}
 	}
-	cont, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	task, err := cont.Task(ctx, nil)
-	if err != nil {
-		return out, nil
-	}
-	m, err := task.Metrics(ctx)
-	if err != nil {
-		return out, nil
-	}
-	v, err := typeurl.UnmarshalAny(m.Data)
+	_, v, err := r.taskMetrics(ctx, id)
 	if err != nil {
 		return out, nil
 	}
@@ -272,6 +260,24 @@ func (r *Runtime) containerStats(ctx context.Context, id string) (*runtimeapi.Co
 		}
 	}
 	return out, nil
+}
+
+// taskMetrics returns the container's task and its cgroup's statistics (*v1stats.Metrics or *v2stats.Metrics).
+func (r *Runtime) taskMetrics(ctx context.Context, id string) (containerd.Task, any, error) {
+	cont, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	task, err := cont.Task(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := task.Metrics(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := typeurl.UnmarshalAny(m.Data)
+	return task, v, err
 }
 
 // ListContainerStats returns the stats of running containers matching the filter.
