@@ -286,7 +286,11 @@ func TestPodSandboxMetrics(t *testing.T) {
 			}
 		}
 		p := runPod(t, b, "metrics", nil)
-		id := p.start(t, containerConfig("metrics", "sh", "-c", "for i in 1 2 3; do echo hi >> /f$i; done; sync; sleep 3600"))
+		cfg := containerConfig("metrics", "sh", "-c", "for i in 1 2 3; do echo hi >> /f$i; done; sync; sleep 3600")
+		// critest's container's resources: the spec series are of what is set.
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{CpuPeriod: 100000,
+			CpuQuota: 20000, CpuShares: 1024, MemoryLimitInBytes: 64 << 20, MemorySwapLimitInBytes: 64 << 20}}
+		id := p.start(t, cfg)
 		var pod *runtimeapi.PodSandboxMetrics
 		eventually(t, 20*time.Second, "the pod's metrics", func() error {
 			all, err := b.rt.ListPodSandboxMetrics(ctxT(t))
