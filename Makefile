@@ -7,7 +7,7 @@ GO ?= go
 BIN := bin
 E2E_TIMEOUT ?= 40m
 # How many end-to-end tests that wait (t.Parallel, each on a node of its own) run side by side.
-E2E_PARALLEL ?= 4
+E2E_PARALLEL ?= 5
 # The end-to-end output, kept for the summary printed after it (what failed and what it logged).
 E2E_LOG ?= /tmp/nodeagent-e2e.log
 # containerd's client imports Go's plugin package unless this tag is set; with it the kubelet binary is 25 MB

@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-go}
 E2E_LOG=${E2E_LOG:-/tmp/nodeagent-e2e.log}
 E2E_TIMEOUT=${E2E_TIMEOUT:-40m}
-E2E_PARALLEL=${E2E_PARALLEL:-4}
+E2E_PARALLEL=${E2E_PARALLEL:-5}
 E2E_BESIDE_SERIAL_LOG=${E2E_BESIDE_SERIAL_LOG:-/tmp/nodeagent-e2e-beside-serial.log}
 E2E_BESIDE_PARALLEL_LOG=${E2E_BESIDE_PARALLEL_LOG:-/tmp/nodeagent-e2e-beside-parallel.log}
 

@@ -248,9 +248,9 @@ func TestFaultKubeletKilledDuringPodStart(t *testing.T) {
 	}
 }
 
-// faultChurnCycles is how many cycles of 30 pods TestFaultPodChurnLeavesNothing runs (180 pods by default;
+// faultChurnCycles is how many cycles of 30 pods TestFaultPodChurnLeavesNothing runs (120 pods by default;
 // `make soak` runs more).
-var faultChurnCycles = envInt("E2E_FAULT_CHURN_CYCLES", 6)
+var faultChurnCycles = envInt("E2E_FAULT_CHURN_CYCLES", 4)
 
 func envInt(name string, def int) int {
 	if v := os.Getenv(name); v != "" {

@@ -90,10 +90,11 @@ func TestKubeletProbesBadInput(t *testing.T) {
 		n.deletePodAndWait(t, name)
 	}
 
-	// 100 probed pods (one of each handler), deleted: the goroutine count comes back to where it was.
+	// 60 probed pods (one of each handler), deleted: the goroutine count comes back to where it was. (The
+	// benchmark runs 110: `hack/bench kubelet --only probes`.)
 	time.Sleep(3 * time.Second)
 	baseline := n.goroutines(t)
-	const pods = 100
+	const pods = 60
 	names := make([]string, pods)
 	for i := range pods {
 		names[i] = fmt.Sprintf("probed-%03d", i)

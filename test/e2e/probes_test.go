@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// probe is a probe every second with a 3 s timeout: an exec on a 2-core host busy with other tests can take
+// more than a second, which is not what these tests are about.
 func probe(h v1.ProbeHandler, failureThreshold int32) *v1.Probe {
-	return &v1.Probe{ProbeHandler: h, PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: failureThreshold}
+	return &v1.Probe{ProbeHandler: h, PeriodSeconds: 1, TimeoutSeconds: 3, SuccessThreshold: 1, FailureThreshold: failureThreshold}
 }
 
 func execHandler(cmd ...string) v1.ProbeHandler {
@@ -63,7 +65,7 @@ func TestKubeletProbes(t *testing.T) {
 
 		slow := busyboxPod("startup", "sh", "-c", "sleep 6; touch /tmp/started; exec sleep 3600")
 		slow.Spec.Containers[0].StartupProbe = probe(execHandler("cat", "/tmp/started"), 30)
-		slow.Spec.Containers[0].LivenessProbe = probe(execHandler("cat", "/tmp/started"), 1)
+		slow.Spec.Containers[0].LivenessProbe = probe(execHandler("cat", "/tmp/started"), 3)
 		n.createPod(slow)
 
 		stuck := busyboxPod("timeout", "sleep", "3600")
