@@ -175,7 +175,7 @@ func (c *Client) Lost(ctx context.Context) (map[string]int, error) {
 }
 
 // Attach implements Service.
-func (c *Client) Attach(ctx context.Context, id string, stdout, stderr io.Writer) error {
+func (c *Client) Attach(ctx context.Context, id string, stdout, stderr io.Writer, joined func()) error {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return err
@@ -186,6 +186,9 @@ func (c *Client) Attach(ctx context.Context, id string, stdout, stderr io.Writer
 	br, _, err := exchange(conn, request{Op: opAttach, ID: id, Stdout: stdout != nil, Stderr: stderr != nil})
 	if err != nil {
 		return err
+	}
+	if joined != nil {
+		joined() // the daemon answers once the session receives the output
 	}
 	var buf []byte
 	for {

@@ -81,8 +81,10 @@ type Service interface {
 	// Reopen reopens a container's log file after someone else rotated it.
 	Reopen(ctx context.Context, id string) error
 	// Attach copies the container's output from now on to stdout and stderr (either may be nil) until the
-	// output ends (nil), ctx ends (nil) or the session falls too far behind (ErrDropped).
-	Attach(ctx context.Context, id string, stdout, stderr io.Writer) error
+	// output ends (nil), ctx ends (nil) or the session falls too far behind (ErrDropped). joined, when not
+	// nil, is called once the session receives the output, before any of it: a caller forwards the session's
+	// input only then, so that the container's answer to it is not lost.
+	Attach(ctx context.Context, id string, stdout, stderr io.Writer, joined func()) error
 	// Drain waits, at most timeout, until the container's output has ended and its log is closed. A
 	// container the daemon does not know has nothing to drain.
 	Drain(ctx context.Context, id string, timeout time.Duration) error
@@ -283,7 +285,7 @@ func (d *Daemon) Reopen(_ context.Context, id string) error {
 }
 
 // Attach implements Service.
-func (d *Daemon) Attach(ctx context.Context, id string, stdout, stderr io.Writer) error {
+func (d *Daemon) Attach(ctx context.Context, id string, stdout, stderr io.Writer, joined func()) error {
 	c, err := d.get(id)
 	if err != nil {
 		return err
@@ -298,6 +300,9 @@ func (d *Daemon) Attach(ctx context.Context, id string, stdout, stderr io.Writer
 		dropped, remove := c.stderr.fanout.add(stderr)
 		defer remove()
 		errDropped = dropped
+	}
+	if joined != nil {
+		joined()
 	}
 	select {
 	case <-c.done:

@@ -166,14 +166,15 @@ func TestOutputThroughSocket(t *testing.T) {
 	var mu sync.Mutex
 	var attached strings.Builder
 	attachDone := make(chan error, 1)
+	joined := make(chan struct{})
 	go func() {
 		attachDone <- c.Attach(ctx, "c1", writerFunc(func(p []byte) (int, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			return attached.Write(p)
-		}), io.Discard)
+		}), io.Discard, func() { close(joined) })
 	}()
-	time.Sleep(50 * time.Millisecond) // the session joins before the output
+	<-joined // the session receives the output before it is written
 	writeLines(t, out, numbered(0, 100))
 	writeLines(t, errw, []string{"to stderr"})
 	out.Close()
@@ -216,7 +217,7 @@ func TestOutputThroughSocket(t *testing.T) {
 	if err := c.Reopen(ctx, "c1"); !IsNotFound(err) {
 		t.Fatalf("reopen of a closed container: %v, want not found", err)
 	}
-	if err := c.Attach(ctx, "nope", io.Discard, nil); !IsNotFound(err) {
+	if err := c.Attach(ctx, "nope", io.Discard, nil, nil); !IsNotFound(err) {
 		t.Fatalf("attach to an unknown container: %v, want not found", err)
 	}
 }

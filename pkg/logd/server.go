@@ -182,13 +182,6 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	case opClose:
 		_ = writeLine(conn, responseOf(d.Close(rctx, req.ID)))
 	case opAttach:
-		if _, err := d.get(req.ID); err != nil {
-			_ = writeLine(conn, responseOf(err))
-			return
-		}
-		if writeLine(conn, response{}) != nil {
-			return
-		}
 		var mu sync.Mutex
 		var stdout, stderr io.Writer
 		if req.Stdout {
@@ -197,7 +190,20 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		if req.Stderr {
 			stderr = frameWriter{mu: &mu, w: conn, kind: frameStderr}
 		}
-		err := d.Attach(rctx, req.ID, stdout, stderr)
+		// The answer line goes out once the session receives the output and before any frame of it: the
+		// frames wait on mu, held until then. The client forwards its input only after that line.
+		mu.Lock()
+		joined := false
+		err := d.Attach(rctx, req.ID, stdout, stderr, func() {
+			joined = true
+			_ = writeLine(conn, response{}) // a client gone ends the session through rctx
+			mu.Unlock()
+		})
+		if !joined {
+			mu.Unlock()
+			_ = writeLine(conn, responseOf(err))
+			return
+		}
 		b, _ := json.Marshal(responseOf(err)) // a response always marshals
 		mu.Lock()
 		_ = writeFrame(conn, frameEnd, b) // a client gone has nothing to read it

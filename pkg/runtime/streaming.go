@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -65,9 +66,21 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	actx, stopOutput := context.WithCancel(ctx)
 	defer stopOutput()
 	outputDone := make(chan error, 1)
+	// The client's input is forwarded once the session receives the container's output, so that what the
+	// container answers to it (a shell's echo) reaches the client: joined is closed then, or when the output
+	// session ended without joining.
+	joined := make(chan struct{})
+	var joinOnce sync.Once
+	join := func() { joinOnce.Do(func() { close(joined) }) }
 	if out != nil || errw != nil {
 		// A nil stream stays a nil io.Writer: the daemon copies only the streams asked for.
-		go func() { outputDone <- s.r.logs.Attach(actx, rec.ID, out, errw) }()
+		go func() {
+			err := s.r.logs.Attach(actx, rec.ID, out, errw, join)
+			join()
+			outputDone <- err
+		}()
+	} else {
+		join()
 	}
 	if resize != nil {
 		if cont, err := s.r.client.LoadContainer(ctx, rec.ID); err == nil {
@@ -96,6 +109,11 @@ func (s *Streamer) Attach(ctx context.Context, containerID string, in io.Reader,
 	if in != nil && c.stdin != nil {
 		go func() {
 			defer close(stdinDone)
+			select {
+			case <-joined:
+			case <-ctx.Done():
+				return
+			}
 			_, _ = io.Copy(c.stdin, in) // ends with the client's input, or when the container's stdin closes
 			if c.stdinOnce {
 				c.closeStdin(ctx, task)

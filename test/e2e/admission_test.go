@@ -15,7 +15,8 @@ import (
 // The kubelet admits what the node can honour and rejects the rest with upstream's reason, on both runtime
 // backends: safe sysctls and those of --allowed-unsafe-sysctls are set in the pod's own namespaces (the
 // host's stay as they were); other sysctls, net sysctls with the host's network, another OS, user
-// namespaces and AppArmor profiles on a host without AppArmor are refused and nothing of the pod runs.
+// namespaces on the built-in runtime (which runs none) and AppArmor profiles on a host without AppArmor are
+// refused and nothing of the pod runs.
 func TestKubeletAdmitsWhatTheHostHonours(t *testing.T) {
 	parallel(t)
 	hostKeepalive, err := os.ReadFile("/proc/sys/net/ipv4/tcp_keepalive_time")
@@ -54,16 +55,20 @@ func TestKubeletAdmitsWhatTheHostHonours(t *testing.T) {
 		windows.Spec.OS = &v1.PodOS{Name: v1.Windows}
 		apparmor := busyboxPod("apparmor", "sleep", "3600")
 		apparmor.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
-		for _, tc := range []struct {
+		type refusal struct {
 			pod            *v1.Pod
 			reason, detail string
-		}{
+		}
+		refusals := []refusal{
 			{withSysctls(busyboxPod("unsafe-sysctl", "sleep", "3600"), "kernel.msgmax", "65536"), "SysctlForbidden", `"kernel.msgmax" not allowlisted`},
 			{hostNet, "SysctlForbidden", "not allowed with host Net enabled"},
-			{userns, "UserNamespacesNotSupported", "hostUsers"},
 			{windows, "PodOSNotSupported", "OS field"},
 			{apparmor, "AppArmor", "Cannot enforce AppArmor"},
-		} {
+		}
+		if !n.remote { // containerd's CRI plugin runs user namespaces: TestKubeletUserNamespaces
+			refusals = append(refusals, refusal{userns, "UserNamespacesNotSupported", "hostUsers"})
+		}
+		for _, tc := range refusals {
 			n.createPod(bound(tc.pod))
 			got := n.waitPod(tc.pod.Name, 30*time.Second, tc.pod.Name+" rejected", func(p *v1.Pod) error {
 				if p.Status.Phase != v1.PodFailed {

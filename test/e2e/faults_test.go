@@ -367,7 +367,8 @@ func TestFaultContainerdKilled(t *testing.T) {
 		view := n.runtimeView(t)
 		for name, ids := range running.containers {
 			if strings.Join(view.containers[name], ",") != strings.Join(ids, ",") {
-				t.Errorf("round %d: pod %s runs %v, ran %v before containerd's restart", round, name, view.containers[name], ids)
+				t.Errorf("round %d: pod %s runs %v, ran %v before containerd's restart; the kubelet's lines about it:\n%s",
+					round, name, view.containers[name], ids, kubeletLinesAbout(n, name, ids))
 			}
 		}
 		// A start cut off by the kill may leave its process running after the next sync started the container
@@ -387,4 +388,21 @@ func TestFaultContainerdKilled(t *testing.T) {
 			round, len(names), len(starting), took.Round(100*time.Millisecond), len(running.containers), strings.Count(string(log), "Pod sync failed"))
 		running = view
 	}
+}
+
+// kubeletLinesAbout is the last 20 lines of the node's kubelet log that name the pod or one of the
+// containers, for a test failure to say what the kubelet saw.
+func kubeletLinesAbout(n *node, pod string, ids []string) string {
+	data, _ := os.ReadFile(filepath.Join(n.dir, "kubelet.log"))
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		hit := strings.Contains(l, "/"+pod+"\"") || strings.Contains(l, "/"+pod+" ")
+		for _, id := range ids {
+			hit = hit || (len(id) >= 12 && strings.Contains(l, id[:12]))
+		}
+		if hit {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
