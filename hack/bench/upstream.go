@@ -88,6 +88,22 @@ func benchUpstream(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rtProc.stop()
+	// Upstream's kubelet gives up at once on a runtime socket that is not there yet (on a fresh host the first
+	// run failed with "dial unix .../runtime.sock: connect: no such file or directory"): wait for noderuntime
+	// to answer first.
+	if err := waitFor(ctx, time.Minute, "noderuntime answering on "+sock, func() bool {
+		if _, err := os.Stat(sock); err != nil {
+			return false
+		}
+		rs, _, err := remote.Connect(sock, 2*time.Second)
+		if err != nil {
+			return false
+		}
+		_, err = rs.Version(ctx, "")
+		return err == nil
+	}); err != nil {
+		return err
+	}
 
 	watch := newPodWatch(client, "default")
 	if err := watch.start(ctx); err != nil {
