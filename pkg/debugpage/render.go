@@ -28,6 +28,11 @@ const refreshScript = `(function () {
             var el = document.querySelector('[data-uid="' + x.uid + '"] [data-field="' + f + '"]');
             if (el) { el.textContent = x[f] || (f === "whyNotReady" ? "Ready" : ""); }
           });
+          // The sentence's prefix and colour follow it: a pod becoming Ready, or no longer, shows so.
+          var why = document.querySelector('[data-uid="' + x.uid + '"] [data-field="whyNotReady"]');
+          var pre = document.querySelector('[data-uid="' + x.uid + '"] [data-field="whyPrefix"]');
+          if (why) { why.className = x.whyNotReady ? "" : "ok"; }
+          if (pre) { pre.textContent = x.whyNotReady ? "Not Ready: " : ""; }
         });
         var g = document.getElementById("generated");
         if (g) { g.textContent = p.generated; }
@@ -85,7 +90,7 @@ code{white-space:pre-wrap}
 <h2>Pods ({{len .Pods}})</h2>
 {{range .Pods}}<div class="pod" data-uid="{{.UID}}">
 <p><b>{{.Namespace}}/{{.Name}}</b> &middot; <span data-field="state">{{.State}}</span> &middot; <span data-field="phase">{{.Phase}}</span> &middot; {{.QOS}} &middot; {{.Syncs}} syncs &middot; age {{ms .Age}}</p>
-<p class="why">{{if .WhyNotReady}}Not Ready: <span data-field="whyNotReady">{{.WhyNotReady}}</span>{{else}}<span data-field="whyNotReady" class="ok">Ready</span>{{end}}</p>
+<p class="why"><span data-field="whyPrefix">{{if .WhyNotReady}}Not Ready: {{end}}</span>{{if .WhyNotReady}}<span data-field="whyNotReady">{{.WhyNotReady}}</span>{{else}}<span data-field="whyNotReady" class="ok">Ready</span>{{end}}</p>
 {{if .WaitingFor}}<p class="bad">waiting for <span data-field="waitingFor">{{.WaitingFor}}</span></p>{{end}}
 {{if .LastSyncError}}<p class="bad">last sync error: <code>{{.LastSyncError}}</code></p>{{end}}
 {{if .Conditions}}<table><tr><th>condition</th><th>status</th><th>reason</th><th>message</th></tr>

@@ -35,7 +35,7 @@ func TestHandler(t *testing.T) {
 	}
 	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "NotReady", "ContainerStatus of pod default/hung",
 		`class="slowest"`, "CrashLoopBackOff", "in 20s",
-		"plugin gpu.sock: 4 devices, 3 healthy, 2 held by containers", "running from the checkpoint</span> for 1m0s: kube-system/agent, default/web", "plugin gone 1m30s ago", "Not Ready: <span data-field=\"whyNotReady\">the readiness probe"} {
+		"plugin gpu.sock: 4 devices, 3 healthy, 2 held by containers", "running from the checkpoint</span> for 1m0s: kube-system/agent, default/web", "plugin gone 1m30s ago", `<span data-field="whyPrefix">Not Ready: </span><span data-field="whyNotReady">the readiness probe`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
 		}
