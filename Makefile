@@ -49,11 +49,11 @@ uninstall:
 
 # Everything CI runs: unit tests, a short run of each fuzz target, the end-to-end suite on real containerd,
 # runc, CNI and cgroup v1, and the cgroup v2 checks in a VM. The VM guests' root filesystems are built in the
-# background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU). The VM checks run at the
-# lowest CPU priority beside the end-to-end tests that need the host alone (one test at a time, mostly
-# waiting), the fuzz targets (whose instrumented builds are most of their time) so beside the tests that wait
-# side by side: both take only the CPU those tests leave idle. (Beside the side-by-side group at the same
-# priority, software emulation took the CPU those tests' deadlines count on.)
+# background meanwhile (debootstrap waits on the mirror, the unit tests on the CPU). The VM checks run at a low
+# CPU priority (niceness 10) beside the end-to-end tests that need the host alone (one test at a time, mostly
+# waiting), the fuzz targets (whose instrumented builds are most of their time) at the lowest beside the tests
+# that wait side by side: both take mostly the CPU those tests leave idle. (Beside the side-by-side group at
+# the same priority, software emulation took the CPU those tests' deadlines count on.)
 test:
 	@hack/vm/prepare.sh >/tmp/nodeagent-vm-prepare.log 2>&1 & \
 		echo "test: building the VM guests in the background (log /tmp/nodeagent-vm-prepare.log)"
