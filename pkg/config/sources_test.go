@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -127,6 +128,17 @@ func TestAPISourceSyncedComesBehindTheInitialList(t *testing.T) {
 		objs = append(objs, apiPod(fmt.Sprintf("p%03d", i), "node1"))
 	}
 	client := fake.NewClientset(objs...)
+	// The fake's watch replays nothing it missed: the pod created below must come after the source's watch
+	// is registered, which this reactor tells (it registers the watch itself, then says so).
+	watching := make(chan struct{}, 1)
+	client.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		select {
+		case watching <- struct{}{}:
+		default:
+		}
+		return true, w, err
+	})
 	s, err := NewSources(Options{NodeName: "node1", Client: kubeclienttest.Wrap(client)})
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +159,11 @@ func TestAPISourceSyncedComesBehindTheInitialList(t *testing.T) {
 	}
 	if adds != 200 {
 		t.Fatalf("SourceSynced after %d of 200 pods", adds)
+	}
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the API source never watched pods")
 	}
 	pods := client.CoreV1().Pods("ns")
 	if _, err := pods.Create(ctx, apiPod("late", "node1"), metav1.CreateOptions{}); err != nil {
