@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // Reasons of the checks beyond resources and placement, as upstream's kubelet reports them.
@@ -151,7 +153,7 @@ func checkHostFeatures(pod *v1.Pod, h Host) *Result {
 	if wantsAppArmor(pod) && !h.AppArmor {
 		return &Result{Reason: ReasonAppArmor, Message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"}
 	}
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers && !h.UserNamespaces {
+	if podfacts.InUserNamespace(pod) && !h.UserNamespaces {
 		return &Result{Reason: ReasonUserNamespacesNotSupported,
 			Message: "spec.hostUsers: false asks for a user namespace, which this node's runtime does not provide"}
 	}

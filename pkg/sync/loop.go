@@ -185,7 +185,7 @@ func (k *Kubelet) admit(pod *v1.Pod) admission.Result {
 		// the node's status.features, which its runtime's status fills. Asked only of a pod that sets it.
 		node.Host.SupplementalGroupsPolicy = k.supportsSupplementalGroupsPolicy()
 	}
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+	if podfacts.InUserNamespace(pod) {
 		// As upstream, a pod that asks for a user namespace needs the runtime's handler to offer them.
 		node.Host.UserNamespaces = k.cfg.UserNamespaces != nil && k.supportsUserNamespaces()
 	}

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 	"github.com/nodeagent/kubelet/pkg/podspec"
 )
 
@@ -21,7 +22,7 @@ func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32, cgroupParent string
 // userNamespace is the pod's user namespace for its sandbox and containers: nil on the host's users, else
 // the IDs pkg/userns gave it (kept in its directory, so the same across syncs and kubelet restarts).
 func (k *Kubelet) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
-	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+	if !podfacts.InUserNamespace(pod) {
 		return nil, nil
 	}
 	if k.cfg.UserNamespaces == nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent/kubelet/internal/atomicfile"
+	"github.com/nodeagent/kubelet/pkg/podfacts"
 )
 
 // FileName is the file in a pod's directory that holds its mappings (upstream's name).
@@ -71,7 +72,7 @@ func New(rng Range, idsPerPod uint32, maxPods int, podsDir string) (*Manager, er
 // true); else its slot's mappings, the one recorded in its directory, or the lowest free slot, recorded there
 // before it is returned.
 func (m *Manager) Mappings(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
-	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+	if !podfacts.InUserNamespace(pod) {
 		return nil, nil
 	}
 	m.mu.Lock()
