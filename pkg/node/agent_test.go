@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -78,6 +79,9 @@ type harness struct {
 	rt     *fakeRuntime
 	agent  *Agent
 	apiOff atomic.Bool // every API call fails while set
+	// nodeWatches counts the watches of Nodes registered with the fake's tracker: the tracker replays nothing
+	// a watch missed, so a test that changes the Node as another client would waits for one (updateNode).
+	nodeWatches atomic.Int32
 }
 
 // start runs an agent named node-a against client (a fake clientset) with a fake clock at t0.
@@ -90,6 +94,13 @@ func start(t *testing.T, client *fake.Clientset, mutate func(*Config)) *harness 
 			return true, nil, errors.New("connection refused")
 		}
 		return false, nil, nil
+	})
+	client.PrependWatchReactor("nodes", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err == nil {
+			h.nodeWatches.Add(1)
+		}
+		return true, w, err
 	})
 	cfg := Config{Name: "node-a", Client: kubeclienttest.Wrap(client), Runtime: h.rt, Images: h.rt, Clock: h.clock, Host: testHost(),
 		KubeletPort: 10250, Labels: map[string]string{"rack": "r1"},
@@ -146,6 +157,16 @@ func (h *harness) step(total, d time.Duration) {
 		h.clock.Step(d)
 	}
 	h.settle()
+}
+
+// updateNode writes n as another client of the API server would (the node lifecycle controller, kubectl),
+// once the agent's watch of its Node is registered so that the watch sees the change.
+func (h *harness) updateNode(n *v1.Node) {
+	h.t.Helper()
+	eventually(h.t, "the agent to watch its Node", func() bool { return h.nodeWatches.Load() > 0 })
+	if err := h.client.Tracker().Update(nodesGVR, n, ""); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) node() *v1.Node {
@@ -336,9 +357,7 @@ func TestAPIDownThenCatchUp(t *testing.T) {
 	n := h.node().DeepCopy()
 	c := conditionOf(&n.Status, v1.NodeReady)
 	c.Status, c.Reason = v1.ConditionUnknown, "NodeStatusUnknown"
-	if err := h.client.Tracker().Update(nodesGVR, n, ""); err != nil {
-		t.Fatal(err)
-	}
+	h.updateNode(n)
 	h.step(10*time.Second, time.Second)
 	if !isReady(&h.node().Status) {
 		t.Errorf("status not caught up after the outage: %v", h.node().Status.Conditions)
@@ -441,9 +460,7 @@ func TestMarkedUnknownIsPostedReadyAgain(t *testing.T) {
 		n.Status.Conditions[i].Status = v1.ConditionUnknown
 		n.Status.Conditions[i].Reason = "NodeStatusUnknown"
 	}
-	if err := h.client.Tracker().Update(nodesGVR, n, ""); err != nil {
-		t.Fatal(err)
-	}
+	h.updateNode(n)
 	// No clock step: the watch seeing Unknown is enough to post at once.
 	eventually(t, "Ready posted again", func() bool {
 		return conditionOf(&h.node().Status, v1.NodeReady).Status == v1.ConditionTrue
@@ -465,9 +482,7 @@ func TestPodCIDRGivenToTheRuntime(t *testing.T) {
 	h.settle()
 	n := h.node().DeepCopy()
 	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.3.0/24", []string{"10.244.3.0/24", "fd00:3::/64"}
-	if err := h.client.Tracker().Update(nodesGVR, n, ""); err != nil {
-		t.Fatal(err)
-	}
+	h.updateNode(n)
 	eventually(t, "the watch to see the pod CIDR", func() bool {
 		w := h.agent.watched.node.Load()
 		return w != nil && w.Spec.PodCIDR != ""
