@@ -70,11 +70,14 @@ type Watcher struct {
 	mu   sync.Mutex
 	regs map[string]*registration // by socket path, registered or failed
 	busy map[string]bool
+	// retry wakes Run when a failed registration's back-off has passed.
+	retry chan struct{}
 }
 
 // New returns a watcher of dir dispatching to handlers by plugin type (registerapi.CSIPlugin, DRAPlugin).
 func New(dir string, handlers map[string]Handler) *Watcher {
-	return &Watcher{dir: dir, handlers: handlers, regs: map[string]*registration{}, busy: map[string]bool{}}
+	return &Watcher{dir: dir, handlers: handlers, regs: map[string]*registration{}, busy: map[string]bool{},
+		retry: make(chan struct{}, 1)}
 }
 
 // Run makes the directory and registers the plugins found there until ctx ends.
@@ -104,6 +107,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		case err := <-fsw.Errors:
 			klog.FromContext(ctx).Error(err, "Watching the plugin registration directory")
+		case <-w.retry:
 		case <-tick.C:
 		}
 	}
@@ -211,6 +215,12 @@ func (w *Watcher) register(ctx context.Context, p string, mod time.Time) {
 			r.wait = min(2*old.wait, retryMax)
 		}
 		r.retryAt = time.Now().Add(r.wait)
+		time.AfterFunc(r.wait, func() {
+			select {
+			case w.retry <- struct{}{}:
+			default: // a wake-up is pending already
+			}
+		})
 		log.Error(err, "Plugin registration failed", "socket", p, "type", r.Type, "name", r.Name, "retryIn", r.wait)
 	} else {
 		log.Info("Registered plugin", "type", r.Type, "name", r.Name, "endpoint", r.Endpoint, "socket", p)

@@ -129,7 +129,7 @@ func TestWatcherRegistersAndDeregisters(t *testing.T) {
 		t.Fatalf("not registered: %s", st.Error)
 	}
 	h.waitEvents(t, "register drv /plugins/drv/csi.sock [1.0.0]")
-	eventuallyPlugins(t, w, 1)
+	eventuallyPlugins(t, w, 1, false)
 	if got := w.Plugins(); len(got) != 1 || got[0].Name != "drv" || got[0].Error != "" {
 		t.Errorf("Plugins() = %+v", got)
 	}
@@ -178,7 +178,7 @@ func TestWatcherRefusals(t *testing.T) {
 		}
 	}
 	h.waitEvents(t)
-	eventuallyPlugins(t, w, 2)
+	eventuallyPlugins(t, w, 2, true)
 	for _, r := range w.Plugins() {
 		if r.Error == "" {
 			t.Errorf("refused plugin listed without its error: %+v", r)
@@ -196,23 +196,35 @@ func TestWatcherRetriesAFailedRegistration(t *testing.T) {
 	h.mu.Lock()
 	h.fail = nil
 	h.mu.Unlock()
-	// Tried again after the back-off and a resync, without the plugin making its socket again.
+	// Tried again after the back-off (a second), without the plugin making its socket again and before the
+	// next resync.
 	select {
 	case st := <-p.status:
 		if !st.PluginRegistered {
 			t.Fatalf("second try: %s", st.Error)
 		}
-	case <-time.After(3 * resync):
-		t.Fatal("a failed registration was not tried again")
+	case <-time.After(resync - time.Second):
+		t.Fatal("a failed registration was not tried again after its back-off")
 	}
 }
 
-func eventuallyPlugins(t *testing.T, w *Watcher, n int) {
+// eventuallyPlugins waits until the watcher lists n registrations, each failed when failed is set, else
+// each registered (a registration is listed with its error until a try succeeds).
+func eventuallyPlugins(t *testing.T, w *Watcher, n int, failed bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(w.Plugins()) != n {
+	done := func() bool {
+		got := w.Plugins()
+		for _, p := range got {
+			if (p.Error != "") != failed {
+				return false
+			}
+		}
+		return len(got) == n
+	}
+	for !done() {
 		if time.Now().After(deadline) {
-			t.Fatalf("Plugins() = %+v, want %d", w.Plugins(), n)
+			t.Fatalf("Plugins() = %+v, want %d, failed: %v", w.Plugins(), n, failed)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -233,7 +233,9 @@ func (m *Manager) syncAll(ctx context.Context, logger klog.Logger) time.Duration
 	var due []types.UID
 	wait := retryMax
 	for uid, e := range m.pods {
-		if e.writing || (e.synced == e.version && !e.deleteRequested) {
+		// A pod whose deletion is asked for but whose API object shows no deletion timestamp yet waits for
+		// the watch to show one (Reconcile), instead of being written again and again.
+		if e.writing || (e.synced == e.version && (!e.deleteRequested || (e.apiUID != "" && !e.apiDelete))) {
 			continue
 		}
 		if d := e.nextTry.Sub(now); d > 0 {
@@ -357,7 +359,11 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 
 	m.mu.Lock()
 	if cur, ok := m.pods[uid]; ok {
-		cur.apiUID, cur.apiStatus, cur.apiDelete = snap.apiUID, snap.apiStatus, snap.apiDelete
+		// A deletion timestamp is never taken back: one seen meanwhile (ConfirmDeletion, Reconcile) stays
+		// seen, whatever this write's older view of the pod said.
+		apiDelete := snap.apiDelete || (cur.apiDelete && cur.apiUID == snap.apiUID)
+		cur.apiUID, cur.apiStatus, cur.apiDelete = snap.apiUID, snap.apiStatus, apiDelete
+		snap.apiDelete = apiDelete
 		if cur.version == snap.version {
 			cur.synced = snap.version
 		}
