@@ -97,8 +97,15 @@ func (m *Manager) cgroupPids(name cgroupName) ([]int, error) {
 	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-// readProcs reads a cgroup.procs file; a missing file is an empty cgroup.
-func readProcs(path string) ([]int, error) {
+// readProcs reads a cgroup.procs file; a missing file is an empty cgroup, and so is one whose cgroup was
+// removed after it was opened (the kernel answers ENODEV: runc removing a container's cgroup while the pod's
+// is emptied).
+func readProcs(path string) (_ []int, retErr error) {
+	defer func() {
+		if errors.Is(retErr, syscall.ENODEV) {
+			retErr = nil
+		}
+	}()
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
