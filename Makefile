@@ -131,6 +131,7 @@ bench: setup build
 	$(GO) run ./hack/bench kubelet --only devices
 	$(GO) run ./hack/bench kubelet --only csi
 	$(GO) run ./hack/bench kubelet --only userns
+	$(GO) run ./hack/bench kubelet --only userns-cri
 	$(GO) run ./hack/bench kubelet --only dra
 	$(GO) run ./hack/bench kubelet --only probes
 	$(GO) run ./hack/bench cluster

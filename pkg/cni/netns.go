@@ -61,6 +61,40 @@ func createNetnsOnThread(name string) (string, error) {
 	return path, nil
 }
 
+// PinNetns binds the network namespace of process pid (a pause container that made its own, inside the
+// pod's user namespace) at the named path, brings its loopback interface up and returns the path, as
+// CreateNetns does for a namespace it makes. Nothing is left behind when it fails.
+func PinNetns(name string, pid int) (_ string, retErr error) {
+	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", NetnsDir, err)
+	}
+	path := NetnsPath(name)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return "", fmt.Errorf("create network namespace file %s: %w", path, err)
+	}
+	_ = f.Close() // an empty file to mount over; closing it cannot lose anything
+	defer func() {
+		if retErr != nil {
+			_ = DeleteNetns(name) // undoing a half-made pin; a leftover is removed with its sandbox
+		}
+	}()
+	if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/net", pid), path, "none", unix.MS_BIND, ""); err != nil {
+		return "", fmt.Errorf("bind the network namespace of process %d at %s: %w", pid, path, err)
+	}
+	err = DoInNetns(path, func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err == nil {
+			err = netlink.LinkSetUp(lo)
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("bring up loopback in %q: %w", name, err)
+	}
+	return path, nil
+}
+
 // DeleteNetns unmounts and removes the named network namespace. A namespace that is already gone is not an
 // error.
 func DeleteNetns(name string) error {

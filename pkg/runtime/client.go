@@ -35,6 +35,9 @@ type containerdClient interface {
 	// Image is the client's view of a stored image (containerd.NewImage), to unpack or size it.
 	Image(img images.Image) containerd.Image
 	IsServing(ctx context.Context) (bool, error)
+	// RuntimeInfo and GetSnapshotterCapabilities tell whether pods may run in user namespaces (userns.go).
+	RuntimeInfo(ctx context.Context, runtimePath string, runtimeOptions any) (*containerd.RuntimeInfo, error)
+	GetSnapshotterCapabilities(ctx context.Context, snapshotterName string) ([]string, error)
 	Close() error
 }
 

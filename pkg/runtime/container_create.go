@@ -8,8 +8,11 @@ import (
 	"github.com/containerd/containerd/api/types/task"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/pkg/runtime/specopts"
 )
 
 // CreateContainer creates a container in the sandbox, joined to the pause container's namespaces. It does
@@ -41,6 +44,19 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		if targetPID, err = r.targetPID(ctx, sbRec.ID, ns.GetTargetId()); err != nil {
 			return "", fail("target container", err)
 		}
+	}
+	// A container of a pod in a user namespace joins the pause container's (WithPodNamespaces), its root
+	// filesystem ID-mapped by the same mappings.
+	uids, gids, err := specopts.PodUserNamespace(config.GetLinux().GetSecurityContext().GetNamespaceOptions())
+	if err != nil {
+		return "", fail("user namespace", err)
+	}
+	if (uids != nil) != (sbMeta.Userns != nil) {
+		return "", fail("user namespace", fmt.Errorf("the container's options (a pod user namespace: %v) do not match its sandbox's (%v)", uids != nil, sbMeta.Userns != nil))
+	}
+	var remap []snapshots.Opt
+	if uids != nil {
+		remap = append(remap, remapLabels(uids, gids))
 	}
 	image, facts, err := r.resolveImage(ctx, config.GetImage().GetImage())
 	if err != nil {
@@ -89,7 +105,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	labels[labelKind], labels[labelSandboxID] = kindContainer, sbRec.ID
 	labels[labelPodUID] = podUIDLabel(config.GetLabels(), podUIDLabel(sbMeta.Labels, sbMeta.Metadata.Uid))
 	_, err = r.client.NewContainer(lctx, id,
-		r.withImageSnapshot(id, image, facts),
+		r.withImageSnapshot(id, image, facts, remap...),
 		containerd.WithRuntime("io.containerd.runc.v2", runcOptions(sbMeta.CgroupParent)),
 		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(labels),

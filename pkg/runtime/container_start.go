@@ -42,7 +42,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 		return err
 	}
 	cio_ := r.newContainerIO(id, meta)
-	if err := r.createTask(ctx, rec, r.creator(cio_, meta.Stdin, r.fifoDir(id))); err != nil {
+	if _, err := r.createTask(ctx, rec, r.creator(cio_, meta.Stdin, r.fifoDir(id))); err != nil {
 		return fail("create task", err)
 	}
 	r.io.put(id, cio_)
@@ -77,10 +77,11 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) (retEr
 
 // createTask creates the container's task as containerd.Container.NewTask does, from the record already in
 // hand: the client's NewTask reads the container record twice more (for its snapshot, then its spec) first.
-func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCreate cio.Creator) (retErr error) {
+// It returns the task's process ID.
+func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCreate cio.Creator) (_ uint32, retErr error) {
 	io, err := ioCreate(rec.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() {
 		if retErr != nil {
@@ -99,16 +100,17 @@ func (r *Runtime) createTask(ctx context.Context, rec containers.Container, ioCr
 	if rec.SnapshotKey != "" { // a pause container on the shared view has none: its spec names its root
 		mounts, err := r.client.SnapshotService(rec.Snapshotter).Mounts(ctx, rec.SnapshotKey)
 		if err != nil {
-			return fmt.Errorf("rootfs mounts: %w", err)
+			return 0, fmt.Errorf("rootfs mounts: %w", err)
 		}
 		for _, m := range mounts {
 			req.Rootfs = append(req.Rootfs, &types.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
 		}
 	}
-	if _, err := r.client.TaskService().Create(ctx, req); err != nil {
-		return errgrpc.ToNative(err)
+	created, err := r.client.TaskService().Create(ctx, req)
+	if err != nil {
+		return 0, errgrpc.ToNative(err)
 	}
-	return nil
+	return created.GetPid(), nil
 }
 
 // setLabels sets labels on a record, as containerd.Container.SetLabels does, by ID.

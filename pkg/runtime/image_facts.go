@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
@@ -107,16 +108,17 @@ func (r *Runtime) imageID(ctx context.Context, img images.Image) (digest.Digest,
 // withImageSnapshot prepares the container's writable snapshot on top of the image's layers, as
 // containerd.WithNewSnapshot does, from the cached chain ID instead of reading the image again. An image
 // whose layers are not unpacked yet (one still being imported, or one another client imported without
-// unpacking) is unpacked first, as containerd's CRI plugin does for an image it finds packed.
-func (r *Runtime) withImageSnapshot(key string, img images.Image, f *imageFacts) containerd.NewContainerOpts {
+// unpacking) is unpacked first, as containerd's CRI plugin does for an image it finds packed. opts label the
+// snapshot (remapLabels for a pod in a user namespace).
+func (r *Runtime) withImageSnapshot(key string, img images.Image, f *imageFacts, opts ...snapshots.Opt) containerd.NewContainerOpts {
 	return func(ctx context.Context, client *containerd.Client, c *containers.Container) error {
 		sn := client.SnapshotService(r.cfg.Snapshotter)
-		_, err := sn.Prepare(ctx, key, f.chainID.String())
+		_, err := sn.Prepare(ctx, key, f.chainID.String(), opts...)
 		if errdefs.IsNotFound(err) {
 			if uerr := containerd.NewImage(client, img).Unpack(ctx, r.cfg.Snapshotter); uerr != nil {
 				return fmt.Errorf("unpack image %s: %w", img.Name, uerr)
 			}
-			_, err = sn.Prepare(ctx, key, f.chainID.String())
+			_, err = sn.Prepare(ctx, key, f.chainID.String(), opts...)
 		}
 		if err != nil {
 			return fmt.Errorf("prepare snapshot of image %s: %w", img.Name, err)

@@ -59,6 +59,8 @@ type sandboxMeta struct {
 	Handler      string                         `json:"handler,omitempty"`
 	Dir          string                         `json:"dir,omitempty"` // hosts, resolv.conf, hostname, shm; see sandboxDirOf
 	CreatedAt    int64                          `json:"createdAt"`
+	// Userns is the pod's user namespace (mode POD with its mappings) when it has one of its own.
+	Userns *runtimeapi.UserNamespace `json:"userns,omitempty"`
 }
 
 // hasShm reports whether the sandbox gives its containers a shared /dev/shm: sandboxes made before it did

@@ -124,6 +124,8 @@ type Runtime struct {
 	background sync.WaitGroup
 	deletes    chan struct{}
 	stream     urlServer
+	// usernsSupport caches whether pods may run in user namespaces of their own here (userns.go).
+	usernsSupport usernsSupport
 }
 
 // New connects to containerd, makes sure the pause image is present, re-attaches log copies of running

@@ -12,6 +12,7 @@ import (
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
@@ -57,6 +58,19 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		CreatedAt:    r.clock.Now().UnixNano(),
 	}
 	meta.Hostname = sandboxHostname(config, meta.HostNetwork)
+	uids, gids, err := specopts.PodUserNamespace(nsOpts)
+	if err != nil {
+		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+	}
+	if uids != nil {
+		if meta.HostNetwork || meta.HostPID || meta.HostIPC {
+			return "", fmt.Errorf("run pod sandbox for %s: a pod in a user namespace of its own cannot share the host's network, PID or IPC namespace", podRef)
+		}
+		if ok, why := r.userNamespaces(ctx); !ok {
+			return "", fmt.Errorf("run pod sandbox for %s: pods in user namespaces are not supported on this host: %s", podRef, why)
+		}
+		meta.Userns = nsOpts.GetUsernsOptions()
+	}
 
 	image, facts, err := r.resolveImage(ctx, r.cfg.PauseImage)
 	if err != nil {
@@ -78,9 +92,13 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}
-	rootfs := r.withImageSnapshot(id, image, facts)
+	var remap []snapshots.Opt
+	if meta.Userns != nil {
+		remap = append(remap, remapLabels(uids, gids))
+	}
+	rootfs := r.withImageSnapshot(id, image, facts, remap...)
 	specOpts := r.sandboxSpecOpts(id, meta, config, facts.config.Config)
-	if pauseMountsOnly(config) {
+	if pauseMountsOnly(config) && meta.Userns == nil { // the shared view is not ID-mapped
 		sharedRoot, err := r.sharedPauseRoot(ctx, facts)
 		if err != nil { // the snapshot of its own below reports what is wrong with the image, if anything
 			logger(ctx).V(2).Info("Pause container runs from a snapshot of its own", "pod", podRef, "err", err)
@@ -119,34 +137,41 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}()
 
 	// The network is set up while the pause container starts: neither needs the other until the IPs are
-	// recorded, and both mostly wait on other processes.
+	// recorded, and both mostly wait on other processes. A pod in a user namespace gets the network namespace
+	// runc made for its pause container inside it, once the pause task exists.
 	var waitNetwork func() networkResult
-	if !meta.HostNetwork {
-		if _, err := cni.CreateNetns(meta.NetnsName); err != nil {
-			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+	startNetwork := func(create func() error) error {
+		if err := create(); err != nil {
+			return err
 		}
-		defer func() {
-			if retErr != nil {
-				undoFailed(ctx, "delete the network namespace", podRef, id, cni.DeleteNetns(meta.NetnsName))
-			}
-		}()
-		waitNetwork = r.setupNetwork(ctx, id, meta)
-		defer func() {
-			if retErr == nil {
-				return
-			}
+		wait := r.setupNetwork(ctx, id, meta)
+		waitNetwork = wait
+		return nil
+	}
+	defer func() {
+		if retErr == nil || meta.HostNetwork {
+			return
+		}
+		if waitNetwork != nil {
 			if res := waitNetwork(); res.err == nil {
 				cctx, cancel := r.cleanupContext(ctx)
 				defer cancel()
 				undoFailed(ctx, "tear the pod network down", podRef, id, r.cfg.Network.Teardown(cctx, id, meta.NetnsPath, cniPod(meta)))
 			}
-		}()
+		}
+		undoFailed(ctx, "delete the network namespace", podRef, id, cni.DeleteNetns(meta.NetnsName))
+	}()
+	if !meta.HostNetwork && meta.Userns == nil {
+		if err := startNetwork(func() error { _, err := cni.CreateNetns(meta.NetnsName); return err }); err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+		}
 	}
 	rec, err := cont.Info(ctx, containerd.WithoutRefreshedMetadata) // the record Create returned
 	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}
-	if err := r.createTask(ctx, rec, cio.NullIO); err != nil {
+	pausePID, err := r.createTask(ctx, rec, cio.NullIO)
+	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: create pause task: %w", podRef, err)
 	}
 	defer func() {
@@ -156,6 +181,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			undoFailed(ctx, "delete the pause task", podRef, id, r.deleteTask(cctx, id))
 		}
 	}()
+	if meta.Userns != nil {
+		if err := startNetwork(func() error { _, err := cni.PinNetns(meta.NetnsName, int(pausePID)); return err }); err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+		}
+	}
 	// The sandbox is marked complete, with its IPs, once its network is up, while the pause process starts
 	// (a start that fails undoes everything).
 	finish := inBackground(func() error {
@@ -293,6 +323,12 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 	if meta.HostNetwork {
 		// The host's network and UTS namespaces: the pod has the host's hostname, which runc cannot set.
 		opts = append(opts, oci.WithHostNamespace(runtimespec.NetworkNamespace), oci.WithHostNamespace(runtimespec.UTSNamespace))
+	} else if u := meta.Userns; u != nil {
+		// A new user namespace, and in it a new network namespace runc makes (RunPodSandbox binds it at
+		// NetnsPath once the task exists), owned by the pod's root.
+		opts = append(opts, specopts.WithUserNamespace(specopts.IDMappings(u.GetUids()), specopts.IDMappings(u.GetGids()), ""),
+			oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace}),
+			oci.WithHostname(meta.Hostname))
 	} else {
 		opts = append(opts, oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace, Path: meta.NetnsPath}),
 			oci.WithHostname(meta.Hostname))

@@ -115,6 +115,8 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 			Network: nsMode(meta.HostNetwork),
 			Pid:     podNsMode(meta.HostPID),
 			Ipc:     nsMode(meta.HostIPC),
+			// The pod's user namespace as asked, as containerd's CRI plugin echoes it; nil for the host's.
+			UsernsOptions: meta.Userns,
 		}}},
 		RuntimeHandler: meta.Handler,
 	}

@@ -80,7 +80,8 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 	}
 	// The handler and its features, as containerd 2.x's CRI plugin reports them: this runtime has the
 	// default one ("") only.
-	features := &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: specopts.RecursiveReadOnlySupported()}
+	userns, _ := r.userNamespaces(ctx)
+	features := &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: specopts.RecursiveReadOnlySupported(), UserNamespaces: userns}
 	// The runtime's own features, as containerd 2.x reports them: supplementalGroupsPolicy (Merge and Strict)
 	// and the container's user in its status.
 	return &runtimeapi.StatusResponse{

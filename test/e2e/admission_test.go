@@ -48,9 +48,6 @@ func TestKubeletAdmitsWhatTheHostHonours(t *testing.T) {
 
 		hostNet := withSysctls(busyboxPod("hostnet-sysctl", "sleep", "3600"), "net.ipv4.tcp_keepalive_time", "321")
 		hostNet.Spec.HostNetwork = true
-		no := false
-		userns := busyboxPod("userns", "sleep", "3600")
-		userns.Spec.HostUsers = &no
 		windows := busyboxPod("windows", "sleep", "3600")
 		windows.Spec.OS = &v1.PodOS{Name: v1.Windows}
 		apparmor := busyboxPod("apparmor", "sleep", "3600")
@@ -64,9 +61,6 @@ func TestKubeletAdmitsWhatTheHostHonours(t *testing.T) {
 			{hostNet, "SysctlForbidden", "not allowed with host Net enabled"},
 			{windows, "PodOSNotSupported", "OS field"},
 			{apparmor, "AppArmor", "Cannot enforce AppArmor"},
-		}
-		if !n.remote { // containerd's CRI plugin runs user namespaces: TestKubeletUserNamespaces
-			refusals = append(refusals, refusal{userns, "UserNamespacesNotSupported", "hostUsers"})
 		}
 		for _, tc := range refusals {
 			n.createPod(bound(tc.pod))

@@ -91,10 +91,11 @@
 //     no snapshot or lease (counted through containerd), an unknown CDI device fails the built-in runtime's
 //     create naming it; the pod metrics (`ListMetricDescriptors`, `ListPodSandboxMetrics`) as critest v1.37.0
 //     checks them, with the built-in runtime's values checked too.
-//   - User namespaces (`TestKubeletUserNamespaces`): on containerd's CRI plugin two `hostUsers: false` pods
-//     read different 65536-ID ranges in `/proc/self/uid_map`, run on the host as the mapped IDs, write their
-//     emptyDir with the IDs used inside (ID-mapped mounts), exec works, and the allocation survives a kubelet
-//     restart and is given again once the pod is deleted; the built-in runtime refuses such pods.
+//   - User namespaces (`TestKubeletUserNamespaces`, both runtimes): two `hostUsers: false` pods read
+//     different 65536-ID ranges in `/proc/self/uid_map`, run on the host as the mapped IDs, write their
+//     emptyDir with the IDs used inside (ID-mapped mounts), set a network sysctl (their network namespace is
+//     their user namespace's), exec works, and the allocation survives a kubelet restart and is given again
+//     once the pod is deleted.
 //     Upstream's kubelet v1.35.4 (built by `hack/kube-binaries.sh kubelet`) runs on `noderuntime` against the
 //     real control plane (`TestUpstreamKubelet`), and a second `noderuntime` on the same namespace or socket is
 //     refused.

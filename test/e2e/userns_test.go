@@ -91,26 +91,17 @@ func hostProcessesOf(t *testing.T, uid uint64) int {
 	return n
 }
 
-// Pods with hostUsers: false. On containerd's CRI plugin (which reports user namespaces in its status) each
+// Pods with hostUsers: false, on both runtimes (each reports user namespaces in its status). Each pod
 // gets 65536 host IDs of its own from the node's range, seen in /proc/self/uid_map and gid_map inside; its
 // root is an unprivileged user on the host (its processes run as the range's first ID); it writes to its
-// emptyDir, mounted ID-mapped (the host sees the IDs the pod used); runAsUser and fsGroup work inside;
+// emptyDir, mounted ID-mapped (the host sees the IDs the pod used); runAsUser, fsGroup and a network
+// sysctl work inside;
 // kubectl exec works; the allocation is kept in the pod's
 // directory and survives a kubelet restart (the pods keep their containers, a new pod gets a range of its
-// own), and a deleted pod's range is given again. The built-in runtime does not run pods in user namespaces:
-// it reports none, and the pod is refused at admission with UserNamespacesNotSupported, as the node status
-// says (status.runtimeHandlers[].features.userNamespaces false).
+// own), and a deleted pod's range is given again.
 func TestKubeletUserNamespaces(t *testing.T) {
 	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
-		if !n.remote {
-			n.createPod(usernsPod("userns-a"))
-			p := n.waitPod("userns-a", 30*time.Second, "refused", inPhase(v1.PodFailed, "UserNamespacesNotSupported"))
-			if !strings.Contains(p.Status.Message, "hostUsers") {
-				t.Errorf("message %q does not name spec.hostUsers", p.Status.Message)
-			}
-			return
-		}
 		logs := func(name string) string {
 			var out string
 			eventually(t, 30*time.Second, name+" printed its identity", func() error {
@@ -123,7 +114,9 @@ func TestKubeletUserNamespaces(t *testing.T) {
 		}
 		n.createPod(usernsPod("userns-a"))
 		b := usernsPod("userns-b")
-		b.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptrInt64(1000), FSGroup: ptrInt64(2000)}
+		// A network sysctl: the pod's network namespace belongs to its user namespace, as the runtimes make it.
+		b.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptrInt64(1000), FSGroup: ptrInt64(2000),
+			Sysctls: []v1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}}}
 		n.createPod(b)
 		podA := n.waitPod("userns-a", 60*time.Second, "userns-a Ready", ready)
 		podB := n.waitPod("userns-b", 60*time.Second, "userns-b Ready", ready)
@@ -146,6 +139,9 @@ func TestKubeletUserNamespaces(t *testing.T) {
 		}
 		if out, err := n.exec("userns-a", "main", "cat", "/proc/self/uid_map"); err != nil || !strings.Contains(out, strconv.FormatUint(a0, 10)) {
 			t.Errorf("kubectl exec in userns-a: %q %v", out, err)
+		}
+		if out, err := n.exec("userns-b", "main", "cat", "/proc/sys/net/ipv4/ip_unprivileged_port_start"); err != nil || strings.TrimSpace(out) != "80" {
+			t.Errorf("userns-b's sysctl net.ipv4.ip_unprivileged_port_start: %q %v, want 80", out, err)
 		}
 		// Volumes are mounted ID-mapped, as upstream's kubelet asks: the IDs on the volume are those inside the
 		// pod, so the host sees the file userns-a's root wrote owned by 0, and userns-b's by 1000 in group 2000.

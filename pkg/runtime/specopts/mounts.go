@@ -89,8 +89,10 @@ func bindMount(osi osinterface.OS, l *runtimespec.Linux, m *runtimeapi.Mount) (r
 	if m.GetImage() != nil && (src == "" || !m.GetReadonly()) {
 		return runtimespec.Mount{}, fmt.Errorf("image volume %q at %q is not mounted read-only on the host", m.GetImage().GetImage(), m.GetContainerPath())
 	}
-	if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
-		return runtimespec.Mount{}, fmt.Errorf("ID-mapped mounts are not supported by this runtime (hostPath=%q)", src)
+	// An ID-mapped mount (a pod in a user namespace: upstream's kubelet sends the pod's mappings with each of
+	// its mounts) shows the files' IDs as the same IDs inside the pod; runc makes it with mount_setattr.
+	if (len(m.GetUidMappings()) > 0) != (len(m.GetGidMappings()) > 0) {
+		return runtimespec.Mount{}, fmt.Errorf("an ID-mapped mount needs both user and group mappings (hostPath=%q)", src)
 	}
 	// A recursive read-only mount (runc's "rro": every submount read-only too, mount_setattr with
 	// AT_RECURSIVE) is read-only and private, as containerd's CRI plugin requires.
@@ -147,7 +149,8 @@ func bindMount(osi osinterface.OS, l *runtimespec.Linux, m *runtimeapi.Mount) (r
 	} else {
 		options = append(options, "rw")
 	}
-	return runtimespec.Mount{Source: resolved, Destination: m.GetContainerPath(), Type: "bind", Options: options}, nil
+	return runtimespec.Mount{Source: resolved, Destination: m.GetContainerPath(), Type: "bind", Options: options,
+		UIDMappings: IDMappings(m.GetUidMappings()), GIDMappings: IDMappings(m.GetGidMappings())}, nil
 }
 
 // requirePropagation checks that the mount holding path carries one of the optional fields (mountinfo's

@@ -2,7 +2,6 @@ package specopts
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -138,7 +137,8 @@ func WithSysctls(sysctls map[string]string) oci.SpecOpts {
 
 // WithPodNamespaces joins the sandbox's network, IPC and UTS namespaces, and the PID namespace of
 // targetPid (the sandbox's, or another container's for a debug target) unless the container asks
-// for its own. A pod user namespace is not supported by this runtime: it is an error.
+// for its own. A pod in a user namespace of its own (hostUsers: false) joins the sandbox's, with the
+// pod's mappings.
 func WithPodNamespaces(sc *runtimeapi.LinuxContainerSecurityContext, sandboxPid, targetPid uint32) oci.SpecOpts {
 	ns := sc.GetNamespaceOptions()
 	opts := []oci.SpecOpts{
@@ -149,11 +149,12 @@ func WithPodNamespaces(sc *runtimeapi.LinuxContainerSecurityContext, sandboxPid,
 	if ns.GetPid() != runtimeapi.NamespaceMode_CONTAINER {
 		opts = append(opts, oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.PIDNamespace, Path: nsPath(targetPid, "pid")}))
 	}
-	// POD is the enum's zero value: only a set UsernsOptions asks for one.
-	if u := ns.GetUsernsOptions(); u != nil && u.GetMode() == runtimeapi.NamespaceMode_POD {
-		return func(context.Context, oci.Client, *containers.Container, *runtimespec.Spec) error {
-			return errors.New("pod user namespaces (hostUsers: false) are not supported by this runtime")
-		}
+	uids, gids, err := PodUserNamespace(ns)
+	if err != nil {
+		return func(context.Context, oci.Client, *containers.Container, *runtimespec.Spec) error { return err }
+	}
+	if uids != nil {
+		opts = append(opts, WithUserNamespace(uids, gids, nsPath(sandboxPid, "user")))
 	}
 	return oci.Compose(opts...)
 }

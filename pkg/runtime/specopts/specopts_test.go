@@ -136,7 +136,7 @@ func TestMountRefusals(t *testing.T) {
 		{name: "recursive read-only, not read-only", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, RecursiveReadOnly: true}, want: "recursive read-only mount must be read-only"},
 		{name: "recursive read-only, propagated", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, Readonly: true, RecursiveReadOnly: true,
 			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, optional: "master:1", want: "recursive read-only mount requires private propagation"},
-		{name: "ID-mapped", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, UidMappings: []*runtimeapi.IDMapping{{HostId: 1, Length: 1}}}, want: "ID-mapped"},
+		{name: "ID-mapped users only", m: &runtimeapi.Mount{ContainerPath: "/x", HostPath: dir, UidMappings: []*runtimeapi.IDMapping{{HostId: 1, Length: 1}}}, want: "needs both user and group mappings"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &runtimespec.Spec{}
@@ -145,6 +145,21 @@ func TestMountRefusals(t *testing.T) {
 				t.Fatalf("error %v, want one naming %q and the host path", err, tc.want)
 			}
 		})
+	}
+}
+
+// A pod in a user namespace sends its mappings with each mount: the bind mount is ID-mapped.
+func TestIDMappedMount(t *testing.T) {
+	m := []*runtimeapi.IDMapping{{HostId: 65536, Length: 65536}}
+	s := &runtimespec.Spec{}
+	config := &runtimeapi.ContainerConfig{Mounts: []*runtimeapi.Mount{{ContainerPath: "/x", HostPath: t.TempDir(), UidMappings: m, GidMappings: m}}}
+	if err := WithMounts(fakeOS{}, config, nil)(context.Background(), nil, nil, s); err != nil {
+		t.Fatal(err)
+	}
+	want := []runtimespec.LinuxIDMapping{{HostID: 65536, Size: 65536}}
+	got := s.Mounts[len(s.Mounts)-1]
+	if got.Destination != "/x" || !slices.Equal(got.UIDMappings, want) || !slices.Equal(got.GIDMappings, want) {
+		t.Fatalf("mount %+v, want mappings %v", got, want)
 	}
 }
 
@@ -190,9 +205,22 @@ func TestPodNamespaces(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("namespaces %q, want %q", got, want)
 	}
+	// A pod in a user namespace of its own: the container joins the pause container's, with the mappings.
+	m := []*runtimeapi.IDMapping{{HostId: 131072, Length: 65536}}
+	sc.NamespaceOptions.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: m, Gids: m}
+	s = &runtimespec.Spec{}
+	if err := WithPodNamespaces(sc, 10, 20)(context.Background(), nil, nil, s); err != nil {
+		t.Fatal(err)
+	}
+	last := s.Linux.Namespaces[len(s.Linux.Namespaces)-1]
+	want1 := runtimespec.LinuxIDMapping{HostID: 131072, Size: 65536}
+	if last.Type != runtimespec.UserNamespace || last.Path != "/proc/10/ns/user" || len(s.Linux.UIDMappings) != 1 ||
+		s.Linux.UIDMappings[0] != want1 || len(s.Linux.GIDMappings) != 1 || s.Linux.GIDMappings[0] != want1 {
+		t.Fatalf("user namespace %+v, mappings %v %v", last, s.Linux.UIDMappings, s.Linux.GIDMappings)
+	}
 	sc.NamespaceOptions.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}
 	if err := WithPodNamespaces(sc, 10, 20)(context.Background(), nil, nil, &runtimespec.Spec{}); err == nil {
-		t.Fatal("a pod user namespace was accepted")
+		t.Fatal("a pod user namespace without mappings was accepted")
 	}
 }
 
