@@ -103,7 +103,9 @@ func (b *kubeletBench) exits(ctx context.Context, n int) error {
 	for i := range sleeps {
 		sleeps[i] = 1 + 4*rng.Float64()
 	}
-	script := `sleep %.2f; adjtimex | awk '/tv_sec/{s=$2} /tv_usec/{u=$2} END{printf "%%d%%06d", s, u}' > /dev/termination-log`
+	// adjtimex's "tv_usec" is nanoseconds when the clock's status has STA_NANO (0x2000), as an NTP daemon
+	// may set it: the status goes with the time, and messageTime reads both.
+	script := `sleep %.2f; adjtimex | awk '/tv_sec/{s=$2} /tv_usec/{u=$2} /status/{st=$2} END{printf "%%d %%d %%d", s, u, st}' > /dev/termination-log`
 	stopPerf := b.perf("kubelet_exit30")
 	err := b.create(ctx, pods, 200*time.Millisecond, corev1.RestartPolicyNever, func(i int) []string {
 		return []string{"sh", "-c", fmt.Sprintf(script, sleeps[i])}

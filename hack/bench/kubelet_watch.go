@@ -167,13 +167,30 @@ func (w *podWatch) waitAll(ctx context.Context, names []string, what string, tim
 	}
 }
 
-// messageTime parses the termination message the exit pods write: microseconds since the epoch.
+// messageTime parses the termination message the exit pods write: adjtimex's seconds, sub-seconds and
+// clock status, the sub-seconds nanoseconds when the status has STA_NANO, else microseconds.
 func messageTime(msg string) (time.Time, bool) {
-	v, err := strconv.ParseInt(strings.TrimSpace(msg), 10, 64)
-	if err != nil || v <= 0 {
+	f := strings.Fields(msg)
+	if len(f) != 3 {
 		return time.Time{}, false
 	}
-	return time.UnixMicro(v), true
+	var v [3]int64
+	for i := range f {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil || n < 0 {
+			return time.Time{}, false
+		}
+		v[i] = n
+	}
+	const staNano = 0x2000
+	sub := v[1] * int64(time.Microsecond)
+	if v[2]&staNano != 0 {
+		sub = v[1]
+	}
+	if v[0] == 0 || sub >= int64(time.Second) {
+		return time.Time{}, false
+	}
+	return time.Unix(v[0], sub), true
 }
 
 // benchPodSpec is a busybox pod bound to node, with a 2 s termination grace period.
