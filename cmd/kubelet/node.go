@@ -173,6 +173,7 @@ func (p *nodeParts) startCgroups(ctx context.Context) error {
 		Driver:     driver,
 		CgroupRoot: path.Join(p.o.cgroupRoot, "kubepods"),
 		Pod:        cgroups.PodOptions{PodPidsLimit: p.o.podMaxPIDs},
+		PSI:        p.o.gateOn("KubeletPSI"),
 	})
 	if err != nil {
 		return err

@@ -469,9 +469,22 @@ func (s *statements) Type() string { return "statements" }
 // lightweight API server does; kube-apiserver needs the same gate). CSIVolumeHealth (alpha) asks CSI drivers
 // that offer it for their volumes' health: kubelet_volume_stats_health_status_abnormal and a
 // VolumeConditionAbnormal event on the pod of a volume reported abnormal.
-// KubeletEnsureSecretPulledImages and UserNamespacesSupport, on by default in 1.35 as here, may be turned off.
+// KubeletEnsureSecretPulledImages, UserNamespacesSupport and KubeletPSI (pressure stall information in the
+// summary and the cAdvisor series, on cgroup v2), on by default in 1.35 as here, may be turned off.
 var knownFeatureGates = map[string]bool{"ResourceHealthStatus": true, "CSIVolumeHealth": true, "KubeletEnsureSecretPulledImages": true,
-	"UserNamespacesSupport": true}
+	"UserNamespacesSupport": true, "KubeletPSI": true}
+
+// onByDefault are the known gates that are on unless the configuration file turns them off.
+var onByDefault = map[string]bool{"KubeletEnsureSecretPulledImages": true, "UserNamespacesSupport": true, "KubeletPSI": true}
+
+// gateOn says whether a feature gate is on: as set in the configuration file, else its default.
+func (o *options) gateOn(name string) bool {
+	on, set := o.featureGates[name]
+	if !set {
+		return onByDefault[name]
+	}
+	return on
+}
 
 // pullPolicy is imagePullCredentialsVerificationPolicy, defaulted (validated before).
 func (o *options) pullPolicy() pullrecords.Policy {
@@ -481,17 +494,11 @@ func (o *options) pullPolicy() pullrecords.Policy {
 
 // ensureSecretPulledImages says whether pulled images' credentials are recorded and checked: upstream's
 // KubeletEnsureSecretPulledImages, on by default in 1.35.
-func (o *options) ensureSecretPulledImages() bool {
-	on, set := o.featureGates["KubeletEnsureSecretPulledImages"]
-	return on || !set
-}
+func (o *options) ensureSecretPulledImages() bool { return o.gateOn("KubeletEnsureSecretPulledImages") }
 
 // userNamespacesSupport says whether pods may ask for a user namespace (hostUsers: false): upstream's
 // UserNamespacesSupport, on by default in 1.35.
-func (o *options) userNamespacesSupport() bool {
-	on, set := o.featureGates["UserNamespacesSupport"]
-	return on || !set
-}
+func (o *options) userNamespacesSupport() bool { return o.gateOn("UserNamespacesSupport") }
 
 // userNamespaceIDs is userNamespaces.idsPerPod, defaulted.
 func (o *options) userNamespaceIDs() uint32 {

@@ -152,7 +152,7 @@ vm_boot() {
 	timeout --foreground "$VM_TIMEOUT" qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
 		-kernel "$kernel" -initrd "$initrd" \
-		-append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 net.ifnames=0 panic=-1" \
+		-append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 psi=1 net.ifnames=0 panic=-1" \
 		-drive "file=$img,format=raw,if=virtio" \
 		${VM_NIC:--nic none} -display none -monitor none -serial "file:$console" -no-reboot
 }

@@ -147,6 +147,19 @@ first_boot() {
 	expect_file qos-besteffort-cpu.weight "$e/cpu.weight" 1
 	expect_file qos-besteffort-pids.max "$e/pids.max" max
 
+	# Pressure stall information (KubeletPSI; the guest boots with psi=1): cpu, memory and io "psi" of the
+	# node, the pods cgroup, each of the three pods and each of their containers in the summary (24 at least),
+	# and cAdvisor's pressure series of each container.
+	psi_count() { $K get --raw "/api/v1/nodes/$NODE/proxy/stats/summary" | grep -o '"psi":{"full":{"total":[0-9]*' | wc -l; }
+	psi_in_summary() { [ "$(psi_count)" -ge 24 ]; }
+	if wait_for 60 psi_in_summary; then ok psi-summary; else
+		fail psi-summary "$(psi_count) psi objects in /stats/summary, want 24 or more; $g/cpu.pressure: $(cat "$g/cpu.pressure" 2>&1 | head -n 1)"
+	fi
+	pressure_series() {
+		[ "$($K get --raw "/api/v1/nodes/$NODE/proxy/metrics/cadvisor" | grep -c '^container_pressure_cpu_waiting_seconds_total{container="main"')" -ge 3 ]
+	}
+	if wait_for 30 pressure_series; then ok psi-cadvisor; else fail psi-cadvisor "fewer than 3 container_pressure_cpu_waiting_seconds_total series of main containers"; fi
+
 	# A crash loop backs off.
 	pod crasher '{}' sh -c 'exit 3'
 	crashing() {

@@ -50,6 +50,9 @@ type Config struct {
 	ProcRoot string
 	// Clock paces the wait for killed processes; the real clock if nil.
 	Clock clock.Clock
+	// PSI has the statistics carry pressure stall information on cgroup v2 (upstream's KubeletPSI gate,
+	// on by default in 1.35); cgroup v1 has none.
+	PSI bool
 }
 
 // deps are the host operations the Manager uses, replaced in tests.

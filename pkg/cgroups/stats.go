@@ -34,6 +34,9 @@ type Stats struct {
 	// PageFaults and MajorPageFaults count the faults of the cgroup's tasks
 	// (memory.stat's pgfault and pgmajfault; zero for the node).
 	PageFaults, MajorPageFaults uint64
+	// Pressure is the cgroup's pressure stall information (Config.PSI, on
+	// cgroup v2 only; for the node the root cgroup's, else /proc/pressure's).
+	Pressure Pressure
 }
 
 // PodStats reads the statistics of a pod's cgroup; ErrNotFound when the
@@ -82,6 +85,12 @@ func (m *Manager) NodeStats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("node stats: %w", err)
 	}
+	if m.cfg.PSI && m.layout.mode.unified() {
+		// The root cgroup's pressure files are the host's; kernels that lack them there have /proc/pressure.
+		if st.Pressure = readPressure(m.cfg.Root, ".pressure"); st.Pressure == (Pressure{}) {
+			st.Pressure = readPressure(filepath.Join(m.cfg.ProcRoot, "pressure"), "")
+		}
+	}
 	return st, nil
 }
 
@@ -117,6 +126,9 @@ func (m *Manager) statsIn(dirOf func(controller string) string) (Stats, error) {
 		}
 		if err == nil {
 			st.Processes, err = readUint(dir, "pids.current")
+		}
+		if err == nil && m.cfg.PSI {
+			st.Pressure = readPressure(dir, ".pressure")
 		}
 		return st, err
 	}

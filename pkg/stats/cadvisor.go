@@ -28,8 +28,15 @@ var (
 	cadvisorTxErr   = prometheus.NewDesc("container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", netLabels, nil)
 	cadvisorFsUsage = prometheus.NewDesc("container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", fsLabels, nil)
 	cadvisorFsInode = prometheus.NewDesc("container_fs_inodes_total", "Number of inodes used by the container on this filesystem.", fsLabels, nil)
-	machineCores    = prometheus.NewDesc("machine_cpu_cores", "Number of logical CPU cores.", nil, nil)
-	machineMemory   = prometheus.NewDesc("machine_memory_bytes", "Amount of memory installed on the machine.", nil, nil)
+	// cAdvisor's pressure series (cgroup v2), from the PSI totals in microseconds.
+	cadvisorCPUStalled = prometheus.NewDesc("container_pressure_cpu_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to CPU congestion.", cadvisorLabels, nil)
+	cadvisorCPUWaiting = prometheus.NewDesc("container_pressure_cpu_waiting_seconds_total", "Total time duration tasks in the container have waited due to CPU congestion.", cadvisorLabels, nil)
+	cadvisorMemStalled = prometheus.NewDesc("container_pressure_memory_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to memory congestion.", cadvisorLabels, nil)
+	cadvisorMemWaiting = prometheus.NewDesc("container_pressure_memory_waiting_seconds_total", "Total time duration tasks in the container have waited due to memory congestion.", cadvisorLabels, nil)
+	cadvisorIOStalled  = prometheus.NewDesc("container_pressure_io_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to IO congestion.", cadvisorLabels, nil)
+	cadvisorIOWaiting  = prometheus.NewDesc("container_pressure_io_waiting_seconds_total", "Total time duration tasks in the container have waited due to IO congestion.", cadvisorLabels, nil)
+	machineCores       = prometheus.NewDesc("machine_cpu_cores", "Number of logical CPU cores.", nil, nil)
+	machineMemory      = prometheus.NewDesc("machine_memory_bytes", "Amount of memory installed on the machine.", nil, nil)
 )
 
 // CadvisorCollector serves the last gathering as cAdvisor's container_* series (/metrics/cadvisor).
@@ -39,7 +46,8 @@ type cadvisorCollector struct{ c *Collector }
 
 func (cc cadvisorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{cadvisorCPU, cadvisorWS, cadvisorRSS, cadvisorUsage, cadvisorFaults, cadvisorStart,
-		cadvisorRx, cadvisorTx, cadvisorRxErr, cadvisorTxErr, cadvisorFsUsage, cadvisorFsInode, machineCores, machineMemory} {
+		cadvisorRx, cadvisorTx, cadvisorRxErr, cadvisorTxErr, cadvisorFsUsage, cadvisorFsInode, machineCores, machineMemory,
+		cadvisorCPUStalled, cadvisorCPUWaiting, cadvisorMemStalled, cadvisorMemWaiting, cadvisorIOStalled, cadvisorIOWaiting} {
 		ch <- d
 	}
 }
@@ -57,7 +65,7 @@ func (cc cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, p := range s.summary.Pods {
 		info := s.pods[i]
 		pod := []string{"", "", "", p.PodRef.Namespace, p.PodRef.Name}
-		usage(ch, p.CPU, p.Memory, pod)
+		usage(ch, p.CPU, p.Memory, p.IO, pod)
 		if n := p.Network; n != nil {
 			for _, is := range n.Interfaces {
 				l := append([]string{is.Name}, pod...)
@@ -75,7 +83,7 @@ func (cc cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 			l := []string{ctr.Name, image, id, p.PodRef.Namespace, p.PodRef.Name}
-			usage(ch, ctr.CPU, ctr.Memory, l)
+			usage(ch, ctr.CPU, ctr.Memory, ctr.IO, l)
 			if !ctr.StartTime.IsZero() {
 				ch <- prometheus.MustNewConstMetric(cadvisorStart, prometheus.GaugeValue, float64(ctr.StartTime.UnixNano())/1e9, l...)
 			}
@@ -90,14 +98,21 @@ func (cc cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// usage writes a cgroup's CPU and memory series.
-func usage(ch chan<- prometheus.Metric, c *statsapi.CPUStats, m *statsapi.MemoryStats, l []string) {
+// usage writes a cgroup's CPU, memory and pressure series.
+func usage(ch chan<- prometheus.Metric, c *statsapi.CPUStats, m *statsapi.MemoryStats, io *statsapi.IOStats, l []string) {
 	if c != nil && c.UsageCoreNanoSeconds != nil {
 		at(ch, c.Time.Time, prometheus.MustNewConstMetric(cadvisorCPU, prometheus.CounterValue, float64(*c.UsageCoreNanoSeconds)/1e9, l...))
+	}
+	if c != nil {
+		pressure(ch, c.PSI, c.Time.Time, cadvisorCPUStalled, cadvisorCPUWaiting, l)
+	}
+	if io != nil {
+		pressure(ch, io.PSI, io.Time.Time, cadvisorIOStalled, cadvisorIOWaiting, l)
 	}
 	if m == nil {
 		return
 	}
+	pressure(ch, m.PSI, m.Time.Time, cadvisorMemStalled, cadvisorMemWaiting, l)
 	for _, g := range []struct {
 		d *prometheus.Desc
 		v *uint64
@@ -115,6 +130,15 @@ func usage(ch chan<- prometheus.Metric, c *statsapi.CPUStats, m *statsapi.Memory
 				append([]string{f.typ, "container"}, l...)...))
 		}
 	}
+}
+
+// pressure writes a resource's stalled (full) and waiting (some) totals in seconds, as cAdvisor does.
+func pressure(ch chan<- prometheus.Metric, p *statsapi.PSIStats, t time.Time, stalled, waiting *prometheus.Desc, l []string) {
+	if p == nil {
+		return
+	}
+	at(ch, t, prometheus.MustNewConstMetric(stalled, prometheus.CounterValue, float64(p.Full.Total)/1e6, l...))
+	at(ch, t, prometheus.MustNewConstMetric(waiting, prometheus.CounterValue, float64(p.Some.Total)/1e6, l...))
 }
 
 func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v *uint64, t time.Time, l []string) {

@@ -104,12 +104,34 @@ func (g *gathering) measureLayers(pods []Pod) {
 func (g *gathering) cpu(key string, st cgroups.Stats) *statsapi.CPUStats {
 	g.seen[key] = true
 	return &statsapi.CPUStats{Time: mtime(g.now), UsageCoreNanoSeconds: ptr(st.CPUUsageNanos),
-		UsageNanoCores: g.c.rate(key, g.now, st.CPUUsageNanos)}
+		UsageNanoCores: g.c.rate(key, g.now, st.CPUUsageNanos), PSI: psi(st.Pressure.CPU)}
+}
+
+// io is a cgroup's IO statistics: its IO pressure, where the kernel gives it (cgroup v2), as upstream's
+// summary has nothing else under io.
+func (g *gathering) io(st cgroups.Stats) *statsapi.IOStats {
+	if st.Pressure.IO == nil {
+		return nil
+	}
+	return &statsapi.IOStats{Time: mtime(g.now), PSI: psi(st.Pressure.IO)}
+}
+
+// psi is pressure stall information as the summary API carries it (Total in the kernel's microseconds, as
+// upstream's kubelet passes it on).
+func psi(p *cgroups.PSI) *statsapi.PSIStats {
+	if p == nil {
+		return nil
+	}
+	data := func(d cgroups.PSIData) statsapi.PSIData {
+		return statsapi.PSIData{Total: d.Total, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &statsapi.PSIStats{Some: data(p.Some), Full: data(p.Full)}
 }
 
 func (g *gathering) memory(st cgroups.Stats, limit uint64) *statsapi.MemoryStats {
 	m := &statsapi.MemoryStats{Time: mtime(g.now), UsageBytes: ptr(st.MemoryUsageBytes), WorkingSetBytes: ptr(st.MemoryWorkingSetBytes),
-		RSSBytes: ptr(st.MemoryRSSBytes), PageFaults: ptr(st.PageFaults), MajorPageFaults: ptr(st.MajorPageFaults)}
+		RSSBytes: ptr(st.MemoryRSSBytes), PageFaults: ptr(st.PageFaults), MajorPageFaults: ptr(st.MajorPageFaults),
+		PSI: psi(st.Pressure.Memory)}
 	if limit > 0 {
 		avail := uint64(0)
 		if limit > st.MemoryWorkingSetBytes {
@@ -126,6 +148,7 @@ func (g *gathering) node() statsapi.NodeStats {
 	if st, err := c.cfg.Cgroups.NodeStats(g.ctx); err == nil {
 		n.CPU = g.cpu("node", st)
 		n.Memory = g.memory(st, memTotal(c.cfg.ProcRoot))
+		n.IO = g.io(st)
 		n.Rlimit = &statsapi.RlimitStats{Time: mtime(g.now), NumOfRunningProcesses: ptr(int64(st.Processes))}
 		if max, err := readInt(filepath.Join(c.cfg.ProcRoot, "sys/kernel/pid_max")); err == nil {
 			n.Rlimit.MaxPID = &max
@@ -135,7 +158,7 @@ func (g *gathering) node() statsapi.NodeStats {
 	}
 	if st, err := c.cfg.Cgroups.PodsStats(g.ctx); err == nil {
 		n.SystemContainers = append(n.SystemContainers, statsapi.ContainerStats{Name: statsapi.SystemContainerPods,
-			StartTime: mtime(c.cfg.BootTime), CPU: g.cpu("pods", st), Memory: g.memory(st, c.podsMemory())})
+			StartTime: mtime(c.cfg.BootTime), CPU: g.cpu("pods", st), Memory: g.memory(st, c.podsMemory()), IO: g.io(st)})
 	} else {
 		g.failures++
 	}
@@ -174,6 +197,7 @@ func (g *gathering) pod(p *Pod) statsapi.PodStats {
 	if st, err := c.cfg.Cgroups.PodStats(g.ctx, p.UID); err == nil {
 		ps.CPU = g.cpu("pod/"+string(p.UID), st)
 		ps.Memory = g.memory(st, 0)
+		ps.IO = g.io(st)
 		ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(st.Processes)}
 	} else {
 		g.failures++
@@ -193,6 +217,7 @@ func (g *gathering) pod(p *Pod) statsapi.PodStats {
 		if st, ok := byID[ctr.ID]; ok {
 			cs.CPU = g.cpu("ctr/"+ctr.ID, st)
 			cs.Memory = g.memory(st, 0)
+			cs.IO = g.io(st)
 		}
 		if u, ok := c.layers[ctr.ID]; ok {
 			cs.Rootfs = g.fsOf(u, g.imageFs)
