@@ -97,6 +97,10 @@ var configFields = map[string]configField{
 		}
 	}},
 	"failCgroupV1": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) { o.failCgroupV1 = deref(c.FailCgroupV1) }},
+	"failSwapOn":   {"fail-swap-on", func(o *options, c *kubeletv1beta1.KubeletConfiguration) { o.failSwapOn = deref(c.FailSwapOn) }},
+	"memorySwap.swapBehavior": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
+		o.swapBehavior = c.MemorySwap.SwapBehavior
+	}},
 	"featureGates": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) { o.featureGates = c.FeatureGates }},
 	"imageMaximumGCAge": {"", func(o *options, c *kubeletv1beta1.KubeletConfiguration) {
 		o.imageGCMaxAge = c.ImageMaximumGCAge.Duration

@@ -67,6 +67,8 @@ featureGates: {ResourceHealthStatus: true, UserNamespacesSupport: false}
 offlineAutonomy: all
 offlineAutonomyGracePeriod: 2m
 userNamespaces: {idsPerPod: 131072}
+failSwapOn: false
+memorySwap: {swapBehavior: LimitedSwap}
 `, map[string]string{"10-pool.conf": header + "maxPods: 60\n", "20-later.conf": header + "maxPods: 70\nsyncFrequency: 20s\n"},
 		"--sync-frequency", "45s")
 	if err != nil {
@@ -93,6 +95,8 @@ userNamespaces: {idsPerPod: 131072}
 		t.Errorf("feature gates %v", o.featureGates)
 	case o.userNamespaceIDs() != 131072:
 		t.Errorf("userNamespaces.idsPerPod %d", o.userNamespaceIDs())
+	case o.failSwapOn || o.swapBehavior != "LimitedSwap":
+		t.Errorf("failSwapOn %v, memorySwap.swapBehavior %q", o.failSwapOn, o.swapBehavior)
 	case o.offlineAutonomy != "all" || o.offlineGrace != 2*time.Minute:
 		t.Errorf("offline autonomy %q after %v", o.offlineAutonomy, o.offlineGrace)
 	}
@@ -131,6 +135,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"offline grace", header + "offlineAutonomyGracePeriod: -5s\n", "offlineAutonomyGracePeriod: must not be negative"},
 		{"offline grace not a duration", header + "offlineAutonomyGracePeriod: later\n", "offlineAutonomyGracePeriod:"},
 		{"ids per pod not a multiple", header + "userNamespaces: {idsPerPod: 1000}\n", "userNamespaces.idsPerPod 1000: must be a positive multiple of 65536"},
+		{"swap behavior", header + "memorySwap: {swapBehavior: Sometimes}\n", `memorySwap.swapBehavior "Sometimes" must be one of: "", "LimitedSwap" or "NoSwap"`},
 		{"ids per pod negative", header + "userNamespaces: {idsPerPod: -65536}\n", "userNamespaces.idsPerPod -65536"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,6 +76,8 @@ func (o *options) kubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		ShutdownGracePeriodCriticalPods:        metav1.Duration{Duration: o.shutdownGracePeriodCriticalPods},
 		ShutdownGracePeriodByPodPriority:       o.shutdownByPriority,
 		FailCgroupV1:                           ptr.To(o.failCgroupV1),
+		FailSwapOn:                             ptr.To(o.failSwapOn),
+		MemorySwap:                             kubeletconfig.MemorySwapConfiguration{SwapBehavior: o.swapBehavior},
 		CrashLoopBackOff: kubeletconfig.CrashLoopBackOffConfig{
 			MaxContainerRestartPeriod: &metav1.Duration{Duration: cmp.Or(o.crashLoopBackOffMax, 300*time.Second)}},
 	}

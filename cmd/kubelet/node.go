@@ -169,6 +169,14 @@ func (p *nodeParts) startCgroups(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--cgroup-driver: %w", err)
 	}
+	// As upstream's container manager, before anything is created.
+	if p.o.failSwapOn {
+		if on, err := swapOn("/proc"); err != nil {
+			return fmt.Errorf("failed to determine if swap is on: %w", err)
+		} else if on {
+			return errors.New("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false")
+		}
+	}
 	p.cg, err = cgroups.New(cgroups.Config{
 		Driver:     driver,
 		CgroupRoot: path.Join(p.o.cgroupRoot, "kubepods"),
@@ -313,6 +321,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	memBytes, swapBytes := p.agent.Memory()
 	p.events = make(chan *runtimeapi.ContainerEventResponse, 1024)
 	p.services = svcenv.NewWatcher(d.clients.pods)
 	offlinePods := offlinePodSync(o, checkpoint, p.services.Env)
@@ -332,6 +341,7 @@ func (p *nodeParts) newPodSync(ctx context.Context) error {
 		Recorder:                 p.recorder,
 		NodeAllocatable:          p.agent.Allocatable,
 		NodeCapacity:             p.agent.Capacity,
+		Swap:                     p.swapConfig(ctx, memBytes, swapBytes),
 		Node:                     p.agent.Node,
 		NodeIPs:                  p.agent.NodeIPs,
 		MaxPods:                  o.maxPods,

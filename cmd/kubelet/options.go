@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/nodeagent/kubelet/pkg/offline"
-	"github.com/nodeagent/kubelet/pkg/pullrecords"
-	"github.com/nodeagent/kubelet/pkg/userns"
 	"maps"
 	"math"
 	"net"
@@ -25,7 +22,11 @@ import (
 	"github.com/nodeagent/kubelet/pkg/imagegc"
 	"github.com/nodeagent/kubelet/pkg/node"
 	"github.com/nodeagent/kubelet/pkg/nodedefaults"
+	"github.com/nodeagent/kubelet/pkg/offline"
+	"github.com/nodeagent/kubelet/pkg/podspec"
+	"github.com/nodeagent/kubelet/pkg/pullrecords"
 	"github.com/nodeagent/kubelet/pkg/runtime/host"
+	"github.com/nodeagent/kubelet/pkg/userns"
 )
 
 // options are the kubelet's flags. Defaults are upstream's unless the flag is ours.
@@ -107,6 +108,10 @@ type options struct {
 	crashLoopBackOffMax time.Duration
 	// failCgroupV1 refuses to start on a cgroup v1 host (configuration file only; false here, true upstream).
 	failCgroupV1 bool
+	// failSwapOn refuses to start on a host with swap on (--fail-swap-on, true as upstream); swapBehavior is
+	// memorySwap.swapBehavior (configuration file only): NoSwap (also when empty) or LimitedSwap.
+	failSwapOn   bool
+	swapBehavior string
 	// featureGates are the configuration file's featureGates; only those in knownFeatureGates are accepted.
 	featureGates map[string]bool
 	// pullCredentialsPolicy and preloadedAllowlist are imagePullCredentialsVerificationPolicy and
@@ -134,6 +139,7 @@ func defaultOptions() *options {
 		cgroupRoot:        "/",
 		podMaxPIDs:        -1,
 		registerNode:      true,
+		failSwapOn:        true,
 		builtin:           host.Defaults(),
 		healthzPort:       10248,
 		port:              10250,
@@ -178,6 +184,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cgroupRoot, "cgroup-root", o.cgroupRoot, "Cgroup under which the kubepods tree is created.")
 	fs.Int64Var(&o.podMaxPIDs, "pod-max-pids", o.podMaxPIDs, "Most processes in one pod; -1 means no limit.")
 	fs.BoolVar(&o.registerNode, "register-node", o.registerNode, "Register the node with the API server.")
+	fs.BoolVar(&o.failSwapOn, "fail-swap-on", o.failSwapOn, "Refuse to start when swap is on (as upstream); false lets pods use swap as memorySwap.swapBehavior says.")
 	fs.StringToStringVar(&o.nodeLabels, "node-labels", o.nodeLabels, "Labels to add when registering the node, key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must be ones a kubelet may set (kubelet.kubernetes.io/, node.kubernetes.io/, or the topology, OS, arch and instance-type labels).")
 	fs.StringSliceVar(&o.registerTaints, "register-with-taints", o.registerTaints, "Taints to add when registering the node, key=value:Effect entries separated by ','.")
 	fs.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", o.runtimeEndpoint, "Remote CRI runtime socket (e.g. unix:///run/containerd/containerd.sock). Empty: the built-in runtime.")
@@ -302,6 +309,11 @@ func (o *options) validate() error {
 		if mode, err := cgroups.DetectMode("/sys/fs/cgroup"); err == nil && mode != cgroups.ModeV2 {
 			return errors.New("kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release")
 		}
+	}
+	switch o.swapBehavior {
+	case "", podspec.NoSwap, podspec.LimitedSwap:
+	default:
+		return fmt.Errorf("invalid configuration: memorySwap.swapBehavior %q must be one of: \"\", %q or %q", o.swapBehavior, podspec.LimitedSwap, podspec.NoSwap)
 	}
 	if o.evictionTransition < 0 {
 		return flagErrorf([]string{"eviction-pressure-transition-period"}, "--eviction-pressure-transition-period must not be negative, got %v", o.evictionTransition)

@@ -229,6 +229,41 @@ first_boot() {
 	cp /root/kubelet.yaml.good /etc/nodeagent/kubelet.yaml
 	if wait_for 60 systemctl is-active --quiet kubelet && wait_for 120 node_ready; then ok bad-config-recovers; else fail bad-config-recovers "kubelet did not come back"; fi
 
+	# Swap: with swap on, upstream's failSwapOn (the default) refuses to start, naming the flag; with
+	# failSwapOn: false and memorySwap.swapBehavior: LimitedSwap the Node reports the swap, a Burstable
+	# container gets its share (request / memory × swap, as upstream computes it) and a Guaranteed one none.
+	swapoff -a 2>/dev/null
+	rm -f /swapfile
+	if fallocate -l 256M /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile; then
+		systemctl restart kubelet
+		swap_refused() { journalctl -u kubelet -n 30 --no-pager | grep -q 'running with swap on is not supported, please disable swap or set --fail-swap-on flag to false'; }
+		if wait_for 30 swap_refused; then ok swap-on-refused; else fail swap-on-refused "$(journalctl -u kubelet -n 5 --no-pager | tr '\n' ' ')"; fi
+		printf 'failSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n' >>/etc/nodeagent/kubelet.yaml
+		systemctl restart kubelet
+		wait_for 120 node_ready
+		swap_total=$(awk '/^SwapTotal:/ {print $2 * 1024}' /proc/meminfo)
+		mem_total=$(awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo)
+		swap_reported() { [ "$($K get node "$NODE" -o jsonpath='{.status.nodeInfo.swap.capacity}')" = "$swap_total" ]; }
+		if wait_for 60 swap_reported; then ok swap-capacity; else
+			fail swap-capacity "nodeInfo.swap $($K get node "$NODE" -o jsonpath='{.status.nodeInfo.swap}'), SwapTotal $swap_total"
+		fi
+		pod swapper '{requests: {memory: 64Mi}, limits: {memory: 128Mi}}' sleep 3600
+		pod noswapper '{limits: {cpu: 100m, memory: 64Mi}}' sleep 3600
+		wait_for 120 pod_running swapper
+		wait_for 120 pod_running noswapper
+		want=$(awk -v r=67108864 -v m="$mem_total" -v s="$swap_total" 'BEGIN { printf "%d", r / m * s }')
+		expect_file swap-limited "$(pod_slice "$(pod_uid swapper)" burstable)/cri-containerd-$(ctr_id swapper).scope/memory.swap.max" "$want"
+		expect_file swap-none-guaranteed "$(pod_slice "$(pod_uid noswapper)" guaranteed)/cri-containerd-$(ctr_id noswapper).scope/memory.swap.max" 0
+		$K delete pod swapper noswapper --wait=true --timeout=60s >/dev/null
+		cp /root/kubelet.yaml.good /etc/nodeagent/kubelet.yaml
+		swapoff /swapfile
+		rm -f /swapfile
+		systemctl restart kubelet
+		wait_for 120 node_ready
+	else
+		fail swap-file "could not make and enable a swap file"
+	fi
+
 	# containerd started after the kubelet (masked meanwhile, so that the kubelet's Wants= does not start it):
 	# the kubelet fails, systemd restarts it, and it comes up once containerd answers.
 	systemctl stop kubelet nodeagent-containerd

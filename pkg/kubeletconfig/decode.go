@@ -97,7 +97,6 @@ var fixedFields = map[string]func(c *kubeletv1beta1.KubeletConfiguration) (bool,
 	"serializeImagePulls": func(c *kubeletv1beta1.KubeletConfiguration) (bool, string) {
 		return !deref(c.SerializeImagePulls), "false"
 	},
-	"failSwapOn": func(c *kubeletv1beta1.KubeletConfiguration) (bool, string) { return !deref(c.FailSwapOn), "false" },
 	"authentication.anonymous.enabled": func(c *kubeletv1beta1.KubeletConfiguration) (bool, string) {
 		return !deref(c.Authentication.Anonymous.Enabled), "false"
 	},

@@ -123,6 +123,9 @@ func (a *Agent) Allocatable() v1.ResourceList {
 	return alloc
 }
 
+// Memory returns the machine's memory and swap in bytes (MemTotal, SwapTotal).
+func (a *Agent) Memory() (memory, swap int64) { return a.host.MemoryBytes, a.host.SwapBytes }
+
 // Capacity returns the node's capacity, device plugins' resources included. The caller must not modify it.
 func (a *Agent) Capacity() v1.ResourceList {
 	c, _ := a.withDevices()
@@ -349,10 +352,20 @@ func (a *Agent) fillStatus(ctx context.Context, n *v1.Node) []transition {
 		now: now, addresses: a.addresses, capacity: capacity, allocatable: allocatable, goneDevices: gone,
 		info: v1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.SystemUUID, BootID: h.BootID,
 			KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: a.version,
-			KubeletVersion: a.cfg.KubeletVersion, OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH},
+			KubeletVersion: a.cfg.KubeletVersion, OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH,
+			Swap: swapStatus(h.SwapBytes)},
 		port: a.cfg.KubeletPort, images: a.images, imagesKnown: a.imagesOK,
 		failures: failures, pressure: a.pressure,
 	})
+}
+
+// swapStatus is nodeInfo.swap as upstream sets it (NodeSwap, GA in 1.34): the machine's swap capacity, left
+// out on a machine without swap.
+func swapStatus(bytes int64) *v1.NodeSwapStatus {
+	if bytes <= 0 {
+		return nil
+	}
+	return &v1.NodeSwapStatus{Capacity: &bytes}
 }
 
 // refreshRuntimeFacts asks the runtime for its version and images; on failure the last answers stay.

@@ -18,8 +18,8 @@ import (
 type Host struct {
 	// NumCPU is the number of CPUs the kubelet may use.
 	NumCPU int
-	// MemoryBytes is the machine's memory (MemTotal).
-	MemoryBytes int64
+	// MemoryBytes is the machine's memory (MemTotal); SwapBytes its swap (SwapTotal).
+	MemoryBytes, SwapBytes int64
 	// HugePages maps a huge page size in bytes to the bytes of such pages the kernel holds.
 	HugePages map[int64]int64
 	// EphemeralStorageBytes is the size of the filesystem holding the kubelet's root directory.
@@ -55,6 +55,7 @@ func readHost(root, rootDir string) (*Host, error) {
 	if h.MemoryBytes, err = memTotal(mem); err != nil {
 		return nil, err
 	}
+	h.SwapBytes, _ = meminfoField(mem, "SwapTotal") // a kernel without swap support lists none
 	if h.HugePages, err = hugePages(filepath.Join(root, "sys/kernel/mm/hugepages")); err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ HugePages_Total:       0
 func TestReadHost(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{
-		"proc/meminfo":                   testMeminfo,
+		"proc/meminfo":                   testMeminfo + "SwapTotal:       1048576 kB\n",
 		"proc/sys/kernel/osrelease":      "6.1.0-18-amd64\n",
 		"proc/sys/kernel/random/boot_id": "0a1b2c3d-boot\n",
 		"etc/os-release":                 "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n",
@@ -41,8 +41,15 @@ func TestReadHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.MemoryBytes != 24610316*1024 {
-		t.Errorf("MemoryBytes = %d", h.MemoryBytes)
+	if h.MemoryBytes != 24610316*1024 || h.SwapBytes != 1<<30 {
+		t.Errorf("MemoryBytes = %d, SwapBytes = %d", h.MemoryBytes, h.SwapBytes)
+	}
+	// nodeInfo.swap: the capacity where the machine has swap, nothing where it has none.
+	if s := swapStatus(h.SwapBytes); s == nil || *s.Capacity != 1<<30 {
+		t.Errorf("swap status %+v, want capacity 1 GiB", s)
+	}
+	if s := swapStatus(0); s != nil {
+		t.Errorf("swap status %+v on a machine without swap", s)
 	}
 	if h.NumCPU < 1 || h.EphemeralStorageBytes <= 0 {
 		t.Errorf("NumCPU = %d, EphemeralStorageBytes = %d", h.NumCPU, h.EphemeralStorageBytes)

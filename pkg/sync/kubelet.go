@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent/kubelet/pkg/devicemanager"
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
 	"github.com/nodeagent/kubelet/pkg/pleg"
+	"github.com/nodeagent/kubelet/pkg/podspec"
 	"github.com/nodeagent/kubelet/pkg/prober"
 	"github.com/nodeagent/kubelet/pkg/pullrecords"
 	"github.com/nodeagent/kubelet/pkg/status"
@@ -111,6 +112,9 @@ type Config struct {
 	NodeAllocatable func() v1.ResourceList
 	// NodeCapacity returns the machine's resources (containers' OOM scores); nil: NodeAllocatable.
 	NodeCapacity func() v1.ResourceList
+	// Swap is memorySwap.swapBehavior and the host's swap facts: each container's swap limit
+	// (podspec.ConfigureSwap). The zero value leaves swap to the runtime.
+	Swap podspec.Swap
 	// NodeIPs returns the node's addresses, primary first.
 	NodeIPs func() []net.IP
 	// Node returns the node object (labels and taints for admission); nil or a nil result: hostname and os

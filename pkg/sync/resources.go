@@ -9,7 +9,7 @@ import (
 )
 
 // containerResources builds the CRI resources of a container (podspec.ContainerResources), its OOM score
-// relative to the node's memory capacity.
+// relative to the node's memory capacity, its swap limit by memorySwap.swapBehavior (podspec.ConfigureSwap).
 func (k *Kubelet) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	// As upstream, the score is relative to the machine's memory, not to what pods may allocate.
 	var memCapacity int64
@@ -22,5 +22,7 @@ func (k *Kubelet) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.L
 			memCapacity = podfacts.Value(q)
 		}
 	}
-	return podspec.ContainerResources(pod, c, memCapacity)
+	r := podspec.ContainerResources(pod, c, memCapacity)
+	podspec.ConfigureSwap(r, k.cfg.Swap, pod, c)
+	return r
 }
