@@ -73,3 +73,25 @@ func TestPodResize(t *testing.T) {
 		t.Errorf("a plain update changed resources: %v", err)
 	}
 }
+
+// A pod with pod-level resources is not resized: InPlacePodLevelResourcesVerticalScaling is alpha, off in
+// 1.35, and upstream then refuses any resize of such a pod.
+func TestPodLevelResourcesNotResized(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "")
+	pod := testPod("web")
+	pod.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("128Mi")}}
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	created, err := s.client.CoreV1().Pods("default").Create(ctxT(t), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := created.Spec.Resources.Requests; r.Cpu().MilliValue() != 100 || r.Memory().Value() != 128<<20 {
+		t.Errorf("pod-level requests %v, want cpu 100m (the container's) and memory 128Mi (the limit)", r)
+	}
+	_, err = s.client.CoreV1().Pods("default").Patch(ctxT(t), "web", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]}}`), metav1.PatchOptions{}, "resize")
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "resize of pods with pod-level resources is forbidden") {
+		t.Errorf("resize of a pod with pod-level resources: %v, want Invalid", err)
+	}
+}

@@ -45,7 +45,7 @@ func sumContainers[T any](pod *v1.Pod, of func(*v1.Container) T, add, larger fun
 // where the pod sets them; plus the pod's overhead. Eviction and the cgroups use it; PodRequests is its
 // CPU and memory.
 func PodRequestList(pod *v1.Pod) v1.ResourceList {
-	reqs := sumContainers(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Requests }, addLists, maxLists, nil)
+	reqs := AggregateContainerRequests(pod)
 	if pod.Spec.Resources != nil {
 		reqs = podLevel(reqs, pod.Spec.Resources.Requests)
 	}
@@ -97,11 +97,29 @@ func PodMemoryLimit(pod *v1.Pod) int64 {
 	return Value(*lims.Memory())
 }
 
+// AggregateContainerRequests and AggregateContainerLimits are what the pod's containers ask for together
+// (sumContainers: init containers, sidecars and containers as upstream's resource helpers sum them), without
+// the pod-level resources or the overhead: what the API server checks pod-level resources against.
+func AggregateContainerRequests(pod *v1.Pod) v1.ResourceList {
+	return sumContainers(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Requests }, addLists, maxLists, nil)
+}
+
+// AggregateContainerLimits: see AggregateContainerRequests.
+func AggregateContainerLimits(pod *v1.Pod) v1.ResourceList {
+	return sumContainers(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Limits }, addLists, maxLists, nil)
+}
+
+// SupportedPodLevelResource says whether a resource may be set at the pod level (spec.resources): CPU,
+// memory and huge pages, as upstream's IsSupportedPodLevelResource.
+func SupportedPodLevelResource(name v1.ResourceName) bool {
+	return name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
+}
+
 // podLevel is list with the pod-level amounts of CPU, memory and huge pages in place of the summed ones
 // (upstream's IsSupportedPodLevelResource).
 func podLevel(list, pod v1.ResourceList) v1.ResourceList {
 	for name, q := range pod {
-		if name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+		if SupportedPodLevelResource(name) {
 			if list == nil {
 				list = v1.ResourceList{}
 			}

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Guaranteed, Burstable and BestEffort pods land under their QoS cgroups with upstream's values in the
-// kernel's cgroup v1 files, and their cgroups are gone after deletion.
+// Guaranteed, Burstable and BestEffort pods, and a pod with pod-level resources, land under their QoS
+// cgroups with upstream's values in the kernel's cgroup v1 files, and their cgroups are gone after deletion.
 func TestQoSCgroupsV1(t *testing.T) {
 	n := startNode(t)
 	guaranteed := busyboxPod("guaranteed", "sleep", "3600")
@@ -31,6 +31,12 @@ func TestQoSCgroupsV1(t *testing.T) {
 		Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")},
 	}
 	besteffort := busyboxPod("besteffort", "sleep", "3600")
+	// Pod-level resources (spec.resources, on in 1.35): limits alone, for the whole pod, whose containers set
+	// none. The API server defaults the pod-level requests to them, so the pod is Guaranteed, and its cgroup
+	// gets the pod-level values.
+	podLevel := busyboxPod("podlevel", "sleep", "3600")
+	podLevel.Spec.Resources = &v1.ResourceRequirements{
+		Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("96Mi")}}
 
 	type want struct {
 		pod   *v1.Pod
@@ -45,6 +51,8 @@ func TestQoSCgroupsV1(t *testing.T) {
 		{burstable, v1.PodQOSBurstable, "burstable/", map[string]string{
 			"cpu/cpu.shares": "51", "memory/memory.limit_in_bytes": fmt.Sprint(128 << 20)}},
 		{besteffort, v1.PodQOSBestEffort, "besteffort/", map[string]string{"cpu/cpu.shares": "2"}},
+		{podLevel, v1.PodQOSGuaranteed, "", map[string]string{
+			"cpu/cpu.shares": "512", "cpu/cpu.cfs_quota_us": "50000", "memory/memory.limit_in_bytes": fmt.Sprint(96 << 20)}},
 	}
 	for _, c := range cases {
 		c.pod = n.createPod(c.pod)

@@ -16,6 +16,7 @@ const DefaultTolerationSeconds = 300
 func DefaultPod(pod *corev1.Pod) {
 	s := &pod.Spec
 	DefaultPodSpec(s)
+	defaultPodLevelRequests(pod) // after the containers' defaults, as upstream
 	// Mirror pods get no service account, as upstream's ServiceAccount admission leaves them.
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; s.ServiceAccountName == "" && !mirror {
 		s.ServiceAccountName = "default"

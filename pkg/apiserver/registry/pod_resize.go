@@ -73,6 +73,14 @@ func (podStrategy) ValidateResize(obj, old runtime.Object) field.ErrorList {
 	if podfacts.ComputeQOSClass(o) != podfacts.ComputeQOSClass(pod) {
 		errs = append(errs, field.Invalid(spec, o.Status.QOSClass, "Pod QOS Class may not change as a result of resizing"))
 	}
+	// Resizing pod-level resources is alpha (off) in 1.35: a pod that has them is not resized at all.
+	podLevel := func(p *corev1.Pod) bool {
+		return p.Spec.Resources != nil && len(p.Spec.Resources.Requests)+len(p.Spec.Resources.Limits) > 0
+	}
+	if podLevel(o) || podLevel(pod) {
+		return append(errs, field.Forbidden(field.NewPath(""),
+			"resize of pods with pod-level resources is forbidden when InPlacePodLevelResourcesVerticalScalingEnabled feature gate is disabled"))
+	}
 	for _, l := range []struct {
 		name     string
 		cur, old []corev1.Container

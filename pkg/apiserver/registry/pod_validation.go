@@ -75,6 +75,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, validateSupplementalGroupsPolicy(s, path)...)
 	errs = append(errs, validateHostUsers(s, path)...)
 	errs = append(errs, validateRestartRules(s, path)...)
+	errs = append(errs, validatePodLevelResources(s, path)...)
 	switch s.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
