@@ -19,7 +19,9 @@ func rl(kv ...string) corev1.ResourceList {
 // field paths are its.
 func TestPodLevelResourcesValidation(t *testing.T) {
 	withContainer := func(req, lim corev1.ResourceList) func(*corev1.PodSpec) {
-		return func(s *corev1.PodSpec) { s.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: lim} }
+		return func(s *corev1.PodSpec) {
+			s.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: lim}
+		}
 	}
 	runSpecCases(t, oneContainer, []specCase{
 		{"limits and requests", func(s *corev1.PodSpec) {
