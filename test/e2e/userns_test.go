@@ -95,10 +95,9 @@ func hostProcessesOf(t *testing.T, uid uint64) int {
 // gets 65536 host IDs of its own from the node's range, seen in /proc/self/uid_map and gid_map inside; its
 // root is an unprivileged user on the host (its processes run as the range's first ID); it writes to its
 // emptyDir, mounted ID-mapped (the host sees the IDs the pod used); runAsUser, fsGroup and a network
-// sysctl work inside;
-// kubectl exec works; the allocation is kept in the pod's
-// directory and survives a kubelet restart (the pods keep their containers, a new pod gets a range of its
-// own), and a deleted pod's range is given again.
+// sysctl work inside; kubectl exec and kubectl debug work; the allocation is kept in the pod's directory
+// and survives a kubelet restart (the pods keep their containers, a new pod gets a range of its own), and a
+// deleted pod's range is given again.
 func TestKubeletUserNamespaces(t *testing.T) {
 	parallel(t)
 	forEachRuntime(t, func(t *testing.T, n *node) {
@@ -139,6 +138,11 @@ func TestKubeletUserNamespaces(t *testing.T) {
 		}
 		if out, err := n.exec("userns-a", "main", "cat", "/proc/self/uid_map"); err != nil || !strings.Contains(out, strconv.FormatUint(a0, 10)) {
 			t.Errorf("kubectl exec in userns-a: %q %v", out, err)
+		}
+		// kubectl debug: an ephemeral container joins the pod's user namespace (and its target's processes).
+		if out, err := n.kubectlSession("cat /proc/self/uid_map\n", strconv.FormatUint(a0, 10), "debug", "userns-a", "-i",
+			"--image="+busyboxImage, "--target=main", "-c", "dbg", "--profile=general", "--", "sh"); err != nil || !strings.Contains(out, strconv.FormatUint(a0, 10)) {
+			t.Errorf("kubectl debug in userns-a: %v\n%s", err, out)
 		}
 		if out, err := n.exec("userns-b", "main", "cat", "/proc/sys/net/ipv4/ip_unprivileged_port_start"); err != nil || strings.TrimSpace(out) != "80" {
 			t.Errorf("userns-b's sysctl net.ipv4.ip_unprivileged_port_start: %q %v, want 80", out, err)
