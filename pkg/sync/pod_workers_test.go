@@ -15,9 +15,12 @@ import (
 
 // fakeSyncer records what the workers ask for; syncPod blocks while gate is held.
 type fakeSyncer struct {
-	mu       sync.Mutex
-	gate     chan struct{}
-	entered  chan struct{}
+	mu      sync.Mutex
+	gate    chan struct{}
+	entered chan struct{}
+	// canceled, when set, holds a canceled sync until it is closed (the updates that canceled it all
+	// queued by then).
+	canceled chan struct{}
 	synced   []string // container image of each synced spec, or the state name
 	terminal bool
 }
@@ -46,6 +49,9 @@ func (f *fakeSyncer) syncPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodState)
 		case <-f.gate:
 		case <-ctx.Done():
 			f.record("canceled:" + pod.Spec.Containers[0].Image)
+			if f.canceled != nil {
+				<-f.canceled
+			}
 			return syncOutcome{}, ctx.Err()
 		}
 	}
@@ -108,15 +114,18 @@ func TestWorkerCoalescesUpdates(t *testing.T) {
 }
 
 func TestWorkerKillCancelsSyncAndTerminates(t *testing.T) {
-	f := &fakeSyncer{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	f := &fakeSyncer{gate: make(chan struct{}), entered: make(chan struct{}, 1), canceled: make(chan struct{})}
 	w := newPodWorkers(f, newFakeStates(), testclock.NewFakeClock(t0), DefaultSyncFrequency)
 	defer w.stopAll()
 	w.UpdatePod(podUpdate{typ: updateSync, pod: podWithImage("v1")})
 	<-f.entered
 	long, short := int64(30), int64(5)
+	// Both kills arrive while the canceled sync is still winding down: the termination takes the shorter
+	// grace period and the deletion.
 	w.UpdatePod(podUpdate{typ: updateKill, pod: podWithImage("v1"), grace: &long})
 	w.UpdatePod(podUpdate{typ: updateKill, pod: podWithImage("v1"), grace: &short, deleted: true})
 	w.UpdatePod(podUpdate{typ: updateSync, pod: podWithImage("v2")}) // ignored: terminating is for good
+	close(f.canceled)
 	eventually(t, "finished", func() bool {
 		s, _ := w.state("u1")
 		return s == stateFinished
