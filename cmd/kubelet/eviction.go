@@ -116,7 +116,7 @@ func newEvictionManager(o *options, ts []eviction.Threshold, nodeName string, re
 		Gather:            func(ctx context.Context) { d.collector.Collect(ctx) },
 		ActivePods:        func() []*v1.Pod { return d.kl.ActivePods() },
 		Ready:             func() bool { return d.kl.SourcesReady() },
-		Stopped:           func(p *v1.Pod) bool { return d.kl.PodStopped(p) },
+		Stopped:           func(p *v1.Pod) bool { return d.kl.PodCleanedUp(p) },
 		Reclaimer:         d,
 		MemoryAvailable:   d.memoryAvailable,
 		Evicter:           eviction.EvictFunc(func(ctx context.Context, p *v1.Pod, g int64, m string) error { return d.kl.EvictPod(ctx, p, g, m) }),

@@ -60,8 +60,9 @@ type Config struct {
 	// Ready reports whether the pod sources have synced: until then nothing is evicted (a restarted
 	// kubelet has not seen every pod yet); optional.
 	Ready func() bool
-	// Stopped reports whether an evicted pod's containers have stopped; the next observation waits for it
-	// (at most 30 s). Without it, the pod leaving ActivePods is taken for stopped.
+	// Stopped reports whether an evicted pod is cleaned up (its containers stopped, its volumes unmounted,
+	// its cgroup removed, as upstream's podResourcesAreReclaimed); the next observation waits for it (at most
+	// 30 s). Without it, the pod leaving ActivePods is taken for stopped.
 	Stopped   func(*v1.Pod) bool
 	Evicter   Evicter
 	Reclaimer Reclaimer // optional
@@ -317,7 +318,7 @@ func podObject(pod *v1.Pod) *v1.ObjectReference {
 	return &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 }
 
-// waitGone waits until the evicted pod has stopped, or 30 s, or ctx ends.
+// waitGone waits until the evicted pod is cleaned up, or 30 s, or ctx ends.
 func (m *Manager) waitGone(ctx context.Context, pod *v1.Pod) {
 	deadline := m.cfg.Clock.Now().Add(cleanupTimeout)
 	t := m.cfg.Clock.NewTicker(time.Second)
@@ -328,6 +329,13 @@ func (m *Manager) waitGone(ctx context.Context, pod *v1.Pod) {
 			return !slices.ContainsFunc(m.cfg.ActivePods(), func(p *v1.Pod) bool { return p.UID == pod.UID })
 		}
 	}
+	// What the pod held (its memory-backed volumes, its page cache) is gone from a gathering made once it
+	// is cleaned up, not from one the stats collector made meanwhile: the next observation needs a later one.
+	defer func() {
+		m.mu.Lock()
+		m.evictedAt = m.cfg.Clock.Now()
+		m.mu.Unlock()
+	}()
 	for m.cfg.Clock.Now().Before(deadline) {
 		if stopped(pod) {
 			return

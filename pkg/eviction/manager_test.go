@@ -427,3 +427,35 @@ func TestNoSecondEvictionOnTheSameSummary(t *testing.T) {
 		t.Errorf("evicted %s on the summary gathered before the first eviction", got.Name)
 	}
 }
+
+// Once the evicted pod is cleaned up, the next observation is a gathering made after that: one the stats
+// collector made between the eviction and the cleanup still counts the pod's memory-backed volume, and would
+// evict a second pod for nothing.
+func TestNoEvictionOnASummaryFromBeforeTheCleanup(t *testing.T) {
+	f := newManager(t, map[string]string{"memory.available": "100Mi"}, nil, nil)
+	f.pods = []*v1.Pod{pod("hog", 0, 0), pod("next", 0, 0)}
+	f.sum = summaryOf(f.clock.Now(), 50, 50, map[string]uint64{"hog": 800, "next": 10})
+	gathered := 0
+	f.m.cfg.Gather = func(context.Context) {
+		gathered++
+		f.sum = summaryOf(f.clock.Now(), 600, 50, map[string]uint64{"next": 10})
+	}
+	got := f.m.Synchronize(context.Background())
+	if got == nil || got.Name != "hog" {
+		t.Fatalf("evicted %v, want hog", got)
+	}
+	// The collector gathers while the hog stops: its tmpfs is still mounted.
+	f.clock.Step(time.Second)
+	f.sum = summaryOf(f.clock.Now(), 60, 50, map[string]uint64{"next": 10})
+	f.clock.Step(time.Second)
+	f.m.cfg.Stopped = func(*v1.Pod) bool { return true } // now cleaned up
+	f.m.waitGone(context.Background(), got)
+	f.pods = f.pods[1:]
+	before := gathered
+	if got := f.m.Synchronize(context.Background()); got != nil {
+		t.Errorf("evicted %s on a summary gathered before the hog was cleaned up", got.Name)
+	}
+	if gathered != before+1 {
+		t.Errorf("gathered %d times after the cleanup, want once", gathered-before)
+	}
+}

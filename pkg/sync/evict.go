@@ -38,6 +38,11 @@ func (k *Kubelet) PodStopped(pod *v1.Pod) bool {
 	return !known || st >= stateTerminated
 }
 
+// PodCleanedUp reports whether a pod's worker has stopped its containers and cleaned up after them (its
+// volumes unmounted, its cgroup removed), or never knew it: upstream's podResourcesAreReclaimed, which the
+// eviction manager waits for before it observes again.
+func (k *Kubelet) PodCleanedUp(pod *v1.Pod) bool { return k.workers.cleanedUp(pod.UID) }
+
 // ReclaimDeadContainers removes, on the eviction manager's demand under disk pressure, what upstream's
 // container GC removes when it evicts non-deleted pods: the stopped containers and sandboxes of pods that
 // have terminated but are not deleted yet (their final status stays in the API; their writable layers and

@@ -346,6 +346,15 @@ func (w *podWorkers) state(uid types.UID) (workerState, bool) {
 	return pw.state, true
 }
 
+// cleanedUp reports whether nothing of the pod runs and what it held is released: terminated with the
+// terminated pod's sync done (volumes unmounted, cgroup removed), finished, or unknown.
+func (w *podWorkers) cleanedUp(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pw, ok := w.pods[uid]
+	return !ok || pw.state == stateFinished || (pw.state == stateTerminated && pw.terminatedDone)
+}
+
 // forget drops a finished worker.
 func (w *podWorkers) forget(uid types.UID) {
 	w.mu.Lock()

@@ -372,8 +372,9 @@ func TestFaultContainerdKilled(t *testing.T) {
 			}
 		}
 		// A start cut off by the kill may leave its process running after the next sync started the container
-		// again: the kubelet stops the older instance once it sees both.
-		eventually(t, 15*time.Second, fmt.Sprintf("round %d: one ready sandbox and one running container per pod", round), func() error {
+		// again: the kubelet stops the older instance once it sees both. A pod left with neither running (seen
+		// once in CI, for a pod that was starting) runs again after its restart back-off, 10 s.
+		eventually(t, 40*time.Second, fmt.Sprintf("round %d: one ready sandbox and one running container per pod", round), func() error {
 			view = n.runtimeView(t)
 			for _, name := range names {
 				if len(view.sandboxes[name]) != 1 || len(view.containers[name]) != 1 {
