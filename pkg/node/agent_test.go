@@ -97,10 +97,11 @@ func start(t *testing.T, client *fake.Clientset, mutate func(*Config)) *harness 
 	})
 	client.PrependWatchReactor("nodes", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
-		if err == nil {
-			h.nodeWatches.Add(1)
+		if err != nil {
+			return true, nil, err
 		}
-		return true, w, err
+		h.nodeWatches.Add(1)
+		return true, replayingWatch(client, w), nil
 	})
 	cfg := Config{Name: "node-a", Client: kubeclienttest.Wrap(client), Runtime: h.rt, Images: h.rt, Clock: h.clock, Host: testHost(),
 		KubeletPort: 10250, Labels: map[string]string{"rack": "r1"},
@@ -157,6 +158,49 @@ func (h *harness) step(total, d time.Duration) {
 		h.clock.Step(d)
 	}
 	h.settle()
+}
+
+// replayingWatch is w preceded by an Added event for each Node the fake holds when the watch starts. A real
+// API server's watch starts from the list's resourceVersion and replays what came after it; the fake's
+// tracker replays nothing, so a Node registered between the informer's list and its watch was never seen.
+func replayingWatch(client *fake.Clientset, w watch.Interface) watch.Interface {
+	var existing []runtime.Object
+	if obj, err := client.Tracker().List(nodesGVR, schema.GroupVersionKind{Version: "v1", Kind: "Node"}, ""); err == nil {
+		if list, ok := obj.(*v1.NodeList); ok {
+			for i := range list.Items {
+				existing = append(existing, &list.Items[i])
+			}
+		}
+	}
+	ch := make(chan watch.Event)
+	pw := watch.NewProxyWatcher(ch)
+	go func() {
+		defer close(ch)
+		defer w.Stop()
+		for _, obj := range existing {
+			select {
+			case ch <- watch.Event{Type: watch.Added, Object: obj}:
+			case <-pw.StopChan():
+				return
+			}
+		}
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				select {
+				case ch <- ev:
+				case <-pw.StopChan():
+					return
+				}
+			case <-pw.StopChan():
+				return
+			}
+		}
+	}()
+	return pw
 }
 
 // updateNode writes n as another client of the API server would (the node lifecycle controller, kubectl),
