@@ -117,14 +117,15 @@ install_containerd() {
 
 # switch_root keeps containerd's root usable by the lane: a 2.x containerd takes over a 1.6 root in place (as
 # an upgrade does), but 1.6 cannot read what 2.x wrote, so going back empties the root (images are imported
-# again below); running containers refuse that.
+# again below); running containers refuse that (stopped ones do not: nothing of theirs runs).
 switch_root() {
 	local marker="$NODEAGENT_CTRD_ROOT/nodeagent-containerd-version" was ns
 	was=$(cat "$marker" 2>/dev/null || echo 1.6)
 	if [ "${CONTAINERD_VERSION%%.*}" -lt "${was%%.*}" ] && [ -d "$NODEAGENT_CTRD_ROOT" ]; then
 		if containerd_answers; then
 			for ns in $(ctrd namespaces ls -q); do
-				[ -z "$(ctrd -n "$ns" tasks ls -q)" ] ||
+				# A stopped task runs nothing (ctr tasks ls: TASK PID STATUS).
+				[ -z "$(ctrd -n "$ns" tasks ls | awk 'NR > 1 && $3 != "STOPPED"')" ] ||
 					die "containerd $was runs containers in namespace $ns: remove them before going back to $CONTAINERD_VERSION, which empties $NODEAGENT_CTRD_ROOT"
 			done
 		fi

@@ -203,7 +203,7 @@ func validSandboxes(in []*runtimeapi.PodSandboxStatus) []*runtimeapi.PodSandboxS
 	return out
 }
 
-// validContainers drops nil entries and those without a name, and sorts newest first.
+// validContainers drops nil entries and those without a name, and sorts newest first (podfacts.NewestFirst).
 func validContainers(in []*runtimeapi.ContainerStatus) []*runtimeapi.ContainerStatus {
 	out := make([]*runtimeapi.ContainerStatus, 0, len(in))
 	for _, c := range in {
@@ -211,12 +211,7 @@ func validContainers(in []*runtimeapi.ContainerStatus) []*runtimeapi.ContainerSt
 			out = append(out, c)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt > out[j].CreatedAt
-		}
-		return out[i].GetMetadata().GetAttempt() > out[j].GetMetadata().GetAttempt()
-	})
+	podfacts.NewestFirst(out)
 	return out
 }
 

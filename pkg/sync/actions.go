@@ -132,7 +132,8 @@ func computePodActions(pod *v1.Pod, state *pleg.PodState) podActions {
 
 // killOlderInstances stops every running instance of a container but its newest. There is one at a time,
 // except when a start was cut off mid-way (containerd killed while the task started: the call failed, its undo
-// could not reach containerd, the process ran on) and the next sync started the container again.
+// could not reach containerd, the process ran on) and the next sync started the container again. A newer
+// instance that never started does not count (podfacts.NewestFirst puts the running one first).
 func killOlderInstances(cur map[string][]*runtimeapi.ContainerStatus, a *podActions) {
 	for name, list := range cur {
 		for _, older := range list[min(1, len(list)):] {
@@ -264,12 +265,7 @@ func byName(state *pleg.PodState, sandboxID string) map[string][]*runtimeapi.Con
 		out[name] = append(out[name], c)
 	}
 	for _, list := range out {
-		sort.SliceStable(list, func(i, j int) bool {
-			if list[i].CreatedAt != list[j].CreatedAt {
-				return list[i].CreatedAt > list[j].CreatedAt
-			}
-			return list[i].GetMetadata().GetAttempt() > list[j].GetMetadata().GetAttempt()
-		})
+		podfacts.NewestFirst(list)
 	}
 	return out
 }

@@ -106,6 +106,14 @@ func TestComputePodActions(t *testing.T) {
 				ContainersToKill: map[string]killInfo{"c1": {name: "a", message: "Container a has a newer instance running, stopping this one"}}},
 		},
 		{
+			// The same cut-off start, where the next sync's instance never started (containerd killed again
+			// before its start): the running instance is kept and nothing is started under the back-off.
+			name: "a running instance and a newer one never started", pod: basic,
+			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "running", 0).ctr("s1", "c1b", a, 2, "created", 0).
+				ctr("s1", "c2", b, 1, "running", 0).s,
+			want: podActions{SandboxID: "s1"},
+		},
+		{
 			name: "an older exited instance stays for the logs", pod: basic,
 			state: newState().sandbox("s1", 0, true, "10.0.0.1").ctr("s1", "c1", a, 1, "exited", 1).ctr("s1", "c1b", a, 2, "running", 0).
 				ctr("s1", "c2", b, 1, "running", 0).s,
@@ -289,6 +297,40 @@ func TestComputePodActionsRestartRules(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Which instances the sync prunes, in the order byName gives them: exited ones beyond the newest two, and a
+// never-started one once a newer instance exists or an older one runs (a cut-off start's leftover).
+func TestDeadInstances(t *testing.T) {
+	a := &v1.Container{Name: "a", Image: "busybox"}
+	for _, tc := range []struct {
+		name  string
+		state *pleg.PodState
+		want  []string
+	}{
+		{"the newest two exited are kept", newState().sandbox("s1", 0, true, "").ctr("s1", "c1", a, 1, "exited", 1).
+			ctr("s1", "c2", a, 2, "exited", 1).ctr("s1", "c3", a, 3, "exited", 1).s, []string{"c1"}},
+		{"a running instance and a newer one never started", newState().sandbox("s1", 0, true, "").ctr("s1", "c1", a, 1, "running", 0).
+			ctr("s1", "c2", a, 2, "created", 0).s, []string{"c2"}},
+		{"a never-started instance that is the newest is the next start", newState().sandbox("s1", 0, true, "").ctr("s1", "c1", a, 1, "exited", 1).
+			ctr("s1", "c2", a, 2, "created", 0).s, nil},
+		{"a never-started instance behind a newer one", newState().sandbox("s1", 0, true, "").ctr("s1", "c1", a, 1, "created", 0).
+			ctr("s1", "c2", a, 2, "running", 0).s, []string{"c1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, list := range byName(tc.state, "") {
+				for i, c := range list {
+					if deadInstance(i, c.State) {
+						got = append(got, c.Id)
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("pruned %v, want %v", got, tc.want)
 			}
 		})
 	}

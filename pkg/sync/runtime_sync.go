@@ -301,15 +301,16 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 }
 
 // pruneDead removes exited containers beyond the newest two of each name (the newest dead one gives
-// lastState), and exited sandboxes that are not the newest and hold nothing kept. It reports whether it
-// removed anything.
+// lastState), never-started ones that are not their name's newest (a newer instance exists, so they will
+// never start: a start cut off by containerd's death leaves them), and exited sandboxes that are not the
+// newest and hold nothing kept. It reports whether it removed anything.
 func (k *Kubelet) pruneDead(ctx context.Context, pod *v1.Pod, state *pleg.PodState) bool {
 	logger := klog.FromContext(ctx)
 	kept := map[string]bool{}
 	removed := false
 	for _, list := range byName(state, "") {
 		for i, c := range list {
-			if i < 2 || c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			if !deadInstance(i, c.State) {
 				kept[state.SandboxOf[c.Id]] = true
 				continue
 			}
@@ -332,4 +333,15 @@ func (k *Kubelet) pruneDead(ctx context.Context, pod *v1.Pod, state *pleg.PodSta
 		removed = true
 	}
 	return removed
+}
+
+// deadInstance says whether the i-th instance (newest first) of a container is one pruneDead removes.
+func deadInstance(i int, state runtimeapi.ContainerState) bool {
+	switch state {
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return i >= 2
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return i >= 1
+	}
+	return false
 }

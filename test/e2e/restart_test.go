@@ -123,10 +123,18 @@ func TestBuiltinRuntimeListsOtherClientsWrites(t *testing.T) {
 		return nil
 	})
 
-	// A record removed behind the runtime's back, as `ctr containers delete` does.
-	if err := containerdClient(t).ContainerService().Delete(namespaces.WithNamespace(ctxT(t), "nodeagent"), ctr); err != nil {
-		t.Fatal(err)
-	}
+	// A record removed behind the runtime's back, as `ctr containers delete` does: it refuses while the task
+	// is there (the runtime deletes an exited container's task after announcing the exit), and a record
+	// deleted before its task would leave the task behind in containerd, where nothing can delete it.
+	cc := containerdClient(t)
+	eventually(t, 5*time.Second, "the exited container's record deleted as ctr deletes it", func() error {
+		nsctx := namespaces.WithNamespace(ctxT(t), "nodeagent")
+		c, err := cc.LoadContainer(nsctx, ctr)
+		if err != nil {
+			return err
+		}
+		return c.Delete(nsctx)
+	})
 	for _, rt := range []backend{a, b} {
 		eventually(t, 3*time.Second, "the deleted container gone from the list", func() error {
 			cs, err := rt.rt.ListContainers(ctxT(t), &runtimeapi.ContainerFilter{PodSandboxId: p.id})
