@@ -90,7 +90,7 @@ soak: setup
 # control plane (etcd + kube-apiserver on loopback) for the tests that run the kubelet against it. One package
 # per go test: go test streams the output of a run's first package only, and buffers the others'.
 test-e2e: setup
-	hack/kube-binaries.sh kube-apiserver kubelet kube-controller-manager kube-scheduler sample-device-plugin dra-test-driver csi-attacher
+	hack/kube-binaries.sh kube-apiserver kubelet kube-controller-manager kube-scheduler sample-device-plugin dra-test-driver csi-attacher critest
 	hack/control-plane.sh start >/dev/null
 	E2E_LOG=$(E2E_LOG) E2E_TIMEOUT=$(E2E_TIMEOUT) E2E_PARALLEL=$(E2E_PARALLEL) GO=$(GO) hack/test-e2e.sh; \
 		rc=$$?; hack/control-plane.sh stop >/dev/null; exit $$rc

@@ -3,7 +3,8 @@
 # kubectl always, plus any of kube-apiserver, kube-scheduler, kube-controller-manager, kubelet and
 # sample-device-plugin (upstream's test device plugin, test/images/sample-device-plugin, built static) and
 # dra-test-driver (upstream's DRA test driver, test/e2e/dra/test-driver, built static) named as arguments,
-# and csi-attacher (kubernetes-csi's external-attacher, ATTACHER_VERSION, built static from its own module).
+# csi-attacher (kubernetes-csi's external-attacher, ATTACHER_VERSION, built static from its own module) and
+# critest (cri-tools' CRI validation suite, CRITEST_VERSION, built from its own module).
 #
 #   hack/kube-binaries.sh                  # kubectl
 #   hack/kube-binaries.sh kube-apiserver   # kubectl and kube-apiserver
@@ -18,6 +19,7 @@ KUBE_VERSION=${KUBE_VERSION:-v1.35.4}
 KUBE_BUILD_DIR=${KUBE_BUILD_DIR:-/var/lib/nodeagent/kube-build}
 KUBE_BIN_DIR=${KUBE_BIN_DIR:-/var/lib/nodeagent/bin}
 ATTACHER_VERSION=${ATTACHER_VERSION:-v4.13.0}
+CRITEST_VERSION=${CRITEST_VERSION:-v1.37.0}
 export PATH=/usr/local/go/bin:$PATH
 
 # Progress goes to stderr; stdout carries only the paths of the binaries.
@@ -34,41 +36,47 @@ STAGING_VERSION=v0.${KUBE_VERSION#v1.}
 
 targets=(kubectl)
 attacher=0
+critest=0
 for arg in "$@"; do
 	case "$arg" in
 	kubectl) ;;
 	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet | sample-device-plugin | dra-test-driver) targets+=("$arg") ;;
 	csi-attacher) attacher=1 ;;
-	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, sample-device-plugin, dra-test-driver or csi-attacher)" ;;
+	critest) critest=1 ;;
+	*) die "unknown binary $arg (want kubectl, kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, sample-device-plugin, dra-test-driver, csi-attacher or critest)" ;;
 	esac
 done
 
-# build_attacher builds external-attacher's csi-attacher from its module as the module itself builds it (its
-# go.mod has replace directives, which go install refuses), static: it runs in a busybox container. The
-# version built is recorded beside the binary.
-build_attacher() {
-	local bin=$KUBE_BIN_DIR/csi-attacher json dir src start
-	if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$ATTACHER_VERSION" ]; then
-		say "csi-attacher $ATTACHER_VERSION is up to date"
+# build_from_module NAME MODULE VERSION ENV... -- GO-ARGS... PACKAGE: builds NAME from its own module at VERSION as the
+# module itself builds it (go install refuses a go.mod with replace directives), in a copy of the module's
+# source. The version built is recorded beside the binary; an up-to-date binary is kept.
+build_from_module() {
+	local name=$1 module=$2 version=$3 bin=$KUBE_BIN_DIR/$1 json dir src start env=()
+	shift 3
+	while [ "$1" != -- ]; do
+		env+=("$1")
+		shift
+	done
+	shift
+	if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$version" ]; then
+		say "$name $version is up to date"
 		return
 	fi
-	json=$(go mod download -json "github.com/kubernetes-csi/external-attacher/v4@$ATTACHER_VERSION") ||
-		die "cannot download external-attacher $ATTACHER_VERSION from the module proxy"
+	json=$(go mod download -json "$module@$version") || die "cannot download $module $version from the module proxy"
 	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[ -d "$dir" ] || die "no source for external-attacher $ATTACHER_VERSION in the module cache"
+	[ -d "$dir" ] || die "no source for $module $version in the module cache"
 	mkdir -p "$KUBE_BUILD_DIR" "$KUBE_BIN_DIR"
-	src=$KUBE_BUILD_DIR/external-attacher
+	src=$KUBE_BUILD_DIR/$name-src
 	rm -rf "$src"
 	cp -r "$dir" "$src"
 	chmod -R u+w "$src"
-	say "building csi-attacher $ATTACHER_VERSION"
+	say "building $name $version"
 	start=$(date +%s)
-	(cd "$src" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/csi-attacher) ||
-		die "building csi-attacher failed"
+	(cd "$src" && env "${env[@]}" nice -n 10 go "${@:1:$#-1}" -o "$bin.tmp" "${@: -1}") || die "building $name failed"
 	mv -f "$bin.tmp" "$bin"
-	echo "$ATTACHER_VERSION" >"$bin.version"
+	echo "$version" >"$bin.version"
 	rm -rf "$src"
-	say "built csi-attacher in $(($(date +%s) - start)) s"
+	say "built $name in $(($(date +%s) - start)) s"
 }
 
 # pkg_of prints the package a binary is built from.
@@ -158,9 +166,16 @@ if [ ${#todo[@]} -gt 0 ]; then
 	done
 fi
 
+# csi-attacher runs in a busybox container: static.
 if [ "$attacher" = 1 ]; then
-	build_attacher
+	build_from_module csi-attacher github.com/kubernetes-csi/external-attacher/v4 "$ATTACHER_VERSION" CGO_ENABLED=0 -- \
+		build -trimpath -ldflags "-s -w" ./cmd/csi-attacher
 	targets+=(csi-attacher)
+fi
+# critest is a test binary: cri-tools builds it with go test -c.
+if [ "$critest" = 1 ]; then
+	build_from_module critest sigs.k8s.io/cri-tools "$CRITEST_VERSION" -- test -c ./cmd/critest
+	targets+=(critest)
 fi
 
 for t in "${targets[@]}"; do

@@ -20,8 +20,9 @@ import (
 
 // Image volumes (a CRI mount with an image, Kubernetes' volumes[].image): each is a read-only view of the
 // image's snapshot, mounted on the host under StateDir/image-volumes/<container>/<n> and bound into the
-// container read-only, noexec, nosuid and nodev as KEP-4639 asks (containerd's CRI plugin leaves exec
-// allowed), the image's subPath only (a directory) when the mount names one. The
+// container read-only, nosuid and nodev (its programs run, as on containerd's CRI plugin), the image's
+// subPath only (a directory) when the mount names one. A mount that is not read-only is refused, as
+// containerd refuses it. The
 // view's key derives from the container's ID, and the container record refers to it (a garbage collection
 // reference label), so a restarted runtime finds and removes it with the container.
 
@@ -39,6 +40,9 @@ func (r *Runtime) mountImageVolumes(ctx context.Context, id string, config *runt
 	for i, m := range config.GetMounts() {
 		if m.GetImage() == nil {
 			continue
+		}
+		if !m.GetReadonly() {
+			return nil, nil, fmt.Errorf("image volume at %s: readonly must be true while mounting an image", m.GetContainerPath())
 		}
 		if out == nil {
 			out = proto.Clone(config).(*runtimeapi.ContainerConfig)
@@ -91,7 +95,7 @@ func (r *Runtime) mountImageVolume(ctx context.Context, id, n string, m *runtime
 		return "", fmt.Errorf("mount image %s: %w", img.Name, err)
 	}
 	// The view is read-only already (an overlay without an upper directory, or a read-only bind of the one
-	// layer); the container's bind adds noexec, nosuid and nodev.
+	// layer); the container's bind adds nosuid and nodev.
 	sub := m.GetImageSubPath()
 	if sub == "" {
 		return target, nil

@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/containerd/containerd/v2/core/containers"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // At start, the image volumes of a container that has no record (a process killed between mounting them and
@@ -30,5 +33,16 @@ func TestOrphanImageVolumesRemovedAtStart(t *testing.T) {
 	}
 	if len(tr.logged("Removed the image volumes of a container never created", "orphan")) != 1 {
 		t.Errorf("log %v", tr.log)
+	}
+}
+
+// A CRI mount of an image that is not read-only is refused before anything is mounted, as containerd's CRI
+// plugin refuses it (critest: "should reject Image Volume with Readonly set to false").
+func TestImageVolumeMustBeReadOnly(t *testing.T) {
+	r := &Runtime{}
+	cfg := &runtimeapi.ContainerConfig{Mounts: []*runtimeapi.Mount{{ContainerPath: "/vol", Image: &runtimeapi.ImageSpec{Image: "localhost/data:1"}}}}
+	_, _, err := r.mountImageVolumes(context.Background(), "c1", cfg)
+	if err == nil || !strings.Contains(err.Error(), "readonly must be true") || !strings.Contains(err.Error(), "/vol") {
+		t.Fatalf("err %v, want the read-only refusal naming /vol", err)
 	}
 }

@@ -91,6 +91,13 @@
 //     no snapshot or lease (counted through containerd), an unknown CDI device fails the built-in runtime's
 //     create naming it; the pod metrics (`ListMetricDescriptors`, `ListPodSandboxMetrics`) as critest v1.37.0
 //     checks them, with the built-in runtime's values checked too.
+//   - cri-tools' critest v1.37.0 (built by `hack/kube-binaries.sh critest`) against `noderuntime`
+//     (`TestCritest`): every spec of user namespaces, image volumes, recursive read-only mounts, the
+//     supplemental groups policy and the pod metrics passes, but the image volume digest (a CRI v0.37 field),
+//     with critest's gcr.io test images built here and served by a registry on loopback.
+//   - The lightweight API server beside kube-apiserver 1.35.4 (`TestAPIServersAgreeOnPodFields135`): the
+//     same manifests using the 1.33-1.35 pod fields, valid and not, dry-run on both; the same answer
+//     (accepted with the same stored spec, or refused naming the same fields).
 //   - User namespaces (`TestKubeletUserNamespaces`, both runtimes): two `hostUsers: false` pods read
 //     different 65536-ID ranges in `/proc/self/uid_map`, run on the host as the mapped IDs, write their
 //     emptyDir with the IDs used inside (ID-mapped mounts), set a network sysctl (their network namespace is

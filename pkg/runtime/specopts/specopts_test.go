@@ -111,7 +111,7 @@ func TestMounts(t *testing.T) {
 		"/data " + missing + " rbind,rprivate,rw",
 		"/data/deep " + dir + " rbind,rprivate,ro",
 		"/data/rro " + dir + " rbind,rprivate,rro",
-		"/data/img " + dir + " rbind,rprivate,noexec,nosuid,nodev,ro",
+		"/data/img " + dir + " rbind,rprivate,nosuid,nodev,ro",
 		"/etc/hosts " + dir + " rbind,rslave,rw",
 		"/dev/shm " + dir + " rbind,rprivate,rw",
 	}
