@@ -103,6 +103,9 @@ func defaultContainer(c *corev1.Container, hostNetwork bool) {
 		if fr := c.Env[i].ValueFrom; fr != nil && fr.FieldRef != nil && fr.FieldRef.APIVersion == "" {
 			fr.FieldRef.APIVersion = "v1"
 		}
+		if fr := c.Env[i].ValueFrom; fr != nil && fr.FileKeyRef != nil && fr.FileKeyRef.Optional == nil {
+			fr.FileKeyRef.Optional = new(bool) // kube-apiserver 1.35 defaults it to false
+		}
 	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		defaultProbe(p)

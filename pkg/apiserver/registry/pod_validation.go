@@ -32,30 +32,36 @@ func validateDNSLabel(v string, path *field.Path) field.ErrorList {
 
 func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	// As upstream's ValidateVolumes: only a volume without errors is known to the mounts, so a mount of an
+	// invalid volume is refused too (volumeMounts[].name: Not found).
 	vols := sets.New[string]()
 	for i, v := range s.Volumes {
 		p := path.Child("volumes").Index(i)
-		errs = append(errs, validateDNSLabel(v.Name, p.Child("name"))...)
-		if vols.Has(v.Name) {
-			errs = append(errs, field.Duplicate(p.Child("name"), v.Name))
-		}
-		vols.Insert(v.Name)
+		var el field.ErrorList
 		if n := countSources(&v.VolumeSource); n != 1 {
 			msg := "must specify a volume type"
 			if n > 1 {
 				msg = "may not specify more than 1 volume type"
 			}
-			errs = append(errs, field.Invalid(p, v.Name, msg))
+			el = append(el, field.Invalid(p, v.Name, msg))
 		}
 		if c := v.CSI; c != nil {
-			errs = append(errs, validateCSIDriverName(c.Driver, p.Child("csi", "driver"))...)
+			el = append(el, validateCSIDriverName(c.Driver, p.Child("csi", "driver"))...)
 		}
 		if e := v.Ephemeral; e != nil {
-			errs = append(errs, validateEphemeralVolume(e, p.Child("ephemeral"))...)
+			el = append(el, validateEphemeralVolume(e, p.Child("ephemeral"))...)
 		}
 		if im := v.Image; im != nil {
-			errs = append(errs, validateImageVolume(im, p.Child("image"))...)
+			el = append(el, validateImageVolume(im, p.Child("image"))...)
 		}
+		el = append(el, validateDNSLabel(v.Name, p.Child("name"))...)
+		if vols.Has(v.Name) {
+			el = append(el, field.Duplicate(p.Child("name"), v.Name))
+		}
+		if len(el) == 0 {
+			vols.Insert(v.Name)
+		}
+		errs = append(errs, el...)
 	}
 	if len(s.Containers) == 0 {
 		errs = append(errs, field.Required(path.Child("containers"), ""))
@@ -253,18 +259,20 @@ func validateContainer(c *corev1.Container, p *field.Path, names, vols sets.Set[
 			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
 		}
 		if r := m.RecursiveReadOnly; r != nil {
-			// Upstream's rules: a known mode; other than Disabled only with readOnly and no propagation.
+			// Upstream's rules: a known mode; other than Disabled only with readOnly and no propagation. Its
+			// errors name the field without the mount's index (volumeMounts.recursiveReadOnly), as upstream's.
+			rp := p.Child("volumeMounts", "recursiveReadOnly")
 			switch *r {
 			case corev1.RecursiveReadOnlyDisabled:
 			case corev1.RecursiveReadOnlyIfPossible, corev1.RecursiveReadOnlyEnabled:
 				if !m.ReadOnly {
-					errs = append(errs, field.Forbidden(mp.Child("recursiveReadOnly"), "may only be specified when readOnly is true"))
+					errs = append(errs, field.Forbidden(rp, "may only be specified when readOnly is true"))
 				}
 				if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
-					errs = append(errs, field.Forbidden(mp.Child("recursiveReadOnly"), "may only be specified when mountPropagation is None or not specified"))
+					errs = append(errs, field.Forbidden(rp, "may only be specified when mountPropagation is None or not specified"))
 				}
 			default:
-				errs = append(errs, field.NotSupported(mp.Child("recursiveReadOnly"), *r, []string{string(corev1.RecursiveReadOnlyDisabled),
+				errs = append(errs, field.NotSupported(rp, *r, []string{string(corev1.RecursiveReadOnlyDisabled),
 					string(corev1.RecursiveReadOnlyIfPossible), string(corev1.RecursiveReadOnlyEnabled)}))
 			}
 		}
