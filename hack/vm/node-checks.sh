@@ -76,6 +76,13 @@ diagnose() {
 	for pid in $(pgrep -x apiserver) $(pgrep -x kubelet); do kill -QUIT "$pid"; done
 	sleep 5
 	journalctl -u kubelet --since "$since" --no-pager -o cat >/var/log/nodeagent-goroutines.log 2>&1
+	# The power-off that follows must find the restarted kubelet holding its shutdown inhibitor again, or the
+	# next boot's graceful-shutdown checks fail for this boot's failure.
+	local i
+	for i in $(seq 60); do
+		systemd-inhibit --list --no-pager 2>/dev/null | grep -q 'kubelet.*delay' && break
+		sleep 1
+	done
 }
 finish() {
 	[ "$failures" = 0 ] || diagnose

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,12 +26,39 @@ type Mounter interface {
 
 type hostMounter struct{}
 
+// noswapRefused is set once the kernel refused tmpfs's noswap option (before Linux 6.4, or inside a user
+// namespace): later mounts go without it.
+var noswapRefused atomic.Bool
+
+// MountTmpfs mounts memory-backed volumes with noswap where the kernel has it, as upstream's kubelet does
+// (their content, secrets and tokens included, never reaches swap). A kernel without it answers EINVAL; the
+// mount is made again without the option, as upstream's probe would have decided.
 func (hostMounter) MountTmpfs(dir string, size int64) error {
+	if !noswapRefused.Load() {
+		err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions(size, true))
+		if !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions(size, false)); err != nil {
+			return err
+		}
+		noswapRefused.Store(true)
+		return nil
+	}
+	return unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions(size, false))
+}
+
+// tmpfsOptions are the mount options of a memory-backed volume of size bytes (0: the kernel's default, half
+// of memory).
+func tmpfsOptions(size int64, noswap bool) string {
 	opts := "mode=0755"
 	if size > 0 {
-		opts = fmt.Sprintf("size=%d,mode=0755", size)
+		opts = fmt.Sprintf("size=%d,%s", size, opts)
 	}
-	return unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts)
+	if noswap {
+		opts += ",noswap"
+	}
+	return opts
 }
 
 func (hostMounter) Bind(source, target string, readOnly bool) error {

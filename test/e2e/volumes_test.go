@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,6 +94,12 @@ func TestKubeletVolumes(t *testing.T) {
 		})
 		if out := n.execOut(t, "vols", "main", "df", "-k", "/mem"); !strings.Contains(out, "tmpfs") || !strings.Contains(out, "16384") {
 			t.Errorf("Memory emptyDir:\n%s", out)
+		}
+		// Memory-backed volumes never reach swap where the kernel can say so (tmpfs noswap, Linux 6.4), as upstream.
+		if kernelAtLeast(t, 6, 4) {
+			if out := n.execOut(t, "vols", "main", "grep", " /mem ", "/proc/mounts"); !strings.Contains(out, "noswap") {
+				t.Errorf("Memory emptyDir mounted without noswap on a kernel that has it: %s", out)
+			}
 		}
 		if out := n.execOut(t, "vols", "main", "sh", "-c", "grep ' /secret ' /proc/mounts; stat -L -c '%a %s' /secret/password; cat /secret/password"); !strings.Contains(out, "tmpfs") || !strings.Contains(out, "400 7") || !strings.HasSuffix(out, "hunter2") {
 			t.Errorf("secret volume:\n%s", out)
@@ -215,4 +222,18 @@ func (n *node) exec(pod, container string, cmd ...string) (string, error) {
 	defer cancel()
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
 	return out.String(), err
+}
+
+// kernelAtLeast reports whether the host's kernel is major.minor or later.
+func kernelAtLeast(t *testing.T, major, minor int) bool {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var maj, min int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &maj, &min); err != nil {
+		t.Fatalf("kernel release %q: %v", unix.ByteSliceToString(u.Release[:]), err)
+	}
+	return maj > major || (maj == major && min >= minor)
 }
