@@ -1,9 +1,11 @@
 package userns
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -109,5 +111,55 @@ func TestRecoverFromDisk(t *testing.T) {
 	}
 	if _, err := New(Range{Unit, 4 * Unit}, Unit, 5, dir); err == nil {
 		t.Error("a range under maxPods is refused")
+	}
+}
+
+// A burst of pods takes slots side by side (their files are written outside the manager's lock): each pod
+// gets a slot of its own, recorded in its file, and callers for the same pod get the same slot.
+func TestMappingsConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	const pods = 30
+	m, err := New(Range{Unit, pods * Unit}, Unit, pods, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	got := make([][2]uint32, pods)
+	errs := make(chan error, 2*pods)
+	for i := range pods {
+		for j := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u, err := m.Mappings(usernsPod(fmt.Sprintf("p%d", i), ptr(false)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				got[i][j] = u.Uids[0].HostId
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[uint32]bool{}
+	for i, g := range got {
+		if g[0] != g[1] {
+			t.Errorf("pod %d got slots %d and %d", i, g[0], g[1])
+		}
+		if seen[g[0]] {
+			t.Errorf("slot %d given twice", g[0])
+		}
+		seen[g[0]] = true
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("p%d", i), FileName))
+		if err != nil || !strings.Contains(string(data), fmt.Sprintf(`"hostId":%d`, g[0])) {
+			t.Errorf("pod %d's file %s %v", i, data, err)
+		}
+	}
+	if m.Allocated() != pods {
+		t.Errorf("%d allocated, want %d", m.Allocated(), pods)
 	}
 }
