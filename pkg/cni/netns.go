@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -62,87 +61,28 @@ func createNetnsOnThread(name string) (string, error) {
 	return path, nil
 }
 
-// CreateNetnsInUserns makes a user namespace with the given mappings and, owned by it, a named network
-// namespace with its loopback interface up (as CreateNetns), and binds the user namespace at usernsPin for a
-// container to join by path. A network namespace owned by the pod's user namespace is the pod's root's: it
-// may set its network sysctls. Both exist before any container does, so the pod network can be set up while
-// the pause container is made. Nothing is left behind when it fails.
-//
-// A process is cloned into both new namespaces and stopped before it runs anything (it is traced, so its exec
-// stops it), as containerd makes user namespaces for ID-mapped mounts; it is killed once both are bound.
-func CreateNetnsInUserns(name, usernsPin string, uids, gids []syscall.SysProcIDMap) (_ string, retErr error) {
-	proc, err := os.StartProcess("/proc/self/exe", []string{"nodeagent[pod-namespaces]"}, &os.ProcAttr{Sys: &syscall.SysProcAttr{
-		Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNET,
-		UidMappings: uids,
-		GidMappings: gids,
-		// The pod's processes call setgroups (supplementary groups): "deny" would be the namespace's for good.
-		GidMappingsEnableSetgroups: true,
-		Ptrace:                     true,
-		Pdeathsig:                  syscall.SIGKILL,
-	}})
-	if err != nil {
-		return "", fmt.Errorf("make a user and network namespace for %q: %w", name, err)
-	}
-	defer func() {
-		_ = proc.Kill() // stopped at its exec, it never ran: the namespaces live on in their bind mounts
-		_, _ = proc.Wait()
-	}()
-	if err := bindNamespaceFile(fmt.Sprintf("/proc/%d/ns/user", proc.Pid), usernsPin); err != nil {
-		return "", err
-	}
-	defer func() {
-		if retErr != nil {
-			_ = UnbindNamespaceFile(usernsPin)
-		}
-	}()
-	return pinNetns(name, proc.Pid)
-}
-
-// bindNamespaceFile bind-mounts a namespace file (/proc/<pid>/ns/<type>) at path, a file it creates.
-func bindNamespaceFile(ns, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	if err != nil {
-		return fmt.Errorf("create namespace file %s: %w", path, err)
-	}
-	_ = f.Close() // an empty file to mount over; closing it cannot lose anything
-	if err := unix.Mount(ns, path, "none", unix.MS_BIND, ""); err != nil {
-		_ = os.Remove(path)
-		return fmt.Errorf("bind %s at %s: %w", ns, path, err)
-	}
-	return nil
-}
-
-// UnbindNamespaceFile unmounts and removes a namespace file bound by bindNamespaceFile; one already gone is
-// not an error.
-func UnbindNamespaceFile(path string) error {
-	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("unmount %s: %w", path, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", path, err)
-	}
-	return nil
-}
-
-// pinNetns binds the network namespace of process pid at the named path, brings its loopback interface up
-// and returns the path, as CreateNetns does for a namespace it makes. Nothing is left behind when it fails.
-func pinNetns(name string, pid int) (_ string, retErr error) {
+// PinNetns binds the network namespace of process pid (a pause container that made its own, inside the
+// pod's user namespace) at the named path, brings its loopback interface up and returns the path, as
+// CreateNetns does for a namespace it makes. Nothing is left behind when it fails.
+func PinNetns(name string, pid int) (_ string, retErr error) {
 	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", NetnsDir, err)
 	}
 	path := NetnsPath(name)
-	if err := bindNamespaceFile(fmt.Sprintf("/proc/%d/ns/net", pid), path); err != nil {
-		return "", err
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return "", fmt.Errorf("create network namespace file %s: %w", path, err)
 	}
+	_ = f.Close() // an empty file to mount over; closing it cannot lose anything
 	defer func() {
 		if retErr != nil {
 			_ = DeleteNetns(name) // undoing a half-made pin; a leftover is removed with its sandbox
 		}
 	}()
-	err := DoInNetns(path, func() error {
+	if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/net", pid), path, "none", unix.MS_BIND, ""); err != nil {
+		return "", fmt.Errorf("bind the network namespace of process %d at %s: %w", pid, path, err)
+	}
+	err = DoInNetns(path, func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err == nil {
 			err = netlink.LinkSetUp(lo)

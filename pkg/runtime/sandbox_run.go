@@ -137,9 +137,17 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}()
 
 	// The network is set up while the pause container starts: neither needs the other until the IPs are
-	// recorded, and both mostly wait on other processes. A pod in a user namespace gets a network namespace
-	// its user namespace owns, both made here; the pause container joins them.
+	// recorded, and both mostly wait on other processes. A pod in a user namespace gets the network namespace
+	// runc made for its pause container inside it, once the pause task exists.
 	var waitNetwork func() networkResult
+	startNetwork := func(create func() error) error {
+		if err := create(); err != nil {
+			return err
+		}
+		wait := r.setupNetwork(ctx, id, meta)
+		waitNetwork = wait
+		return nil
+	}
 	defer func() {
 		if retErr == nil || meta.HostNetwork {
 			return
@@ -153,28 +161,17 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		}
 		undoFailed(ctx, "delete the network namespace", podRef, id, cni.DeleteNetns(meta.NetnsName))
 	}()
-	if !meta.HostNetwork {
-		create := func() error { _, err := cni.CreateNetns(meta.NetnsName); return err }
-		if meta.Userns != nil {
-			// The user namespace's pin is needed until runc has joined it (the pause task exists).
-			defer func() {
-				undoFailed(ctx, "unbind the user namespace", podRef, id, cni.UnbindNamespaceFile(usernsPin(meta.NetnsName)))
-			}()
-			create = func() error {
-				_, err := cni.CreateNetnsInUserns(meta.NetnsName, usernsPin(meta.NetnsName), sysIDMaps(uids), sysIDMaps(gids))
-				return err
-			}
-		}
-		if err := create(); err != nil {
+	if !meta.HostNetwork && meta.Userns == nil {
+		if err := startNetwork(func() error { _, err := cni.CreateNetns(meta.NetnsName); return err }); err != nil {
 			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 		}
-		waitNetwork = r.setupNetwork(ctx, id, meta)
 	}
 	rec, err := cont.Info(ctx, containerd.WithoutRefreshedMetadata) // the record Create returned
 	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
 	}
-	if _, err := r.createTask(ctx, rec, cio.NullIO); err != nil {
+	pausePID, err := r.createTask(ctx, rec, cio.NullIO)
+	if err != nil {
 		return "", fmt.Errorf("run pod sandbox for %s: create pause task: %w", podRef, err)
 	}
 	defer func() {
@@ -184,6 +181,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 			undoFailed(ctx, "delete the pause task", podRef, id, r.deleteTask(cctx, id))
 		}
 	}()
+	if meta.Userns != nil {
+		if err := startNetwork(func() error { _, err := cni.PinNetns(meta.NetnsName, int(pausePID)); return err }); err != nil {
+			return "", fmt.Errorf("run pod sandbox for %s: %w", podRef, err)
+		}
+	}
 	// The sandbox is marked complete, with its IPs, once its network is up, while the pause process starts
 	// (a start that fails undoes everything).
 	finish := inBackground(func() error {
@@ -322,10 +324,10 @@ func (r *Runtime) sandboxSpecOpts(id string, meta *sandboxMeta, config *runtimea
 		// The host's network and UTS namespaces: the pod has the host's hostname, which runc cannot set.
 		opts = append(opts, oci.WithHostNamespace(runtimespec.NetworkNamespace), oci.WithHostNamespace(runtimespec.UTSNamespace))
 	} else if u := meta.Userns; u != nil {
-		// The pod's user namespace and the network namespace it owns, both made by RunPodSandbox before the
-		// pause container (cni.CreateNetnsInUserns); runc makes the UTS, IPC, PID and mount namespaces in it.
-		opts = append(opts, specopts.WithUserNamespace(specopts.IDMappings(u.GetUids()), specopts.IDMappings(u.GetGids()), usernsPin(meta.NetnsName)),
-			oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace, Path: meta.NetnsPath}),
+		// A new user namespace, and in it a new network namespace runc makes (RunPodSandbox binds it at
+		// NetnsPath once the task exists), owned by the pod's root.
+		opts = append(opts, specopts.WithUserNamespace(specopts.IDMappings(u.GetUids()), specopts.IDMappings(u.GetGids()), ""),
+			oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace}),
 			oci.WithHostname(meta.Hostname))
 	} else {
 		opts = append(opts, oci.WithLinuxNamespace(runtimespec.LinuxNamespace{Type: runtimespec.NetworkNamespace, Path: meta.NetnsPath}),

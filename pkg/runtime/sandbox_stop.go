@@ -56,11 +56,6 @@ func (r *Runtime) stopSandbox(ctx context.Context, rec containers.Container, met
 		if err := r.cfg.Network.Teardown(ctx, id, meta.NetnsPath, cniPod(meta)); err != nil {
 			return fmt.Errorf("teardown network: %w", err)
 		}
-		if meta.Userns != nil { // a pin a runtime killed in RunPodSandbox left
-			if err := cni.UnbindNamespaceFile(usernsPin(meta.NetnsName)); err != nil {
-				return err
-			}
-		}
 		return cni.DeleteNetns(meta.NetnsName)
 	})
 	var taskErr error

@@ -3,10 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/snapshots"
@@ -94,20 +92,4 @@ func runcUsernsMissing(f *features.Features) string {
 // mappings (one each, from ID 0, as PodUserNamespace checked).
 func remapLabels(uids, gids []runtimespec.LinuxIDMapping) snapshots.Opt {
 	return containerd.WithUserNSRemapperLabels(uids, gids)
-}
-
-// usernsPinDir holds, while a sandbox in a user namespace of its own is being made, the bind mount that keeps
-// its user namespace for runc to join by path (the pause process and the network namespace keep it after).
-const usernsPinDir = "/run/nodeagent/userns"
-
-// usernsPin is where the user namespace of the sandbox with network namespace netnsName is bound.
-func usernsPin(netnsName string) string { return filepath.Join(usernsPinDir, netnsName) }
-
-// sysIDMaps converts OCI ID mappings to those os.StartProcess writes.
-func sysIDMaps(ms []runtimespec.LinuxIDMapping) []syscall.SysProcIDMap {
-	out := make([]syscall.SysProcIDMap, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, syscall.SysProcIDMap{ContainerID: int(m.ContainerID), HostID: int(m.HostID), Size: int(m.Size)})
-	}
-	return out
 }
