@@ -129,6 +129,7 @@ func (m *Manager) slotOf(uid types.UID) (uint32, error) {
 	delete(m.writing, uid)
 	close(w.done)
 	if err == nil && w.released {
+		_ = os.Remove(m.path(uid)) // the pod's directory is going: the file must not hold the slot at restart
 		err = fmt.Errorf("the user namespace of pod %s was released while it was being recorded", uid)
 	}
 	if err != nil {
