@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +20,17 @@ func TestKubeletHostnameOverride(t *testing.T) {
 	p.Spec.Hostname, p.Spec.Subdomain = "ignored", "sub"
 	n.createPod(p)
 	pod := n.waitPod("override", 60*time.Second, "the pod ready", ready)
-	out := n.podLogs(t, "override", "main")
-	lines := strings.SplitN(out, "\n", 2)
-	if lines[0] != override {
-		t.Errorf("hostname %q, want %q", lines[0], override)
-	}
-	if want := pod.Status.PodIP + "\t" + override + "\n"; !strings.Contains(out, want) {
-		t.Errorf("/etc/hosts lacks %q:\n%s", want, out)
+	// Ready comes when the container starts; its output reaches the log a moment later (in CI the log once
+	// held the hostname line alone).
+	want := pod.Status.PodIP + "\t" + override + "\n"
+	var out string
+	eventually(t, 10*time.Second, "/etc/hosts naming the pod's IP with the override, in the container's log", func() error {
+		if out = n.podLogs(t, "override", "main"); !strings.Contains(out, want) {
+			return fmt.Errorf("the log lacks %q:\n%s", want, out)
+		}
+		return nil
+	})
+	if first, _, _ := strings.Cut(out, "\n"); first != override {
+		t.Errorf("hostname %q, want %q", first, override)
 	}
 }
