@@ -41,15 +41,6 @@ type Manager struct {
 	mu    sync.Mutex
 	used  []bool               // by slot
 	owner map[types.UID]uint32 // pod → its first host ID
-	// writing are the pods whose new slot's file is being written (outside mu, so that the files of a burst
-	// of pods are made durable side by side): the channel closes when it is done.
-	writing map[types.UID]*slotWrite
-}
-
-// slotWrite is a slot taken for a pod while its file is written.
-type slotWrite struct {
-	done     chan struct{}
-	released bool // Release came meanwhile: the slot is freed once the write ends
 }
 
 // New makes a manager of rng in slots of idsPerPod IDs (rng checked against maxPods), and records the slot
@@ -60,7 +51,7 @@ func New(rng Range, idsPerPod uint32, maxPods int, podsDir string) (*Manager, er
 		return nil, err
 	}
 	m := &Manager{rng: rng, per: idsPerPod, podsDir: podsDir,
-		used: make([]bool, rng.Length/idsPerPod), owner: map[types.UID]uint32{}, writing: map[types.UID]*slotWrite{}}
+		used: make([]bool, rng.Length/idsPerPod), owner: map[types.UID]uint32{}}
 	entries, err := os.ReadDir(podsDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read pod directories: %w", err)
@@ -84,70 +75,26 @@ func (m *Manager) Mappings(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
 	if !podfacts.InUserNamespace(pod) {
 		return nil, nil
 	}
-	first, err := m.slotOf(pod.UID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first, err := m.recorded(pod.UID)
 	if err != nil {
 		return nil, err
+	}
+	if first == 0 {
+		if first, err = m.allocate(pod.UID); err != nil {
+			return nil, err
+		}
 	}
 	ids := []*runtimeapi.IDMapping{{HostId: first, ContainerId: 0, Length: m.per}}
 	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: ids,
 		Gids: []*runtimeapi.IDMapping{{HostId: first, ContainerId: 0, Length: m.per}}}, nil
 }
 
-// slotOf returns the first host ID of the pod's slot: the one it holds, or the lowest free slot, taken and
-// recorded in the pod's directory before it is returned. The file is written without the lock (a second
-// caller for the same pod waits for it).
-func (m *Manager) slotOf(uid types.UID) (uint32, error) {
-	m.mu.Lock()
-	for {
-		w, ok := m.writing[uid]
-		if !ok {
-			break
-		}
-		m.mu.Unlock()
-		<-w.done
-		m.mu.Lock()
-	}
-	first, err := m.recorded(uid)
-	if err != nil || first != 0 {
-		m.mu.Unlock()
-		return first, err
-	}
-	slot, err := m.freeSlot()
-	if err != nil {
-		m.mu.Unlock()
-		return 0, err
-	}
-	w := &slotWrite{done: make(chan struct{})}
-	m.used[slot], m.writing[uid] = true, w
-	m.mu.Unlock()
-
-	first = m.rng.First + uint32(slot)*m.per
-	err = m.record(uid, first)
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.writing, uid)
-	close(w.done)
-	if err == nil && w.released {
-		_ = os.Remove(m.path(uid)) // the pod's directory is going: the file must not hold the slot at restart
-		err = fmt.Errorf("the user namespace of pod %s was released while it was being recorded", uid)
-	}
-	if err != nil {
-		m.used[slot] = false
-		return 0, err
-	}
-	m.owner[uid] = first
-	return first, nil
-}
-
 // Release frees the pod's slot; its directory (and the file with it) is gone or going.
 func (m *Manager) Release(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if w, ok := m.writing[uid]; ok {
-		w.released = true
-		return
-	}
 	first, ok := m.owner[uid]
 	if !ok {
 		return
@@ -214,25 +161,30 @@ func (m *Manager) parse(data []byte) (uint32, error) {
 	return mp.HostID, nil
 }
 
-// freeSlot is the lowest free slot.
-func (m *Manager) freeSlot() (int, error) {
+// allocate takes the lowest free slot for the pod and records it in the pod's directory.
+func (m *Manager) allocate(uid types.UID) (uint32, error) {
+	slot := -1
 	for i, u := range m.used {
 		if !u {
-			return i, nil
+			slot = i
+			break
 		}
 	}
-	return 0, fmt.Errorf("no free user namespace: all %d ranges of %d IDs are taken", len(m.used), m.per)
-}
-
-// record writes the pod's mappings file (upstream's format) atomically and durably.
-func (m *Manager) record(uid types.UID, first uint32) error {
+	if slot < 0 {
+		return 0, fmt.Errorf("no free user namespace: all %d ranges of %d IDs are taken", len(m.used), m.per)
+	}
+	first := m.rng.First + uint32(slot)*m.per
 	mp := idMapping{HostID: first, ContainerID: 0, Length: m.per}
 	data, err := json.Marshal(file{UIDMappings: []idMapping{mp}, GIDMappings: []idMapping{mp}})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := os.MkdirAll(filepath.Dir(m.path(uid)), 0o750); err != nil {
-		return err
+		return 0, err
 	}
-	return atomicfile.Write(m.path(uid), data, 0o644)
+	if err := atomicfile.Write(m.path(uid), data, 0o644); err != nil {
+		return 0, err
+	}
+	m.used[slot], m.owner[uid] = true, first
+	return first, nil
 }

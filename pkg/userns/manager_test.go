@@ -114,8 +114,8 @@ func TestRecoverFromDisk(t *testing.T) {
 	}
 }
 
-// A burst of pods takes slots side by side (their files are written outside the manager's lock): each pod
-// gets a slot of its own, recorded in its file, and callers for the same pod get the same slot.
+// A burst of pods takes slots at once: each pod gets a slot of its own, recorded in its file, and callers for
+// the same pod get the same slot.
 func TestMappingsConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	const pods = 30
