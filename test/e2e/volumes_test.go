@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/nodeagent/kubelet/internal/kernel"
 )
 
 // execOut runs a command in a pod's container through the API server and returns its output.
@@ -96,7 +97,9 @@ func TestKubeletVolumes(t *testing.T) {
 			t.Errorf("Memory emptyDir:\n%s", out)
 		}
 		// Memory-backed volumes never reach swap where the kernel can say so (tmpfs noswap, Linux 6.4), as upstream.
-		if kernelAtLeast(t, 6, 4) {
+		if noswap, err := kernel.AtLeast(6, 4); err != nil {
+			t.Fatal(err)
+		} else if noswap {
 			if out := n.execOut(t, "vols", "main", "grep", " /mem ", "/proc/mounts"); !strings.Contains(out, "noswap") {
 				t.Errorf("Memory emptyDir mounted without noswap on a kernel that has it: %s", out)
 			}
@@ -222,18 +225,4 @@ func (n *node) exec(pod, container string, cmd ...string) (string, error) {
 	defer cancel()
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
 	return out.String(), err
-}
-
-// kernelAtLeast reports whether the host's kernel is major.minor or later.
-func kernelAtLeast(t *testing.T, major, minor int) bool {
-	t.Helper()
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		t.Fatal(err)
-	}
-	var maj, min int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &maj, &min); err != nil {
-		t.Fatalf("kernel release %q: %v", unix.ByteSliceToString(u.Release[:]), err)
-	}
-	return maj > major || (maj == major && min >= minor)
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	osinterface "github.com/containerd/containerd/v2/pkg/os"
 	runtimespec "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/kubelet/internal/kernel"
 )
 
 // WithMounts adds the container's CRI mounts and the runtime's extra ones (a CRI mount at the same path
@@ -202,17 +203,7 @@ func WithDevices(osi osinterface.OS, config *runtimeapi.ContainerConfig) oci.Spe
 // RecursiveReadOnlySupported says whether the kernel can make a mount recursively read-only
 // (mount_setattr, Linux 5.12), which runc's "rro" option needs.
 func RecursiveReadOnlySupported() bool {
-	rroOnce.Do(func() {
-		var u unix.Utsname
-		if err := unix.Uname(&u); err != nil {
-			return
-		}
-		var major, minor int
-		if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
-			return
-		}
-		rroSupported = major > 5 || major == 5 && minor >= 12
-	})
+	rroOnce.Do(func() { rroSupported, _ = kernel.AtLeast(5, 12) })
 	return rroSupported
 }
 
