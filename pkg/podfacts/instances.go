@@ -1,6 +1,7 @@
 package podfacts
 
 import (
+	"slices"
 	"sort"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -37,6 +38,12 @@ func NewestFirst(list []*runtimeapi.ContainerStatus) {
 // neverStartedAheadOfRunning finds, in a newest-first list, the instances that never started (CREATED) and
 // are newer than a running instance of the same name with nothing but such instances between them.
 func neverStartedAheadOfRunning(list []*runtimeapi.ContainerStatus) map[*runtimeapi.ContainerStatus]bool {
+	// The usual case, on every sync: no instance waits to start, nothing to look for.
+	if !slices.ContainsFunc(list, func(c *runtimeapi.ContainerStatus) bool {
+		return c.State == runtimeapi.ContainerState_CONTAINER_CREATED
+	}) {
+		return nil
+	}
 	pending := map[string][]*runtimeapi.ContainerStatus{}
 	decided := map[string]bool{}
 	var out map[*runtimeapi.ContainerStatus]bool
