@@ -30,22 +30,28 @@ type hostMounter struct{}
 // namespace): later mounts go without it.
 var noswapRefused atomic.Bool
 
-// MountTmpfs mounts memory-backed volumes with noswap where the kernel has it, as upstream's kubelet does
-// (their content, secrets and tokens included, never reaches swap). A kernel without it answers EINVAL; the
-// mount is made again without the option, as upstream's probe would have decided.
 func (hostMounter) MountTmpfs(dir string, size int64) error {
-	if !noswapRefused.Load() {
-		err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions(size, true))
-		if !errors.Is(err, unix.EINVAL) {
-			return err
-		}
-		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions(size, false)); err != nil {
-			return err
-		}
-		noswapRefused.Store(true)
-		return nil
+	return mountTmpfs(size, func(opts string) error {
+		return unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts)
+	})
+}
+
+// mountTmpfs mounts a memory-backed volume with noswap where the kernel has it, as upstream's kubelet does
+// (its content, secrets and tokens included, never reaches swap). A kernel without it answers EINVAL: the
+// mount is made again without the option, and later ones go without it, as upstream's probe would decide.
+func mountTmpfs(size int64, mount func(opts string) error) error {
+	if noswapRefused.Load() {
+		return mount(tmpfsOptions(size, false))
 	}
-	return unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions(size, false))
+	err := mount(tmpfsOptions(size, true))
+	if !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	if err := mount(tmpfsOptions(size, false)); err != nil {
+		return err
+	}
+	noswapRefused.Store(true)
+	return nil
 }
 
 // tmpfsOptions are the mount options of a memory-backed volume of size bytes (0: the kernel's default, half

@@ -1,6 +1,13 @@
 package volume
 
-import "testing"
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestTmpfsOptions(t *testing.T) {
 	for _, tc := range []struct {
@@ -16,5 +23,34 @@ func TestTmpfsOptions(t *testing.T) {
 		if got := tmpfsOptions(tc.size, tc.noswap); got != tc.want {
 			t.Errorf("tmpfsOptions(%d, %v) = %q, want %q", tc.size, tc.noswap, got, tc.want)
 		}
+	}
+}
+
+// A kernel that refuses noswap (EINVAL) gets the mount without it, and later mounts do not ask again; any
+// other error is the mount's.
+func TestMountTmpfsNoswapFallback(t *testing.T) {
+	t.Cleanup(func() { noswapRefused.Store(false) })
+	var tried []string
+	refusing := func(opts string) error {
+		tried = append(tried, opts)
+		if strings.HasSuffix(opts, ",noswap") {
+			return unix.EINVAL
+		}
+		return nil
+	}
+	if err := mountTmpfs(0, refusing); err != nil {
+		t.Fatal(err)
+	}
+	if err := mountTmpfs(0, refusing); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"mode=0755,noswap", "mode=0755", "mode=0755"}; !slices.Equal(tried, want) {
+		t.Errorf("mounts %q, want %q", tried, want)
+	}
+
+	noswapRefused.Store(false)
+	tried = nil
+	if err := mountTmpfs(0, func(opts string) error { tried = append(tried, opts); return unix.EPERM }); !errors.Is(err, unix.EPERM) || len(tried) != 1 {
+		t.Errorf("a refused mount: %v after %q, want EPERM after one try", err, tried)
 	}
 }
