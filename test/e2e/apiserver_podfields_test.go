@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,19 +164,9 @@ func answerFor(t *testing.T, c kubernetes.Interface, ns string, pod *v1.Pod) pod
 			a.fields = append(a.fields, cause.Field)
 		}
 	}
-	sort.Strings(a.fields)
-	a.fields = compactStrings(a.fields)
+	slices.Sort(a.fields)
+	a.fields = slices.Compact(a.fields)
 	return a
-}
-
-func compactStrings(in []string) []string {
-	var out []string
-	for i, s := range in {
-		if i == 0 || s != in[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // The lightweight API server answers the pod fields Kubernetes 1.33-1.35 turned on as kube-apiserver 1.35.4

@@ -17,7 +17,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/nodeagent/kubelet/internal/ociimage"
-	"github.com/nodeagent/kubelet/pkg/runtime/remote"
 )
 
 // critestPath is cri-tools' critest, built by hack/kube-binaries.sh critest (make test-e2e builds it).
@@ -91,20 +90,7 @@ func TestCritest(t *testing.T) {
 	// gcr.io is served by the registry on loopback, its only host: no pull leaves the machine.
 	hosts := filepath.Join(dir, "certs.d")
 	writeHosts(t, hosts, "gcr.io", fmt.Sprintf("server = \"http://%[1]s\"\n\n[host.\"http://%[1]s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", addr))
-	rtProc := startProcess(t, filepath.Join(dir, "noderuntime.log"), nodeRuntimeBinary(t),
-		"--cri-socket", sock, "--containerd-namespace", ns, "--root-dir", filepath.Join(dir, "root"),
-		"--registry-hosts-dir", hosts, "-v", "2")
-	eventually(t, 30*time.Second, "noderuntime answers CRI", func() error {
-		if rtProc.exited() {
-			return fmt.Errorf("noderuntime exited:\n%s", rtProc.tail())
-		}
-		rs, is, err := remote.Connect(sock, 5*time.Second)
-		if err == nil {
-			rs.Close()
-			is.Close()
-		}
-		return err
-	})
+	rtProc, _, _ := startNodeRuntime(t, dir, sock, ns, "--registry-hosts-dir", hosts)
 
 	images := filepath.Join(dir, "images.yaml")
 	if err := os.WriteFile(images, []byte("defaultTestContainerImage: gcr.io/k8s-staging-cri-tools/busybox:e2e\n"), 0o644); err != nil {
@@ -118,7 +104,6 @@ func TestCritest(t *testing.T) {
 		"-ginkgo.focus", critestFocus, "-ginkgo.no-color", "-ginkgo.json-report", report)
 	cmd.Dir = dir
 	out, runErr := cmd.CombinedOutput()
-	_ = out
 	logPath := filepath.Join(dir, "critest.log")
 	if err := os.WriteFile(logPath, out, 0o644); err != nil {
 		t.Fatal(err)

@@ -57,19 +57,7 @@ func TestUpstreamKubelet(t *testing.T) {
 	makeCgroupRoot(t, upstreamCgroupRoot)
 
 	sock := filepath.Join(dir, "runtime.sock")
-	rtArgs := []string{"--cri-socket", sock, "--containerd-namespace", upstreamNamespace,
-		"--root-dir", filepath.Join(dir, "runtime-root"), "-v", "2"}
-	rtProc := startProcess(t, filepath.Join(dir, "noderuntime.log"), nodeRuntimeBinary(t), rtArgs...)
-	var rt cri.RuntimeService
-	var images cri.ImageManagerService
-	eventually(t, 30*time.Second, "noderuntime answers CRI", func() error {
-		if rtProc.exited() {
-			return fmt.Errorf("noderuntime exited:\n%s", rtProc.tail())
-		}
-		var err error
-		rt, images, err = remote.Connect(sock, 5*time.Second)
-		return err
-	})
+	rtProc, rt, images := startNodeRuntime(t, dir, sock, upstreamNamespace)
 
 	t.Run("refused starts", func(t *testing.T) {
 		out, err := exec.Command(nodeRuntimeBinary(t), "--cri-socket", filepath.Join(dir, "other.sock"),
@@ -397,6 +385,27 @@ type process struct {
 	done <-chan error
 	err  error
 	gone bool
+}
+
+// startNodeRuntime starts cmd/noderuntime serving containerd namespace ns on sock, its state and log under
+// dir, and returns it with CRI clients of it once it answers (closed when the test ends).
+func startNodeRuntime(t *testing.T, dir, sock, ns string, extraArgs ...string) (*process, cri.RuntimeService, cri.ImageManagerService) {
+	t.Helper()
+	args := append([]string{"--cri-socket", sock, "--containerd-namespace", ns,
+		"--root-dir", filepath.Join(dir, "runtime-root"), "-v", "2"}, extraArgs...)
+	proc := startProcess(t, filepath.Join(dir, "noderuntime.log"), nodeRuntimeBinary(t), args...)
+	var rt cri.RuntimeService
+	var images cri.ImageManagerService
+	eventually(t, 30*time.Second, "noderuntime answers CRI", func() error {
+		if proc.exited() {
+			return fmt.Errorf("noderuntime exited:\n%s", proc.tail())
+		}
+		var err error
+		rt, images, err = remote.Connect(sock, 5*time.Second)
+		return err
+	})
+	t.Cleanup(func() { rt.Close(); images.Close() })
+	return proc, rt, images
 }
 
 func startProcess(t *testing.T, log, bin string, args ...string) *process {
