@@ -164,10 +164,18 @@ func Freeze(ctx context.Context, client *containerd.Client, node string, frozen 
 	if err != nil {
 		return err
 	}
-	if frozen {
-		return task.Pause(ctx)
+	if !frozen {
+		return task.Resume(ctx)
 	}
-	return task.Resume(ctx)
+	// runc gives up on a cgroup v1 freezer that stays FREEZING while the node's processes fork ("unable
+	// to freeze") and thaws it again; a later try takes.
+	for try := 1; ; try++ {
+		err = task.Pause(ctx)
+		if err == nil || try == 5 || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // removeCgroups removes the cluster's cgroups left after its nodes (the kubelets' pod cgroups inside a

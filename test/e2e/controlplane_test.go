@@ -217,6 +217,20 @@ func (n *node) forgetNode() {
 	if err != nil && !apierrors.IsNotFound(err) {
 		n.t.Errorf("delete lease %s: %v", n.name, err)
 	}
+	// Pods still bound to the node name (left by an interrupted run on the shared control plane) would
+	// be the next kubelet's of that name: gone at once, as for a node that was never there.
+	pods, err := n.client.CoreV1().Pods("").List(ctx, n.podsListOptions())
+	if err != nil {
+		n.t.Errorf("list pods of node %s: %v", n.name, err)
+		return
+	}
+	for _, p := range pods.Items {
+		n.t.Logf("deleting pod %s/%s left on node %s", p.Namespace, p.Name, n.name)
+		err := n.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			n.t.Errorf("delete pod %s/%s: %v", p.Namespace, p.Name, err)
+		}
+	}
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the checks read.

@@ -95,7 +95,9 @@ func TestUpstreamKubelet(t *testing.T) {
 		n.forgetNode()
 		removeHostsLine()
 	})
-	// Pods left when the test fails are removed through the runtime once the kubelet is gone.
+	// Pods left when the test fails are removed through the runtime once the kubelet is gone, and those an
+	// interrupted earlier run left in the namespace before the kubelet starts.
+	removeAllPods(t, rt)
 	t.Cleanup(func() { removeAllPods(t, rt) })
 	config := filepath.Join(dir, "kubelet.yaml")
 	port, healthz := freePort(t), freePort(t)
