@@ -36,6 +36,7 @@ func (s *Sources) runOffline(ctx context.Context) {
 			continue
 		}
 		m[p.UID] = p
+		s.fromCheckpoint[p.UID] = true
 		run = append(run, p)
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
@@ -63,7 +64,9 @@ func (s *Sources) Offline() (OfflineState, bool) {
 // reconcileOffline is called once the API source has delivered its initial list, present holding the UIDs
 // of its pods: a pod that ran from the checkpoint and is no longer bound to the node (deleted, or bound
 // elsewhere meanwhile) is removed (stopped with its grace period), with a log line and an event saying why;
-// the checkpoint forgets every pod the API server no longer has for the node.
+// the checkpoint forgets every pod the API server no longer has for the node. present is read after the
+// list: a pod the API server delivered since (bound just as the node started) may be missing from it, and is
+// kept, as is its checkpoint.
 func (s *Sources) reconcileOffline(ctx context.Context, present map[types.UID]bool) {
 	if s.opts.Checkpoint == nil {
 		return
@@ -75,10 +78,15 @@ func (s *Sources) reconcileOffline(ctx context.Context, present map[types.UID]bo
 	m := s.sourcePods(SourceAPI)
 	var gone []*v1.Pod
 	for uid, p := range m {
-		if !present[uid] {
+		if !present[uid] && s.fromCheckpoint[uid] {
 			delete(m, uid)
 			gone = append(gone, p)
 		}
+	}
+	clear(s.fromCheckpoint)
+	delivered := make(map[types.UID]bool, len(m))
+	for uid := range m {
+		delivered[uid] = true
 	}
 	s.mu.Unlock()
 	if wasOffline {
@@ -92,7 +100,7 @@ func (s *Sources) reconcileOffline(ctx context.Context, present map[types.UID]bo
 	}
 	kept, _ := s.opts.Checkpoint.Pods()
 	for _, p := range kept {
-		if !present[p.UID] {
+		if !present[p.UID] && !delivered[p.UID] {
 			if err := s.opts.Checkpoint.DeletePod(p.UID); err != nil {
 				logger.Error(err, "Cannot remove a pod from the checkpoint", "pod", klog.KObj(p))
 			}

@@ -141,3 +141,31 @@ func TestOfflineSource(t *testing.T) {
 		t.Errorf("the checkpoint holds %v, want kept, new and waits", names)
 	}
 }
+
+// A pod the API server delivers after its initial list was read, but before that list is reconciled with
+// the checkpoint (bound just as the node starts), is neither removed nor dropped from the checkpoint: only
+// a pod that ran from the checkpoint can be no longer bound.
+func TestReconcileOfflineKeepsPodsDeliveredSinceTheList(t *testing.T) {
+	cp := &memCheckpoint{pods: map[types.UID]*v1.Pod{}}
+	rec := record.NewFakeRecorder(10)
+	s, err := NewSources(Options{NodeName: "node1", Recorder: rec, Checkpoint: cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	late := apiPod("late", "node1")
+	s.upsert(ctx, SourceAPI, late)
+	if u := next(t, s); u.Op != Add || u.Pods[0].Name != "late" {
+		t.Fatalf("update %s %s, want late added", u.Op, u.Pods[0].Name)
+	}
+	s.reconcileOffline(ctx, map[types.UID]bool{}) // the list, read before late arrived
+	none(t, s)
+	if names := cp.names(); len(names) != 1 || names[0] != "late" {
+		t.Errorf("the checkpoint holds %v, want late", names)
+	}
+	select {
+	case e := <-rec.Events:
+		t.Errorf("event %q for a pod the API server binds to the node", e)
+	default:
+	}
+}

@@ -66,6 +66,9 @@ type Sources struct {
 	pods    map[string]map[types.UID]*v1.Pod // by source
 	synced  map[string]bool                  // sources that delivered their initial list
 	offline *OfflineState                    // set while the checkpoint serves the API source's pods
+	// The API source's pods that came from the checkpoint (runOffline) and not yet from the API server: the
+	// only ones reconcileOffline may remove.
+	fromCheckpoint map[types.UID]bool
 }
 
 // NewSources returns the sources opts asks for. With neither a client nor a manifest directory it still
@@ -81,10 +84,11 @@ func NewSources(opts Options) (*Sources, error) {
 		opts.Recorder = &record.FakeRecorder{}
 	}
 	s := &Sources{
-		opts:    opts,
-		updates: make(chan PodUpdate, 64),
-		pods:    map[string]map[types.UID]*v1.Pod{},
-		synced:  map[string]bool{},
+		opts:           opts,
+		updates:        make(chan PodUpdate, 64),
+		pods:           map[string]map[types.UID]*v1.Pod{},
+		synced:         map[string]bool{},
+		fromCheckpoint: map[types.UID]bool{},
 	}
 	if opts.Client != nil {
 		s.synced[SourceAPI] = false
@@ -157,6 +161,9 @@ func (s *Sources) upsert(ctx context.Context, source string, pod *v1.Pod) {
 	m := s.sourcePods(source)
 	old, ok := m[pod.UID]
 	m[pod.UID] = pod
+	if source == SourceAPI {
+		delete(s.fromCheckpoint, pod.UID) // the API server has it: never removed as a checkpoint's leftover
+	}
 	s.mu.Unlock()
 	op, changed := classify(old, ok, pod)
 	if changed && source == SourceAPI {
@@ -188,6 +195,9 @@ func (s *Sources) remove(ctx context.Context, source string, pod *v1.Pod) {
 	m := s.sourcePods(source)
 	old, ok := m[pod.UID]
 	delete(m, pod.UID)
+	if source == SourceAPI {
+		delete(s.fromCheckpoint, pod.UID)
+	}
 	s.mu.Unlock()
 	if source == SourceAPI && s.opts.Checkpoint != nil {
 		if err := s.opts.Checkpoint.DeletePod(pod.UID); err != nil {
