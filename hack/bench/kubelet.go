@@ -59,7 +59,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
-	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir), dra (30 pods each with a claim of upstream's DRA test driver, run as a pod, beside 30 plain pods, all placed by the API server; then the kubelet's memory with 109 plain pods and with 109 pods holding claims, beside the driver's pod), offline (30 pods tolerating the unreachable taint: the node rebooted with its API server stopped, to the 30 running from its checkpoint, beside the same reboot with the API server up), userns (30 pods with hostUsers: false beside 30 plain pods, on the built-in runtime), userns-cri (the same on containerd's CRI plugin)")
+	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir), dra (30 pods each with a claim of upstream's DRA test driver, run as a pod, beside 30 plain pods, all placed by the API server; then the kubelet's memory with 109 plain pods and with 109 pods holding claims, beside the driver's pod), offline (30 pods tolerating the unreachable taint: the node rebooted with its API server stopped, to the 30 running from its checkpoint, beside the same reboot with the API server up), userns (30 pods with hostUsers: false beside 30 plain pods, on the built-in runtime), userns-cri (the same on containerd's CRI plugin), exits (rounds of 30 pods whose container exits after a random short sleep: exit to the API, with where the time went)")
 	rounds := fs.Int("rounds", 3, "rounds of the 30-pod burst beside the floor and its deletion; the first prints every figure, the later ones their own under _roundN, and the medians and worst of all rounds follow")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -67,7 +67,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	kubeletArgs := []string{"-v", *verbosity}
 	criSocket := "" // the kubelet's own (the built-in runtime's), once it is up
 	switch *only {
-	case "", "volumes", "status", "tokenflood", "devices", "csi", "dra", "userns":
+	case "", "volumes", "status", "tokenflood", "devices", "csi", "dra", "userns", "exits":
 	case "userns-cri":
 		kubeletArgs = append(kubeletArgs, "--container-runtime-endpoint", "unix://"+containerdSock)
 		criSocket = containerdSock
@@ -88,7 +88,8 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	// The kubelet leaves its root directory bound onto itself (a shared mount, for CSI drivers' pods).
+	defer func() { unmountBelow(dir); _ = os.RemoveAll(dir) }()
 	progress("work directory %s", dir)
 	if *bin == "" {
 		progress("building ./cmd/kubelet")
@@ -212,6 +213,14 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 		return b.runStatus(ctx)
 	case "tokenflood":
 		return b.runTokenFlood(ctx)
+	case "exits":
+		for round := 1; round <= b.rounds; round++ {
+			progress("kubelet: 30 pods that exit after a random short sleep (round %d)", round)
+			if err := b.exits(ctx, round, 30); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "eviction":
 		return b.runEviction(ctx, func(extra []string) error {
 			b.kl.stop()
@@ -276,7 +285,7 @@ func (b *kubeletBench) run(ctx context.Context, floorRT *runtime.Runtime) error 
 
 	// Container exits reaching the API.
 	progress("kubelet: 30 pods that exit after a random short sleep")
-	if err := b.exits(ctx, 30); err != nil {
+	if err := b.exits(ctx, 1, 30); err != nil {
 		return err
 	}
 

@@ -16,6 +16,10 @@ type podStages struct {
 	started     time.Time // StartContainer returned ("Started container")
 	// The first status patch that made the pod Ready: when it was sent and when the API answered.
 	readySent, readyWritten time.Time
+	// A container's exit recorded by the runtime ("Container exited", -v 2), and the first status patch
+	// that made the pod terminal: sent and answered.
+	exited                        time.Time
+	terminalSent, terminalWritten time.Time
 }
 
 var (
@@ -25,6 +29,8 @@ var (
 	logCreated     = regexp.MustCompile(`"Created container" pod="[^/]+/([^"]+)"`)
 	logStarted     = regexp.MustCompile(`"Started container" pod="[^/]+/([^"]+)"`)
 	logReady       = regexp.MustCompile(`"Patched pod status" pod="[^/]+/([^"]+)" phase="[^"]*" ready=true took="([^"]+)"`)
+	logExited      = regexp.MustCompile(`"Container exited" pod="[^/]+/([^"]+)"`)
+	logTerminal    = regexp.MustCompile(`"Patched pod status" pod="[^/]+/([^"]+)" phase="(?:Succeeded|Failed)" ready=\w+ took="([^"]+)"`)
 )
 
 // readStages reads the kubelet's log and returns the stages of every pod it names.
@@ -58,6 +64,17 @@ func readStages(path string) map[string]*podStages {
 				took, err := time.ParseDuration(g[2])
 				if s.readyWritten.IsZero() && err == nil {
 					s.readySent, s.readyWritten = at.Add(-took), at
+				}
+			}},
+			{logExited, func(s *podStages, _ []string) {
+				if s.exited.IsZero() {
+					s.exited = at
+				}
+			}},
+			{logTerminal, func(s *podStages, g []string) {
+				took, err := time.ParseDuration(g[2])
+				if s.terminalWritten.IsZero() && err == nil {
+					s.terminalSent, s.terminalWritten = at.Add(-took), at
 				}
 			}},
 		} {

@@ -96,8 +96,12 @@ func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []stri
 // exits runs n pods (restartPolicy Never, 5 created per second) whose container sleeps 1 to 5 s, writes the
 // time in microseconds into its termination message and exits; it prints the time from that moment to the
 // watch showing the container terminated.
-func (b *kubeletBench) exits(ctx context.Context, n int) error {
-	pods := names("exit", n)
+func (b *kubeletBench) exits(ctx context.Context, round, n int) error {
+	prefix, suffix := "exit", ""
+	if round > 1 {
+		prefix, suffix = fmt.Sprintf("exit%d", round), fmt.Sprintf("_round%d", round)
+	}
+	pods := names(prefix, n)
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	sleeps := make([]float64, n)
 	for i := range sleeps {
@@ -117,20 +121,37 @@ func (b *kubeletBench) exits(ctx context.Context, n int) error {
 	if err != nil {
 		return fmt.Errorf("exit pods: %w; log tail:\n%s", err, b.kl.logTail(2000))
 	}
-	var lat []time.Duration
+	var lat, recorded, toSend, patch, toSeen []time.Duration
 	bad := 0
-	for _, t := range b.watch.times(pods) {
+	stages := readStages(b.kl.logPath)
+	for i, t := range b.watch.times(pods) {
 		at, ok := messageTime(t.message)
 		if !ok {
 			bad++
 			continue
 		}
 		lat = append(lat, t.terminated.Sub(at))
+		// Where the time went, from the kubelet's log: the runtime recording the exit, the status patch that
+		// made the pod terminal sent and answered, the watch showing it.
+		if s := stages[pods[i]]; s != nil && !s.exited.IsZero() && !s.terminalWritten.IsZero() {
+			recorded = append(recorded, s.exited.Sub(at))
+			toSend = append(toSend, s.terminalSent.Sub(s.exited))
+			patch = append(patch, s.terminalWritten.Sub(s.terminalSent))
+			toSeen = append(toSeen, t.terminated.Sub(s.terminalWritten))
+		}
 	}
 	if bad > 0 {
 		progress("%d exit pods had no readable termination message", bad)
 	}
-	printLatencies("kubelet_exit_to_api", lat)
+	printLatencies("kubelet_exit_to_api"+suffix, lat)
+	if len(recorded) == 0 {
+		progress("exit pods: no exit or terminal patch lines in the kubelet's log (needs -v 3)")
+	} else {
+		printLatencies("kubelet_exit_stage_exit_to_recorded"+suffix, recorded)
+		printLatencies("kubelet_exit_stage_recorded_to_patch_sent"+suffix, toSend)
+		printLatencies("kubelet_exit_stage_patch"+suffix, patch)
+		printLatencies("kubelet_exit_stage_patched_to_watch"+suffix, toSeen)
+	}
 	// The pod's own grace period: the kubelet confirms the deletion once everything is gone, so the next
 	// phase starts on a clean node.
 	for _, name := range pods {

@@ -80,7 +80,8 @@ func benchNodeReady(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	// The kubelet leaves its root directory bound onto itself (a shared mount, for CSI drivers' pods).
+	defer func() { unmountBelow(dir); _ = os.RemoveAll(dir) }()
 	if *bin == "" {
 		nrProgress("building the kubelet")
 		if *bin, err = buildKubelet(ctx, dir); err != nil {

@@ -80,9 +80,14 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", containerID, err)
 	}
-	t, err := r.taskOf(ctx, rec.ID)
-	if err != nil {
-		return nil, fmt.Errorf("container %q: task: %w", containerID, err)
+	rec = r.withExitInFlight(rec)
+	var t *task.Process
+	// A recorded (or announced) exit is final, and what the view reports: the task, which may be being
+	// deleted right then (a runc delete in the shim, which containerd's answer would wait for), adds nothing.
+	if rec.Labels[labelFinishedAt] == "" {
+		if t, err = r.taskOf(ctx, rec.ID); err != nil {
+			return nil, fmt.Errorf("container %q: task: %w", containerID, err)
+		}
 	}
 	if recordMayBeBehind(rec.Labels, t) {
 		// The exit may have been recorded and the task deleted between the two reads (a container that exits
@@ -190,7 +195,7 @@ func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string, 
 			logger(ctx).Error(err, "Skipping container with unreadable metadata", "id", rec.ID)
 			continue
 		}
-		out = append(out, viewContainer(rec, meta, nil, true))
+		out = append(out, viewContainer(r.withExitInFlight(rec), meta, nil, true))
 	}
 	return out, nil
 }

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -31,8 +33,9 @@ func (r *Runtime) persistExit(ctx context.Context, id string, exitCode uint32, e
 	return r.finishExit(ctx, id)
 }
 
-// recordExit records a container's exit in its labels (so it survives restarts of this process and of
-// containerd) and announces it, unless it is recorded already. It holds the container's exit lock.
+// recordExit announces a container's exit and records it in its labels (so that it survives restarts of this
+// process and of containerd), unless it is recorded already. It holds the container's exit lock. The task's
+// deletion and the log's last lines that follow do not change what a watcher sees.
 func (r *Runtime) recordExit(ctx context.Context, id string, exitCode uint32, exitedAt time.Time) error {
 	unlock := r.exitLocks.lock(id)
 	defer unlock()
@@ -45,22 +48,36 @@ func (r *Runtime) recordExit(ctx context.Context, id string, exitCode uint32, ex
 	}
 	labels := rec.Labels
 	if labels[labelFinishedAt] == "" {
-		reason := exitReason(exitCode, r.oomKilled(id, labels))
+		reason := exitReason(exitCode, r.oomKilled(rec))
 		if exitedAt.IsZero() {
 			exitedAt = r.clock.Now()
 		}
-		err := r.setLabels(ctx, id, map[string]string{
+		exit := map[string]string{
 			labelFinishedAt: unixNanoLabel(exitedAt),
 			labelExitCode:   strconv.FormatUint(uint64(exitCode), 10),
 			labelReason:     reason,
-		})
+		}
+		// Announced before containerd's write of the record (a few milliseconds, tens on a busy host): until
+		// it returns, views of the container read the exit from exitsInFlight. Should this process die
+		// meanwhile, the task, deleted only after the write, still holds the exit for the next start.
+		r.exitsInFlight.Store(id, exit)
+		r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
+		if l := logger(ctx).V(2); l.Enabled() {
+			pod := labels[labelPodUID]
+			if meta, err := r.records.metas.container(rec); err == nil {
+				pod = r.podOf(ctx, meta)
+			}
+			l.Info("Container exited", "pod", pod, "id", id, "exitCode", exitCode, "reason", reason)
+		}
+		err := r.setLabels(ctx, id, exit)
+		r.exitsInFlight.Delete(id)
+		if errdefs.IsNotFound(err) {
+			return nil // removed meanwhile: nothing left to record
+		}
 		if err != nil {
 			return fmt.Errorf("record exit of %s: %w", id, err)
 		}
 		r.oomSeen.Delete(id)
-		logger(ctx).V(2).Info("Container exited", "id", id, "exitCode", exitCode, "reason", reason)
-		// Announced now: the task's deletion and the log's last lines do not change what a watcher sees.
-		r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
 	}
 	return nil
 }
@@ -116,6 +133,19 @@ func (r *Runtime) recordPauseExit(ctx context.Context, id string, labels map[str
 	r.events.publishContainer(id, id, labels[labelPodUID], eventStopped)
 }
 
+// withExitInFlight returns rec with the labels of an exit announced and not yet written to it, if any (a
+// copy: the index's label maps are shared).
+func (r *Runtime) withExitInFlight(rec containers.Container) containers.Container {
+	v, ok := r.exitsInFlight.Load(rec.ID)
+	if !ok || rec.Labels[labelFinishedAt] != "" {
+		return rec
+	}
+	labels := maps.Clone(rec.Labels)
+	maps.Copy(labels, v.(map[string]string))
+	rec.Labels = labels
+	return rec
+}
+
 // exitTime is containerd's exit timestamp as a time; zero when it has none (recordExit then takes now).
 func exitTime(ts *timestamppb.Timestamp) time.Time {
 	if ts == nil {
@@ -137,11 +167,11 @@ func exitReason(code uint32, oom bool) string {
 
 // oomKilled reports whether the kernel OOM-killed in the container's cgroup: from containerd's OOM event when
 // this process saw it, else from the cgroup's own oom_kill counter, read before the task is deleted.
-func (r *Runtime) oomKilled(id string, _ map[string]string) bool {
-	if _, ok := r.oomSeen.Load(id); ok {
+func (r *Runtime) oomKilled(rec containers.Container) bool {
+	if _, ok := r.oomSeen.Load(rec.ID); ok {
 		return true
 	}
-	path := r.containerCgroupPath(id)
+	path := r.containerCgroupPath(rec)
 	for _, f := range []string{
 		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"), // v1
 		filepath.Join("/sys/fs/cgroup", path, "memory.events"),             // v2
@@ -153,15 +183,13 @@ func (r *Runtime) oomKilled(id string, _ map[string]string) bool {
 	return false
 }
 
-// containerCgroupPath is the cgroupfs path of a container: what CreateContainer set, or containerd's default.
-func (r *Runtime) containerCgroupPath(id string) string {
-	rec, err := r.client.ContainerService().Get(r.ns(context.Background()), id)
-	if err == nil {
-		if meta, err := decodeContainerMeta(rec); err == nil && meta.CgroupsPath != "" {
-			return cgroupfsPath(meta.CgroupsPath)
-		}
+// containerCgroupPath is the cgroupfs path of a container: what CreateContainer set (from the metadata kept
+// for its record: no call to containerd on an exit's path), or containerd's default.
+func (r *Runtime) containerCgroupPath(rec containers.Container) string {
+	if meta, err := r.records.metas.container(rec); err == nil && meta.CgroupsPath != "" {
+		return cgroupfsPath(meta.CgroupsPath)
 	}
-	return filepath.Join("/", r.cfg.Namespace, id)
+	return filepath.Join("/", r.cfg.Namespace, rec.ID)
 }
 
 // readKeyedCounter reads "key value" lines (memory.oom_control, memory.events) and returns key's value.

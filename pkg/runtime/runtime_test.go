@@ -229,6 +229,28 @@ func TestExitUnrecorded(t *testing.T) {
 	}
 }
 
+// An exit announced and not yet written shows in a container's view, over the labels of its record, without
+// changing the record the index shares; a recorded exit stays what the record says.
+func TestWithExitInFlight(t *testing.T) {
+	r := &Runtime{}
+	running := containers.Container{ID: "c", Labels: map[string]string{labelStartedAt: "1"}}
+	if got := r.withExitInFlight(running); got.Labels[labelFinishedAt] != "" {
+		t.Fatalf("no exit in flight: labels %v", got.Labels)
+	}
+	r.exitsInFlight.Store("c", map[string]string{labelFinishedAt: "5", labelExitCode: "3", labelReason: reasonError})
+	got := r.withExitInFlight(running)
+	if v := viewContainer(got, &containerMeta{}, nil, true); v.state != runtimeapi.ContainerState_CONTAINER_EXITED || v.exitCode != 3 || v.finishedAt != 5 || v.startedAt != 1 {
+		t.Errorf("view with the exit in flight: %+v", v)
+	}
+	if running.Labels[labelFinishedAt] != "" || len(running.Labels) != 1 {
+		t.Errorf("the record's labels were changed: %v", running.Labels)
+	}
+	recorded := containers.Container{ID: "c", Labels: map[string]string{labelStartedAt: "1", labelFinishedAt: "4", labelExitCode: "0"}}
+	if got := r.withExitInFlight(recorded); got.Labels[labelFinishedAt] != "4" || got.Labels[labelExitCode] != "0" {
+		t.Errorf("a recorded exit was overlaid: %v", got.Labels)
+	}
+}
+
 // An attach session that stops reading never holds up the container's output: it is dropped once it falls
 // too far behind, while a session that keeps up gets everything.
 // The oom_score_adj probe's restore is checked: it returns an error when the value does not hold.
