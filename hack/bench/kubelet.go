@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,6 +58,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	pprofDir := fs.String("pprof", "", "save Go CPU profiles of the kubelet (its /debug/pprof, through the API) from the start of each pod-creating phase, and its heap profile at the end of each idle window, into this directory")
 	pprofFor := fs.Duration("pprof-for", 10*time.Second, "length of each --pprof profile")
 	saveLog := fs.String("save-log", "", "copy the kubelet's log to this file at the end")
+	kubeletFlags := fs.String("kubelet-flags", "", "more flags for the kubelet, separated by spaces (e.g. \"--offline-autonomy none\")")
 	sampleRelist := fs.Bool("sample-relist", false, "time ListPodSandbox+ListContainers over the CRI socket twice a second while pods start (adds load to the runtime)")
 	verbosity := fs.String("v", "3", "kubelet log verbosity (3 logs the Started events the stage breakdown reads)")
 	only := fs.String("only", "", "run one phase alone: volumes (30 pods with a projected token, a configMap and a secret beside 30 bare pods), probes (110 pods with an exec readiness and an HTTP liveness probe every 10 s beside 110 without; the kubelet runs with -v 2), status (the endpoint's paths with 110 pods, the stats gathering's cost, a log written at 10 MiB/s followed across rotations), timelines (30-pod bursts with the debug page's startup timelines on and off, the kubelet restarted between them), eviction (the eviction manager's cost at 110 pods, and memory threshold crossing to eviction over 10 crossings), tokenflood (30 pods started while callers flood the endpoint with junk bearer tokens, beside 30 on a quiet node), devices (30 pods each holding a device plugin's device beside 30 bare pods), csi (30 pods each with its own CSI volume of the test driver beside 30 with an emptyDir), dra (30 pods each with a claim of upstream's DRA test driver, run as a pod, beside 30 plain pods, all placed by the API server; then the kubelet's memory with 109 plain pods and with 109 pods holding claims, beside the driver's pod), offline (30 pods tolerating the unreachable taint: the node rebooted with its API server stopped, to the 30 running from its checkpoint, beside the same reboot with the API server up), userns (30 pods with hostUsers: false beside 30 plain pods, on the built-in runtime), userns-cri (the same on containerd's CRI plugin), exits (rounds of 30 pods whose container exits after a random short sleep: exit to the API, with where the time went)")
@@ -64,7 +66,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	kubeletArgs := []string{"-v", *verbosity}
+	kubeletArgs := append([]string{"-v", *verbosity}, strings.Fields(*kubeletFlags)...)
 	criSocket := "" // the kubelet's own (the built-in runtime's), once it is up
 	switch *only {
 	case "", "volumes", "status", "tokenflood", "devices", "csi", "dra", "userns", "exits":

@@ -101,9 +101,7 @@ func (s *Sources) reconcileOffline(ctx context.Context, present map[types.UID]bo
 	kept, _ := s.opts.Checkpoint.Pods()
 	for _, p := range kept {
 		if !present[p.UID] && !delivered[p.UID] {
-			if err := s.opts.Checkpoint.DeletePod(p.UID); err != nil {
-				logger.Error(err, "Cannot remove a pod from the checkpoint", "pod", klog.KObj(p))
-			}
+			s.checkpoint.put(ctx, p.UID, nil)
 		}
 	}
 }

@@ -136,6 +136,7 @@ func TestOfflineSource(t *testing.T) {
 	default:
 		t.Error("no event for the pod stopped")
 	}
+	s.checkpoint.flush()
 	names := cp.names()
 	if len(names) != 3 || names[0] != "kept" || names[1] != "new" || names[2] != "waits" {
 		t.Errorf("the checkpoint holds %v, want kept, new and waits", names)

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent/kubelet/pkg/kubeclient"
@@ -69,6 +68,7 @@ type Sources struct {
 	// The API source's pods that came from the checkpoint (runOffline) and not yet from the API server: the
 	// only ones reconcileOffline may remove.
 	fromCheckpoint map[types.UID]bool
+	checkpoint     *checkpointWriter // nil without a checkpoint
 }
 
 // NewSources returns the sources opts asks for. With neither a client nor a manifest directory it still
@@ -89,6 +89,9 @@ func NewSources(opts Options) (*Sources, error) {
 		pods:           map[string]map[types.UID]*v1.Pod{},
 		synced:         map[string]bool{},
 		fromCheckpoint: map[types.UID]bool{},
+	}
+	if opts.Checkpoint != nil {
+		s.checkpoint = newCheckpointWriter(opts.Checkpoint)
 	}
 	if opts.Client != nil {
 		s.synced[SourceAPI] = false
@@ -131,6 +134,13 @@ func (s *Sources) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			newFileSource(s.opts, s).run(ctx)
+		}()
+	}
+	if s.checkpoint != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.checkpoint.run(ctx)
 		}()
 	}
 	if s.opts.Client != nil && s.opts.Checkpoint != nil && s.opts.Offline.Runs != nil {
@@ -184,9 +194,7 @@ func (s *Sources) keep(ctx context.Context, old *v1.Pod, op Op, pod *v1.Pod) {
 	if op == Reconcile && old != nil && old.Status.Phase == pod.Status.Phase {
 		return
 	}
-	if err := s.opts.Checkpoint.PutPod(pod); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot checkpoint a pod", "pod", klog.KObj(pod))
-	}
+	s.checkpoint.put(ctx, pod.UID, pod)
 }
 
 // remove forgets one pod of a source and sends its removal.
@@ -199,10 +207,8 @@ func (s *Sources) remove(ctx context.Context, source string, pod *v1.Pod) {
 		delete(s.fromCheckpoint, pod.UID)
 	}
 	s.mu.Unlock()
-	if source == SourceAPI && s.opts.Checkpoint != nil {
-		if err := s.opts.Checkpoint.DeletePod(pod.UID); err != nil {
-			klog.FromContext(ctx).Error(err, "Cannot remove a pod from the checkpoint", "pod", klog.KObj(pod))
-		}
+	if source == SourceAPI && s.checkpoint != nil {
+		s.checkpoint.put(ctx, pod.UID, nil)
 	}
 	if ok {
 		s.send(ctx, PodUpdate{Op: Remove, Pods: []*v1.Pod{old}, Source: source})
