@@ -26,6 +26,8 @@ type memStore struct {
 	recs map[string]containers.Container
 	now  func() time.Time
 	step time.Duration
+	// beforeUpdate, when set, runs before each Update (outside the lock); its error fails the update.
+	beforeUpdate func(id string) error
 }
 
 func (s *memStore) Get(_ context.Context, id string) (containers.Container, error) {
@@ -60,6 +62,11 @@ func (s *memStore) Create(_ context.Context, c containers.Container) (containers
 // Update sets the labels as containerd does: each one a path names ("labels.<key>"), or all of them (the path
 // "labels", or no path).
 func (s *memStore) Update(_ context.Context, c containers.Container, paths ...string) (containers.Container, error) {
+	if s.beforeUpdate != nil {
+		if err := s.beforeUpdate(c.ID); err != nil {
+			return containers.Container{}, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.recs[c.ID]
