@@ -16,7 +16,7 @@ type podStages struct {
 	started     time.Time // StartContainer returned ("Started container")
 	// The first status patch that made the pod Ready: when it was sent and when the API answered.
 	readySent, readyWritten time.Time
-	// A container's exit recorded by the runtime ("Container exited", -v 2), and the first status patch
+	// A container's exit announced by the runtime ("Container exited", -v 2), and the first status patch
 	// that made the pod terminal: sent and answered.
 	exited                        time.Time
 	terminalSent, terminalWritten time.Time
@@ -60,23 +60,13 @@ func readStages(path string) map[string]*podStages {
 			{logSandbox, func(s *podStages, _ []string) { s.sandbox = at }},
 			{logCreated, func(s *podStages, _ []string) { s.created = at }},
 			{logStarted, func(s *podStages, _ []string) { s.started = at }},
-			{logReady, func(s *podStages, g []string) {
-				took, err := time.ParseDuration(g[2])
-				if s.readyWritten.IsZero() && err == nil {
-					s.readySent, s.readyWritten = at.Add(-took), at
-				}
-			}},
+			{logReady, func(s *podStages, g []string) { firstPatch(&s.readySent, &s.readyWritten, at, g[2]) }},
 			{logExited, func(s *podStages, _ []string) {
 				if s.exited.IsZero() {
 					s.exited = at
 				}
 			}},
-			{logTerminal, func(s *podStages, g []string) {
-				took, err := time.ParseDuration(g[2])
-				if s.terminalWritten.IsZero() && err == nil {
-					s.terminalSent, s.terminalWritten = at.Add(-took), at
-				}
-			}},
+			{logTerminal, func(s *podStages, g []string) { firstPatch(&s.terminalSent, &s.terminalWritten, at, g[2]) }},
 		} {
 			if g := m.re.FindStringSubmatch(line); g != nil {
 				s := out[g[1]]
@@ -89,4 +79,13 @@ func readStages(path string) map[string]*podStages {
 		}
 	}
 	return out
+}
+
+// firstPatch sets when a status patch was sent and answered, from its log line's time (answered) and its
+// "took", unless an earlier patch set them.
+func firstPatch(sent, written *time.Time, at time.Time, took string) {
+	d, err := time.ParseDuration(took)
+	if written.IsZero() && err == nil {
+		*sent, *written = at.Add(-d), at
+	}
 }

@@ -121,7 +121,7 @@ func (b *kubeletBench) exits(ctx context.Context, round, n int) error {
 	if err != nil {
 		return fmt.Errorf("exit pods: %w; log tail:\n%s", err, b.kl.logTail(2000))
 	}
-	var lat, recorded, toSend, patch, toSeen []time.Duration
+	var lat, announced, toSend, patch, toSeen []time.Duration
 	bad := 0
 	stages := readStages(b.kl.logPath)
 	for i, t := range b.watch.times(pods) {
@@ -131,10 +131,10 @@ func (b *kubeletBench) exits(ctx context.Context, round, n int) error {
 			continue
 		}
 		lat = append(lat, t.terminated.Sub(at))
-		// Where the time went, from the kubelet's log: the runtime recording the exit, the status patch that
+		// Where the time went, from the kubelet's log: the runtime announcing the exit, the status patch that
 		// made the pod terminal sent and answered, the watch showing it.
 		if s := stages[pods[i]]; s != nil && !s.exited.IsZero() && !s.terminalWritten.IsZero() {
-			recorded = append(recorded, s.exited.Sub(at))
+			announced = append(announced, s.exited.Sub(at))
 			toSend = append(toSend, s.terminalSent.Sub(s.exited))
 			patch = append(patch, s.terminalWritten.Sub(s.terminalSent))
 			toSeen = append(toSeen, t.terminated.Sub(s.terminalWritten))
@@ -144,11 +144,11 @@ func (b *kubeletBench) exits(ctx context.Context, round, n int) error {
 		progress("%d exit pods had no readable termination message", bad)
 	}
 	printLatencies("kubelet_exit_to_api"+suffix, lat)
-	if len(recorded) == 0 {
+	if len(announced) == 0 {
 		progress("exit pods: no exit or terminal patch lines in the kubelet's log (needs -v 3)")
 	} else {
-		printLatencies("kubelet_exit_stage_exit_to_recorded"+suffix, recorded)
-		printLatencies("kubelet_exit_stage_recorded_to_patch_sent"+suffix, toSend)
+		printLatencies("kubelet_exit_stage_exit_to_announced"+suffix, announced)
+		printLatencies("kubelet_exit_stage_announced_to_patch_sent"+suffix, toSend)
 		printLatencies("kubelet_exit_stage_patch"+suffix, patch)
 		printLatencies("kubelet_exit_stage_patched_to_watch"+suffix, toSeen)
 	}

@@ -170,11 +170,14 @@ func Freeze(ctx context.Context, client *containerd.Client, node string, frozen 
 	// runc gives up on a cgroup v1 freezer that stays FREEZING while the node's processes fork ("unable
 	// to freeze") and thaws it again; a later try takes.
 	for try := 1; ; try++ {
-		err = task.Pause(ctx)
-		if err == nil || try == 5 || ctx.Err() != nil {
+		if err = task.Pause(ctx); err == nil || try == 5 {
 			return err
 		}
-		time.Sleep(time.Second)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
 	}
 }
 

@@ -22,15 +22,11 @@ type checkpointWriter struct {
 	running bool
 	pending map[types.UID]*v1.Pod
 	order   []types.UID
-	writing bool       // a queued change is being written
-	idle    *sync.Cond // signalled when nothing is queued or being written
 	wake    chan struct{}
 }
 
 func newCheckpointWriter(cp PodCheckpoint) *checkpointWriter {
-	w := &checkpointWriter{cp: cp, pending: map[types.UID]*v1.Pod{}, wake: make(chan struct{}, 1)}
-	w.idle = sync.NewCond(&w.mu)
-	return w
+	return &checkpointWriter{cp: cp, pending: map[types.UID]*v1.Pod{}, wake: make(chan struct{}, 1)}
 }
 
 // put queues pod's latest state (nil: its removal) for uid.
@@ -87,21 +83,9 @@ func (w *checkpointWriter) drain(ctx context.Context) {
 		w.order = w.order[1:]
 		pod := w.pending[uid]
 		delete(w.pending, uid)
-		w.writing = true
 		w.mu.Unlock()
 		w.write(ctx, uid, pod)
 		w.mu.Lock()
-		w.writing = false
-	}
-	w.idle.Broadcast()
-}
-
-// flush waits until everything queued so far is written (or nothing is running to write it).
-func (w *checkpointWriter) flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for w.running && (len(w.order) > 0 || w.writing) {
-		w.idle.Wait()
 	}
 }
 

@@ -92,7 +92,8 @@ func TestOfflineSource(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go s.Run(ctx)
+	running := make(chan struct{})
+	go func() { s.Run(ctx); close(running) }()
 
 	var offline []string
 	for i := 0; i < 2; i++ {
@@ -136,7 +137,8 @@ func TestOfflineSource(t *testing.T) {
 	default:
 		t.Error("no event for the pod stopped")
 	}
-	s.checkpoint.flush()
+	cancel() // the checkpoint's writer writes what is queued before Run returns
+	<-running
 	names := cp.names()
 	if len(names) != 3 || names[0] != "kept" || names[1] != "new" || names[2] != "waits" {
 		t.Errorf("the checkpoint holds %v, want kept, new and waits", names)
