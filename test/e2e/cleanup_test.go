@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,7 +32,12 @@ func readHostNetState(t *testing.T) hostNetState {
 		s.netns = append(s.netns, e.Name())
 	}
 	if br, err := netlink.LinkByName("nodeagent0"); err == nil {
+		// A dump the kernel interrupted (links changing meanwhile, as other tests' pods come and go) is taken
+		// again, as pkg/node takes its address dump.
 		links, err := netlink.LinkList()
+		for try := 1; errors.Is(err, netlink.ErrDumpInterrupted) && try < 5; try++ {
+			links, err = netlink.LinkList()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
