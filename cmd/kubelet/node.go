@@ -484,6 +484,9 @@ func (p *nodeParts) run(ctx context.Context) error {
 	}
 	g.Go(func() error { p.logs.Run(gctx); return nil })
 	err = g.Wait()
+	if p.checkpoint != nil {
+		p.checkpoint.Flush() // the tokens, objects and environments not written yet
+	}
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return nil
 	}

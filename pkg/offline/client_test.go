@@ -42,10 +42,7 @@ func TestClientKeepsAnswers(t *testing.T) {
 		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "t1",
 			ExpirationTimestamp: metav1.NewTime(time.Now().Add(10 * time.Minute))}}, nil
 	})
-	s, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, t.TempDir())
 	c := Client(kubeclienttest.Wrap(cs), s)
 	if cm, err := c.CoreV1().ConfigMaps("default").Get(ctx, "cfg", metav1.GetOptions{}); err != nil || cm.Data["a"] != "1" {
 		t.Fatalf("online read %v %v", cm, err)
@@ -94,10 +91,7 @@ func TestClientKeepsAnswers(t *testing.T) {
 
 // The service environment: recorded while the Services are known, given while they are not.
 func TestServiceEnv(t *testing.T) {
-	s, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, t.TempDir())
 	synced := true
 	env := ServiceEnv(func(*v1.Pod) (map[string]string, error) {
 		if !synced {

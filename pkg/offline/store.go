@@ -38,6 +38,11 @@ type Store struct {
 	pods    map[types.UID]*v1.Pod // the checkpointed pods, loaded by Pods or written by PutPod
 	loaded  bool                  // pods holds those on disk too (Pods ran)
 	written map[string]string     // file: the resourceVersion (or content) last written there
+	later   laterWrites           // tokens, objects and environments not written yet (later.go)
+
+	// io is held while a file queued in later is written, and while files are removed, so that a removal
+	// never precedes the write of what it removes.
+	io sync.Mutex
 }
 
 // Open returns the checkpoint of rootDir, making its directory.
@@ -49,7 +54,7 @@ func Open(rootDir string) (*Store, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	return &Store{dir: dir, pods: map[types.UID]*v1.Pod{}, written: map[string]string{}}, nil
+	return &Store{dir: dir, pods: map[types.UID]*v1.Pod{}, written: map[string]string{}, later: laterWrites{queued: map[string]*laterWrite{}}}, nil
 }
 
 // Remove deletes rootDir's checkpoint: what a node without offline autonomy does at its start, so that no
@@ -60,6 +65,9 @@ func Remove(rootDir string) error {
 
 // Dir is the checkpoint's directory.
 func (s *Store) Dir() string { return s.dir }
+
+// path is rel's path under the checkpoint.
+func (s *Store) path(rel []string) string { return filepath.Join(append([]string{s.dir}, rel...)...) }
 
 // safeName refuses a name that is not one path element.
 func safeName(what, name string) error {
@@ -72,21 +80,41 @@ func safeName(what, name string) error {
 // write writes v at the path under the checkpoint, unless version (not empty) is what was written there
 // last.
 func (s *Store) write(rel []string, version string, v any) error {
-	path := filepath.Join(append([]string{s.dir}, rel...)...)
-	s.mu.Lock()
-	same := version != "" && s.written[path] == version
-	s.mu.Unlock()
-	if same {
+	path := s.path(rel)
+	if s.unchanged(path, version) {
 		return nil
 	}
+	data, err := encode(path, v)
+	if err != nil {
+		return err
+	}
+	return s.writeFile(path, version, data)
+}
+
+// unchanged tells whether version (not empty) is what is queued at path or, with nothing queued, written
+// there last.
+func (s *Store) unchanged(path, version string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, queued := s.later.queued[path]
+	return version != "" && (queued && q.version == version || !queued && s.written[path] == version)
+}
+
+// encode is v in its envelope.
+func encode(path string, v any) ([]byte, error) {
 	obj, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	data, err := json.Marshal(envelope{Version: Version, Object: obj})
 	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	return data, nil
+}
+
+// writeFile writes data at path, synced to disk, and records version as written there.
+func (s *Store) writeFile(path, version string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -109,6 +137,11 @@ func read(path string, v any) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	return decode(path, data, v)
+}
+
+// decode reads data, the file at path, into v.
+func decode(path string, data []byte, v any) (bool, error) {
 	var env envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		return false, fmt.Errorf("checkpoint %s is damaged: %w", path, err)
@@ -125,10 +158,14 @@ func read(path string, v any) (bool, error) {
 	return true, nil
 }
 
+// remove removes the file or directory at rel, and any write queued there.
 func (s *Store) remove(rel ...string) error {
-	path := filepath.Join(append([]string{s.dir}, rel...)...)
+	path := s.path(rel)
+	s.io.Lock()
+	defer s.io.Unlock()
 	s.mu.Lock()
 	delete(s.written, path)
+	s.later.cancel(path)
 	s.mu.Unlock()
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -228,7 +265,7 @@ func (s *Store) PutObject(resource, namespace, name, resourceVersion string, obj
 	if err != nil {
 		return err
 	}
-	return s.write(rel, resourceVersion, obj)
+	return s.writeLater(rel, resourceVersion, obj)
 }
 
 // DeleteObject forgets an object the API server says is gone.
@@ -246,7 +283,7 @@ func (s *Store) Object(resource, namespace, name string, obj any) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	return read(filepath.Join(append([]string{s.dir}, rel...)...), obj)
+	return s.readKept(s.path(rel), obj)
 }
 
 // pruneObjects removes the objects no checkpointed pod refers to (a volume: through a claim it refers to).
@@ -283,20 +320,40 @@ func (s *Store) pruneObjects() error {
 	}
 	var errs []error
 	root := filepath.Join(s.dir, "objects")
+	unused := func(path string) bool {
+		rel, _ := filepath.Rel(root, path)
+		resource, _, _ := strings.Cut(rel, string(filepath.Separator))
+		return podResources[resource] && !keep[strings.TrimSuffix(rel, ".json")]
+	}
+	// The files queued are looked at first: one written meanwhile leaves the queue only once it is on disk.
+	s.mu.Lock()
+	var queued []string
+	for path := range s.later.queued {
+		if strings.HasPrefix(path, root+string(filepath.Separator)) && unused(path) {
+			queued = append(queued, path)
+		}
+	}
+	s.mu.Unlock()
+	for _, path := range queued {
+		rel, _ := filepath.Rel(root, path)
+		errs = append(errs, s.remove("objects", rel))
+	}
 	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || !unused(path) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		if key := strings.TrimSuffix(rel, ".json"); !keep[key] {
-			if err := s.remove("objects", rel); err != nil {
-				errs = append(errs, err)
-			}
+		if err := s.remove("objects", rel); err != nil {
+			errs = append(errs, err)
 		}
 		return nil
 	})
 	return errors.Join(errs...)
 }
+
+// podResources are the resources pruneObjects prunes: those pods refer to. Others (the node's own Node) are
+// kept whatever the pods.
+var podResources = map[string]bool{ConfigMaps: true, Secrets: true, PersistentVolumeClaims: true, PersistentVolumes: true}
 
 // tokenKey names a token file by what was asked: the service account, audiences and lifetime.
 func tokenKey(serviceAccount string, spec authenticationv1.TokenRequestSpec) string {
@@ -313,7 +370,7 @@ func (s *Store) PutToken(pod types.UID, serviceAccount string, tr *authenticatio
 	if err := safeName("pod UID", string(pod)); err != nil {
 		return err
 	}
-	return s.write([]string{"tokens", string(pod), tokenKey(serviceAccount, tr.Spec) + ".json"}, tr.Status.Token, tr)
+	return s.writeLater([]string{"tokens", string(pod), tokenKey(serviceAccount, tr.Spec) + ".json"}, tr.Status.Token, tr)
 }
 
 // Token reads the recorded token of a pod's service account asked with spec: false when there is none.
@@ -322,7 +379,7 @@ func (s *Store) Token(pod types.UID, serviceAccount string, spec authenticationv
 		return nil, false, err
 	}
 	var tr authenticationv1.TokenRequest
-	ok, err := read(filepath.Join(s.dir, "tokens", string(pod), tokenKey(serviceAccount, spec)+".json"), &tr)
+	ok, err := s.readKept(filepath.Join(s.dir, "tokens", string(pod), tokenKey(serviceAccount, spec)+".json"), &tr)
 	return &tr, ok, err
 }
 
@@ -332,7 +389,7 @@ func (s *Store) PutServiceEnv(pod types.UID, env map[string]string) error {
 		return err
 	}
 	b, _ := json.Marshal(env) // sorted keys: a stable version
-	return s.write([]string{"serviceenv", string(pod) + ".json"}, string(b), env)
+	return s.writeLater([]string{"serviceenv", string(pod) + ".json"}, string(b), env)
 }
 
 // ServiceEnv reads a pod's recorded service environment variables: false when there are none.
@@ -341,6 +398,6 @@ func (s *Store) ServiceEnv(pod types.UID) (map[string]string, bool, error) {
 		return nil, false, err
 	}
 	var env map[string]string
-	ok, err := read(filepath.Join(s.dir, "serviceenv", string(pod)+".json"), &env)
+	ok, err := s.readKept(filepath.Join(s.dir, "serviceenv", string(pod)+".json"), &env)
 	return maps.Clone(env), ok, err
 }

@@ -14,6 +14,17 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// openStore opens the checkpoint of root, written whole before the test's directory is removed.
+func openStore(t *testing.T, root string) *Store {
+	t.Helper()
+	s, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Flush)
+	return s
+}
+
 func podUsing(uid, secret, configMap, claim string) *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-" + uid, UID: types.UID(uid), ResourceVersion: "1"}}
 	p.Spec.Volumes = []v1.Volume{
@@ -28,10 +39,7 @@ func podUsing(uid, secret, configMap, claim string) *v1.Pod {
 // pod file or one of a newer version is an error of its own and the other pods are read.
 func TestStore(t *testing.T) {
 	root := t.TempDir()
-	s, err := Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, root)
 	if fi, err := os.Stat(s.Dir()); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("checkpoint directory %v %v", fi, err)
 	}
@@ -110,10 +118,8 @@ func TestStore(t *testing.T) {
 
 	// A restarted node (a new Store on the same directory) that forgets a pod before it has written the
 	// others keeps their objects: the pods on disk count.
-	s2, err := Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.Flush()
+	s2 := openStore(t, root)
 	if err := s2.DeletePod("gone"); err != nil {
 		t.Fatal(err)
 	}
