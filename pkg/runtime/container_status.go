@@ -80,7 +80,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", containerID, err)
 	}
-	rec = r.withExitInFlight(rec)
+	rec = r.withLabelsInFlight(rec)
 	var t *task.Process
 	// A recorded (or announced) exit is final, and what the view reports: the task, which may be being
 	// deleted right then (a runc delete in the shim, which containerd's answer would wait for), adds nothing.
@@ -195,7 +195,7 @@ func (r *Runtime) listContainerViews(ctx context.Context, sandboxPrefix string, 
 			logger(ctx).Error(err, "Skipping container with unreadable metadata", "id", rec.ID)
 			continue
 		}
-		out = append(out, viewContainer(r.withExitInFlight(rec), meta, nil, true))
+		out = append(out, viewContainer(r.withLabelsInFlight(rec), meta, nil, true))
 	}
 	return out, nil
 }

@@ -61,9 +61,13 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	}
 }
 
-// recordStop records the exit a StopContainer waited for; the task's deletion and the log's last lines
-// follow off the caller's path (the event watch, recording the same exit, usually gets there first). A wait
-// that found the task deleted means the exit was recorded meanwhile (by the event watch).
+// recordStop records the exit a StopContainer waited for, and returns once the exit is announced: its write
+// to containerd's record, the task's deletion and the log's last lines follow off the caller's path (the
+// event watch, recording the same exit, usually gets there first). When many pods stop at once, containerd
+// writes their records one after another (each synced to disk), and a stop that waited for its own write
+// returned hundreds of milliseconds after the exit. Views read an announced exit meanwhile, and the task,
+// deleted only after the write, holds the exit for a process that dies before it. A wait that found the task
+// deleted means the exit was recorded meanwhile (by the event watch).
 func (r *Runtime) recordStop(ctx context.Context, id string, st taskExit) error {
 	if errdefs.IsNotFound(st.err) {
 		return nil
@@ -71,11 +75,32 @@ func (r *Runtime) recordStop(ctx context.Context, id string, st taskExit) error 
 	if st.err != nil {
 		return fmt.Errorf("stop container %q: wait: %w", id, st.err)
 	}
-	if err := r.recordExit(ctx, id, st.code, st.at); err != nil {
+	if _, inFlight := r.labelsInFlight.Load(id); inFlight {
+		return nil // announced by the event watch, which writes it
+	}
+	announced, done := make(chan struct{}), make(chan error, 1)
+	r.background.Add(1)
+	go func() {
+		defer r.background.Done()
+		wasAnnounced := false
+		err := r.recordExitAnnouncing(context.WithoutCancel(ctx), id, st.code, st.at, func() {
+			wasAnnounced = true
+			close(announced)
+		})
+		if err == nil {
+			r.finishExitLater(ctx, id)
+		} else if wasAnnounced {
+			// The exit goes back to its task, which the event watch's reconcile records again.
+			logger(ctx).Error(err, "Recording a stopped container's exit failed", "id", id)
+		}
+		done <- err
+	}()
+	select {
+	case <-announced:
+		return nil
+	case err := <-done:
 		return err
 	}
-	r.finishExitLater(ctx, id)
-	return nil
 }
 
 // RemoveContainer kills the container if it still runs and removes it with its snapshot. Removing a container

@@ -37,6 +37,12 @@ func (r *Runtime) persistExit(ctx context.Context, id string, exitCode uint32, e
 // process and of containerd), unless it is recorded already. It holds the container's exit lock. The task's
 // deletion and the log's last lines that follow do not change what a watcher sees.
 func (r *Runtime) recordExit(ctx context.Context, id string, exitCode uint32, exitedAt time.Time) error {
+	return r.recordExitAnnouncing(ctx, id, exitCode, exitedAt, nil)
+}
+
+// recordExitAnnouncing is recordExit calling announced (when not nil) once the exit is announced, before its
+// write.
+func (r *Runtime) recordExitAnnouncing(ctx context.Context, id string, exitCode uint32, exitedAt time.Time, announced func()) error {
 	unlock := r.exitLocks.lock(id)
 	defer unlock()
 	rec, err := r.recordOf(ctx, id) // current: this process's writes reach the index before they return
@@ -58,9 +64,9 @@ func (r *Runtime) recordExit(ctx context.Context, id string, exitCode uint32, ex
 			labelReason:     reason,
 		}
 		// Announced before containerd's write of the record (a few milliseconds, tens on a busy host): until
-		// it returns, views of the container read the exit from exitsInFlight. Should this process die
+		// it returns, views of the container read the exit from labelsInFlight. Should this process die
 		// meanwhile, the task, deleted only after the write, still holds the exit for the next start.
-		r.exitsInFlight.Store(id, exit)
+		r.labelsInFlight.Store(id, exit)
 		r.events.publishContainer(id, labels[labelSandboxID], labels[labelPodUID], eventStopped)
 		if l := logger(ctx).V(2); l.Enabled() {
 			pod := labels[labelPodUID]
@@ -69,8 +75,11 @@ func (r *Runtime) recordExit(ctx context.Context, id string, exitCode uint32, ex
 			}
 			l.Info("Container exited", "pod", pod, "id", id, "exitCode", exitCode, "reason", reason)
 		}
+		if announced != nil {
+			announced()
+		}
 		err := r.setLabels(ctx, id, exit)
-		r.exitsInFlight.Delete(id)
+		r.labelsInFlight.Delete(id)
 		if errdefs.IsNotFound(err) {
 			return nil // removed meanwhile: nothing left to record
 		}
@@ -133,15 +142,22 @@ func (r *Runtime) recordPauseExit(ctx context.Context, id string, labels map[str
 	r.events.publishContainer(id, id, labels[labelPodUID], eventStopped)
 }
 
-// withExitInFlight returns rec with the labels of an exit announced and not yet written to it, if any (a
-// copy: the index's label maps are shared).
-func (r *Runtime) withExitInFlight(rec containers.Container) containers.Container {
-	v, ok := r.exitsInFlight.Load(rec.ID)
+// withLabelsInFlight returns rec with the labels announced and not yet written to it, if any (a copy: the
+// index's label maps are shared). What the record holds already stays: an exit recorded is the exit.
+func (r *Runtime) withLabelsInFlight(rec containers.Container) containers.Container {
+	v, ok := r.labelsInFlight.Load(rec.ID)
 	if !ok || rec.Labels[labelFinishedAt] != "" {
 		return rec
 	}
 	labels := maps.Clone(rec.Labels)
-	maps.Copy(labels, v.(map[string]string))
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, val := range v.(map[string]string) {
+		if _, has := labels[k]; !has {
+			labels[k] = val
+		}
+	}
 	rec.Labels = labels
 	return rec
 }

@@ -109,9 +109,9 @@ type Runtime struct {
 	exitLocks    keyedMutex
 	// oomSeen holds the IDs of containers containerd reported an OOM kill for, until their exit is recorded.
 	oomSeen sync.Map
-	// exitsInFlight holds the exit labels of containers whose exit is announced and not yet in their record
-	// (recordExit), by ID; views of a container read them over its record's labels.
-	exitsInFlight sync.Map
+	// labelsInFlight holds, by ID, labels announced and not yet in their record: a container's exit
+	// (recordExit), a sandbox's stop (stopSandbox). Views read them over the record's labels.
+	labelsInFlight sync.Map
 	// creating holds the IDs of sandboxes whose RunPodSandbox is under way: their record exists before their
 	// task, which the reconcile loop must not take for an exit.
 	creating sync.Map

@@ -234,11 +234,11 @@ func TestExitUnrecorded(t *testing.T) {
 func TestWithExitInFlight(t *testing.T) {
 	r := &Runtime{}
 	running := containers.Container{ID: "c", Labels: map[string]string{labelStartedAt: "1"}}
-	if got := r.withExitInFlight(running); got.Labels[labelFinishedAt] != "" {
+	if got := r.withLabelsInFlight(running); got.Labels[labelFinishedAt] != "" {
 		t.Fatalf("no exit in flight: labels %v", got.Labels)
 	}
-	r.exitsInFlight.Store("c", map[string]string{labelFinishedAt: "5", labelExitCode: "3", labelReason: reasonError})
-	got := r.withExitInFlight(running)
+	r.labelsInFlight.Store("c", map[string]string{labelFinishedAt: "5", labelExitCode: "3", labelReason: reasonError})
+	got := r.withLabelsInFlight(running)
 	if v := viewContainer(got, &containerMeta{}, nil, true); v.state != runtimeapi.ContainerState_CONTAINER_EXITED || v.exitCode != 3 || v.finishedAt != 5 || v.startedAt != 1 {
 		t.Errorf("view with the exit in flight: %+v", v)
 	}
@@ -246,7 +246,7 @@ func TestWithExitInFlight(t *testing.T) {
 		t.Errorf("the record's labels were changed: %v", running.Labels)
 	}
 	recorded := containers.Container{ID: "c", Labels: map[string]string{labelStartedAt: "1", labelFinishedAt: "4", labelExitCode: "0"}}
-	if got := r.withExitInFlight(recorded); got.Labels[labelFinishedAt] != "4" || got.Labels[labelExitCode] != "0" {
+	if got := r.withLabelsInFlight(recorded); got.Labels[labelFinishedAt] != "4" || got.Labels[labelExitCode] != "0" {
 		t.Errorf("a recorded exit was overlaid: %v", got.Labels)
 	}
 }

@@ -107,7 +107,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 	st := &runtimeapi.PodSandboxStatus{
 		Id:          rec.ID,
 		Metadata:    meta.Metadata,
-		State:       sandboxState(rec, t, false),
+		State:       sandboxState(r.withLabelsInFlight(rec), t, false),
 		CreatedAt:   meta.CreatedAt,
 		Labels:      meta.Labels,
 		Annotations: meta.Annotations,
@@ -168,7 +168,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 		sb := &runtimeapi.PodSandbox{
 			Id:             rec.ID,
 			Metadata:       meta.Metadata,
-			State:          sandboxState(rec, nil, true),
+			State:          sandboxState(r.withLabelsInFlight(rec), nil, true),
 			CreatedAt:      meta.CreatedAt,
 			Labels:         meta.Labels,
 			Annotations:    meta.Annotations,

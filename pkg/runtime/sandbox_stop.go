@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
@@ -30,26 +31,30 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error
 
 func (r *Runtime) stopSandbox(ctx context.Context, rec containers.Container, meta *sandboxMeta) error {
 	id := rec.ID
-	if rec.Labels[labelStopped] == "true" {
+	if r.withLabelsInFlight(rec).Labels[labelStopped] == "true" {
 		// A stop that finished (the label is its last step): the kubelet's RemovePodSandbox after its
 		// StopPodSandbox need not run the CNI plugins again.
 		return nil
 	}
+	start := time.Now()
 	ctrs, err := r.sandboxContainers(ctx, id)
 	if err != nil {
 		return err
 	}
 	for _, c := range ctrs {
-		if c.Labels[labelFinishedAt] != "" {
-			continue // its exit is recorded: nothing to stop
+		if r.withLabelsInFlight(c).Labels[labelFinishedAt] != "" {
+			continue // its exit is recorded or announced: nothing to stop
 		}
 		if err := r.StopContainer(ctx, c.ID, 0); err != nil {
 			return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 		}
 	}
+	containersStopped := time.Now()
 	// The network is detached while the pause container goes: the one waits on containerd and the shim, the
 	// other on the plugins and the kernel, and neither needs the other (the pause process uses no network).
+	var networkTook time.Duration
 	network := inBackground(func() error {
+		defer func(began time.Time) { networkTook = time.Since(began) }(time.Now())
 		if meta.HostNetwork {
 			return nil
 		}
@@ -64,16 +69,37 @@ func (r *Runtime) stopSandbox(ctx context.Context, rec containers.Container, met
 	} else {
 		r.finishExitLater(ctx, id) // RemovePodSandbox deletes it too, if this has not yet
 	}
+	pauseTook := time.Since(containersStopped)
 	if err := errors.Join(taskErr, network()); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 	}
 	if err := unmountSandboxShm(shmDir(r.sandboxDirOf(id, meta), false)); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
 	}
-	if err := r.setLabels(ctx, id, map[string]string{labelStopped: "true"}); err != nil {
-		return fmt.Errorf("stop pod sandbox %s: record state: %w", id, err)
-	}
+	r.recordStopLater(ctx, id)
+	logger(ctx).V(3).Info("Stopped pod sandbox", "pod", meta.Metadata.GetNamespace()+"/"+meta.Metadata.GetName(), "sandbox", id,
+		"took", time.Since(start), "containers", containersStopped.Sub(start), "pause", pauseTook, "network", networkTook)
 	return nil
+}
+
+// recordStopLater records a stopped sandbox in its labels off the caller's path, as an exit is (recordStop):
+// views read the stop from labelsInFlight until containerd has written it (hundreds of milliseconds when many
+// pods stop at once). Should the write fail or this process die first, the sandbox shows as not stopped and
+// is stopped again: every step of a stop is idempotent. Close waits for these writes.
+func (r *Runtime) recordStopLater(ctx context.Context, id string) {
+	stopped := map[string]string{labelStopped: "true"}
+	r.labelsInFlight.Store(id, stopped)
+	r.background.Add(1)
+	go func() {
+		defer r.background.Done()
+		cctx, cancel := r.cleanupContext(ctx)
+		defer cancel()
+		err := r.setLabels(cctx, id, stopped)
+		r.labelsInFlight.Delete(id)
+		if err != nil && !errdefs.IsNotFound(err) { // a sandbox removed meanwhile has nothing to record
+			logger(ctx).Error(err, "Recording a stopped sandbox failed", "sandbox", id)
+		}
+	}()
 }
 
 // RemovePodSandbox stops the sandbox if needed, removes its containers, the pause container and its files.

@@ -374,6 +374,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 		return nil
 	}
 	zero := int64(0)
+	began := m.clock.Now()
 	err := pods.Delete(ctx, snap.name, metav1.DeleteOptions{
 		GracePeriodSeconds: &zero,
 		Preconditions:      &metav1.Preconditions{UID: &snap.apiUID},
@@ -381,6 +382,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete pod: %w", err)
 	}
+	klog.FromContext(ctx).V(3).Info("Deleted pod", "pod", klog.KRef(snap.namespace, snap.name), "took", m.clock.Since(began))
 	m.Forget(uid)
 	return nil
 }

@@ -51,7 +51,8 @@ func gracePeriodOf(pod *v1.Pod, override *int64, state *pleg.PodState) int64 {
 // killPod stops a pod within grace seconds: app (and running init) containers first, in parallel, with their
 // preStop hooks; then sidecars one at a time in reverse order; then every sandbox.
 func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState, grace int64) error {
-	deadline := k.clock.Now().Add(time.Duration(grace) * time.Second)
+	start := k.clock.Now()
+	deadline := start.Add(time.Duration(grace) * time.Second)
 	sidecarOrder := map[string]int{}
 	for i := range pod.Spec.InitContainers {
 		if podfacts.IsSidecar(&pod.Spec.InitContainers[i]) {
@@ -101,6 +102,11 @@ func (k *Kubelet) killPod(ctx context.Context, pod *v1.Pod, state *pleg.PodState
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	containersStopped := k.clock.Now()
+	defer func() {
+		klog.FromContext(ctx).V(3).Info("Killed pod", "pod", klog.KObj(pod), "containers", containersStopped.Sub(start),
+			"sandboxes", k.clock.Since(containersStopped))
+	}()
 	if state != nil {
 		for _, sb := range state.Sandboxes {
 			if err := k.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
