@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +120,17 @@ func TestStopHostControlPlane(t *testing.T) {
 	defer other.Process.Kill()
 	waited := make(chan struct{})
 	go func() { _ = ours.Wait(); close(waited) }()
+	// Start returns once the exec is under way, before the kernel has set the new program's arguments: until
+	// then /proc/<pid>/cmdline reads empty. A PID file names a process that is up, so wait for its arguments.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ours.Process.Pid))
+		if strings.HasPrefix(string(b), "etcd\x00") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stand-in's command line reads %q", b)
+		}
+	}
 	write := func(name string, pid int) {
 		if err := os.WriteFile(filepath.Join(run, name+".pid"), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,13 @@ import (
 // goroutines reads the kubelet's goroutine count from its pprof endpoint, through the API server.
 func (n *node) goroutines(t *testing.T) int {
 	t.Helper()
+	count, _ := n.goroutineProfile(t)
+	return count
+}
+
+// goroutineProfile reads the kubelet's goroutine count and its grouped profile (pprof's debug=1 form).
+func (n *node) goroutineProfile(t *testing.T) (int, string) {
+	t.Helper()
 	data, err := n.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "debug", "pprof", "goroutine").
 		Param("debug", "1").DoRaw(context.Background())
 	if err != nil {
@@ -34,7 +42,33 @@ func (n *node) goroutines(t *testing.T) int {
 	if err != nil {
 		t.Fatalf("goroutine profile starts %q", first)
 	}
-	return count
+	return count, string(data)
+}
+
+// largestGroups returns the goroutine groups of a debug=1 profile holding at least min goroutines each
+// (their count line and stack), largest first: what a leak left behind.
+func largestGroups(profile string, min int) string {
+	type group struct {
+		n    int
+		text string
+	}
+	var groups []group
+	_, body, _ := strings.Cut(profile, "\n") // after the "goroutine profile: total N" line
+	for _, block := range strings.Split(body, "\n\n") {
+		var n int
+		if _, err := fmt.Sscanf(block, "%d @", &n); err == nil && n >= min {
+			groups = append(groups, group{n, block})
+		}
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].n > groups[j].n })
+	var b strings.Builder
+	for i, g := range groups {
+		if i == 5 {
+			break
+		}
+		b.WriteString(g.text + "\n\n")
+	}
+	return b.String()
 }
 
 // Probes that cannot work fail with a message saying why, a probe the API must refuse is refused, and 100
@@ -139,10 +173,15 @@ func TestKubeletProbesBadInput(t *testing.T) {
 		return nil
 	})
 	// Connections and timers of the last probes take a moment to end.
-	eventually(t, 60*time.Second, "goroutines back to the baseline", func() error {
-		if now := n.goroutines(t); now > baseline+10 {
-			return fmt.Errorf("%d goroutines, baseline %d", now, baseline)
+	var profile string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var now int
+		if now, profile = n.goroutineProfile(t); now <= baseline+10 {
+			break
 		}
-		return nil
-	})
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines back to the baseline: %d goroutines, baseline %d; the largest groups:\n%s",
+				now, baseline, largestGroups(profile, 10))
+		}
+	}
 }
