@@ -20,6 +20,8 @@ import (
 // once: a kubelet restarted while its API server is away keeps every pod running.
 func (k *Kubelet) housekeeping(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	k.orphanMu.Lock() // no pod is added until the orphans are decided and removed
+	defer k.orphanMu.Unlock()
 	desired := map[types.UID]*v1.Pod{}
 	for _, p := range k.pods.all() {
 		if !k.pods.isRejected(p.UID) { // a pod admission refused must not run: what runs of it is an orphan

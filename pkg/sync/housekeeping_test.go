@@ -162,3 +162,64 @@ func TestRejectedAtRestartIsStopped(t *testing.T) {
 		return true
 	})
 }
+
+// pausingCgroups is a recordingCgroups whose CleanupOrphans, before it looks at the cgroups, says so on
+// entered and waits for release: a housekeeping pass caught in the middle.
+type pausingCgroups struct {
+	*recordingCgroups
+	entered, release chan struct{}
+}
+
+func (c *pausingCgroups) CleanupOrphans(ctx context.Context, active map[types.UID]bool) error {
+	select {
+	case c.entered <- struct{}{}:
+		<-c.release
+	default: // only the first pass pauses
+	}
+	return c.recordingCgroups.CleanupOrphans(ctx, active)
+}
+
+func (c *pausingCgroups) has(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pods[uid]
+}
+
+// A pod that arrives while housekeeping decides what is orphaned keeps its cgroup: housekeeping runs beside
+// the sync loop, and its look at the known pods must not miss a pod whose worker makes the cgroup meanwhile
+// (at 250 pods arriving 10 a second, new pods' directories were removed as orphans as they started).
+func TestPodArrivingDuringHousekeepingIsNoOrphan(t *testing.T) {
+	h := newHarness(t)
+	cg := &pausingCgroups{recordingCgroups: newRecordingCgroups(), entered: make(chan struct{}), release: make(chan struct{})}
+	h.k.cfg.Cgroups, h.k.cgroups = cg, cg
+	stop := h.run()
+	defer stop()
+	first := newPod("u-first", "first", "app")
+	h.createAPIPod(first)
+	h.src.send(config.Add, first)
+	eventually(t, "the first pod running", func() bool { p, ok := h.apiPod("first"); return ok && p.Status.Phase == v1.PodRunning })
+
+	go h.clock.Step(housekeepingPeriod)
+	select {
+	case <-cg.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("housekeeping did not run")
+	}
+	late := newPod("u-late", "late", "app")
+	h.createAPIPod(late)
+	h.src.send(config.Add, late)
+	// Without the pass keeping new pods out, the late pod's worker makes its cgroup now.
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline) && !cg.has(late.UID); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(cg.release)
+	eventually(t, "the late pod running", func() bool { p, ok := h.apiPod("late"); return ok && p.Status.Phase == v1.PodRunning })
+	h.k.hkBusy.Lock() // the pass has ended
+	h.k.hkBusy.Unlock()
+	if r := cg.removals(); len(r) > 0 {
+		t.Fatalf("housekeeping removed the cgroups of %v as orphans", r)
+	}
+	if !cg.has(late.UID) {
+		t.Fatal("the late pod has no cgroup")
+	}
+}

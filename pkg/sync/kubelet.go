@@ -209,6 +209,12 @@ type Kubelet struct {
 	evictions    terminationSet // pods evicted for node pressure, with their messages
 	debug        debugState
 	hkBusy       sync.Mutex
+	// orphanMu keeps new pods out while housekeeping decides what is orphaned and removes it: housekeeping
+	// runs beside the sync loop, and a pod added after its look at the known pods would have its directory,
+	// cgroup, allocation and devices, made meanwhile by its worker, taken for an orphan's (at 250 pods
+	// arriving 10 a second, 8 new pods' directories were removed as they started). handleUpdate holds it
+	// for reading.
+	orphanMu sync.RWMutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32
 	// sourcesReady is set by the sync loop once it has applied the initial list of every pod source. Until

@@ -72,6 +72,8 @@ func (k *Kubelet) handleUpdate(ctx context.Context, u config.PodUpdate) {
 		}
 		return
 	}
+	k.orphanMu.RLock()
+	defer k.orphanMu.RUnlock()
 	pods := append([]*v1.Pod(nil), u.Pods...)
 	sortByCreation(pods)
 	for _, pod := range pods {
