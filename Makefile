@@ -124,6 +124,7 @@ test-vm: build setup
 bench: setup build
 	$(GO) run ./hack/bench runtime
 	$(GO) run ./hack/bench upstream
+	$(GO) run ./hack/bench dense
 	$(GO) run ./hack/bench apiserver
 	$(GO) run ./hack/bench nodeready
 	$(GO) run ./hack/bench kubelet

@@ -44,12 +44,37 @@ type kubeletBench struct {
 	// keepShims is how many of the kubelet's shims a phase keeps running throughout (a driver's pod): the
 	// deletions wait for the others to exit.
 	keepShims int
+	// node and namespace are the node's name and its pods' containerd namespace: benchNode and
+	// kubeletNamespace for ours, others for upstream's kubelet on containerd's CRI plugin (the dense phase).
+	node, namespace string
+	// dense is the dense benchmark's run, which its phase records into.
+	dense *denseRun
+	// apiProc is the API server's PID when it is neither the bench's child nor the kubelet's (upstream's
+	// control plane).
+	apiProc int
+}
+
+func (b *kubeletBench) nodeName() string {
+	if b.node != "" {
+		return b.node
+	}
+	return benchNode
+}
+
+func (b *kubeletBench) podNamespace() string {
+	if b.namespace != "" {
+		return b.namespace
+	}
+	return kubeletNamespace
 }
 
 // benchKubelet starts the kubelet as a child process and measures, through the API, pods created at once and
 // at a steady rate, container exits reaching the API, deletion, and the kubelet's memory, CPU and relist
 // cost, beside the same pods started directly on the built-in runtime in the same run.
-func benchKubelet(ctx context.Context, args []string) (retErr error) {
+func benchKubelet(ctx context.Context, args []string) error { return runKubeletBench(ctx, args, nil) }
+
+// runKubeletBench is benchKubelet; dense, for --only dense, is the dense benchmark's run it records into.
+func runKubeletBench(ctx context.Context, args []string, dense *denseRun) (retErr error) {
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	bin := fs.String("kubelet-bin", "", "kubelet binary, with the apiserver binary beside it (default: go build ./cmd/kubelet and ./cmd/apiserver)")
 	external := fs.Bool("external-apiserver", false, "start cmd/apiserver from the bench and have the kubelet join it with --kubeconfig, as on a cluster node (without it, the kubelet runs standalone with its own API server child)")
@@ -69,6 +94,10 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	kubeletArgs := append([]string{"-v", *verbosity}, strings.Fields(*kubeletFlags)...)
 	criSocket := "" // the kubelet's own (the built-in runtime's), once it is up
 	switch *only {
+	case "dense":
+		if dense == nil {
+			return errors.New("--only dense: run it as `bench dense`, which compares it with upstream's kubelet")
+		}
 	case "", "volumes", "status", "tokenflood", "devices", "csi", "dra", "userns", "exits":
 	case "userns-cri":
 		kubeletArgs = append(kubeletArgs, "--container-runtime-endpoint", "unix://"+containerdSock)
@@ -136,7 +165,7 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 	if *rounds < 1 {
 		return errors.New("--rounds must be at least 1")
 	}
-	b := &kubeletBench{rounds: *rounds, idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
+	b := &kubeletBench{dense: dense, rounds: *rounds, idleFor: *idle, perfDir: *perfDir, pprofDir: *pprofDir, pprofFor: *pprofFor, sampleRelist: *sampleRelist, floorLogs: filepath.Join(dir, "floor", "logs")}
 	kubeconfig := ""
 	var apiArgs []string
 	if *external {
@@ -197,6 +226,8 @@ func benchKubelet(ctx context.Context, args []string) (retErr error) {
 		return err
 	}
 	switch *only {
+	case "dense":
+		return b.runDense(ctx, floorRT, filepath.Join(filepath.Dir(*bin), "containerlogd"))
 	case "volumes":
 		return b.runVolumes(ctx)
 	case "devices":
@@ -325,7 +356,7 @@ func (b *kubeletBench) createReady(ctx context.Context, label string, pods []str
 	stopPerf := b.perf(label)
 	stopPprof := b.pprof(ctx, label)
 	defer stopPprof()
-	stopCPU := runtimeCPU(kubeletNamespace)
+	stopCPU := runtimeCPU(b.podNamespace())
 	stopSampler := b.relistSampler(ctx)
 	before, _ := readProc(b.kl.pid())
 	apiPID := b.apiPID()

@@ -31,7 +31,7 @@ func (b *kubeletBench) idleWindow(ctx context.Context, label string) error {
 	}
 	// What the kubelet's idle work costs the runtime: containerd (shared with everything else on the host)
 	// and the shims of the kubelet's pods (its relists ask each of them for its tasks' state).
-	containerd, shims := containerdPIDs(), shimPIDs(kubeletNamespace)
+	containerd, shims := containerdPIDs(), shimPIDs(b.podNamespace())
 	ctrdA, shimA := readGroup(containerd), readGroup(shims)
 	clearReferenced(b.kl.pid())
 	if err := sleepCtx(ctx, b.idleFor); err != nil {
@@ -79,6 +79,9 @@ func (b *kubeletBench) idleWindow(ctx context.Context, label string) error {
 func (b *kubeletBench) apiPID() int {
 	if b.api != nil {
 		return b.api.cmd.Process.Pid
+	}
+	if b.apiProc > 0 {
+		return b.apiProc
 	}
 	pids := findProcs(func(c string) bool { return strings.Contains(c, " --node-kubeconfig "+benchNode+"=") })
 	if len(pids) != 1 {

@@ -25,7 +25,7 @@ func (b *kubeletBench) create(ctx context.Context, pods []string, interval time.
 				return err
 			}
 		}
-		pod := benchPodSpec(name, benchNode, pods[0], restart, cmd(i)...)
+		pod := benchPodSpec(name, b.nodeName(), pods[0], restart, cmd(i)...)
 		if b.mutate != nil {
 			b.mutate(pod)
 		}
@@ -83,7 +83,7 @@ func (b *kubeletBench) deleteGone(ctx context.Context, label string, pods []stri
 	// The node's own teardown (the runtime's background task deletions, the kubelet's removal of the stopped
 	// containers and sandboxes) may go on after the API shows the pods gone; the next phase starts when the
 	// pods' shims have exited, so that it does not share the CPU with this one's leftovers.
-	for deadline := time.Now().Add(time.Minute); len(shimPIDs(kubeletNamespace)) > b.keepShims; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); len(shimPIDs(b.podNamespace())) > b.keepShims; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			progress("%s: shims still running a minute after the deletion", label)
 			break

@@ -9,7 +9,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream | cluster | logs | checkpoint | imagevolume [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench runtime | apiserver | nodeready | kubelet | upstream | dense | cluster | logs | checkpoint | imagevolume [flags]")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -24,6 +24,8 @@ func main() {
 		err = benchNodeReady(ctx, os.Args[2:])
 	case "kubelet":
 		err = benchKubelet(ctx, os.Args[2:])
+	case "dense":
+		err = benchDense(ctx, os.Args[2:])
 	case "upstream":
 		err = benchUpstream(ctx, os.Args[2:])
 	case "cluster":

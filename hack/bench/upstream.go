@@ -141,29 +141,9 @@ func benchUpstream(ctx context.Context, args []string) error {
 // the runtime and stops the kubelet.
 func upstreamBurst(ctx context.Context, client kubernetes.Interface, watch *podWatch, bin string, env map[string]string,
 	node, dir, endpoint, prefix string) (float64, float64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, 0, err
-	}
-	port, err := freePort()
+	kl, stop, err := startUpstreamKubelet(ctx, client, bin, env, node, dir, endpoint, 110)
+	defer stop(prefix)
 	if err != nil {
-		return 0, 0, err
-	}
-	config := filepath.Join(dir, "kubelet.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(upstreamKubeletConfig, port, env["CONTROL_PLANE_CA"], endpoint, upstreamCgroupRoot)), 0o644); err != nil {
-		return 0, 0, err
-	}
-	_ = client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
-	kl := &kubeletChild{logPath: filepath.Join(dir, "kubelet.log")}
-	if err := kl.spawn(bin, []string{"--config", config, "--kubeconfig", env["CONTROL_PLANE_NODE_KUBECONFIG"],
-		"--hostname-override", node, "--root-dir", filepath.Join(dir, "root"), "--cert-dir", filepath.Join(dir, "pki")}); err != nil {
-		return 0, 0, err
-	}
-	defer func() {
-		kl.stop()
-		removePods(endpoint, prefix)
-		unmountBelow(dir)
-	}()
-	if err := kl.waitNodeReady(ctx, client, node, 2*time.Minute); err != nil {
 		return 0, 0, err
 	}
 	pods := names(prefix, 30)
@@ -203,7 +183,37 @@ func upstreamBurst(ctx context.Context, client kubernetes.Interface, watch *podW
 	return ms(percentile(lat, 50)), ms(percentile(lat, 99)), nil
 }
 
-// upstreamKubeletConfig: port, client CA, CRI endpoint, cgroup root. No eviction or image GC in the way.
+// startUpstreamKubelet starts upstream's kubelet with its state in dir, on the CRI endpoint, admitting up to
+// maxPods pods, and waits for its Node to be Ready. stop (always to be called, with the prefix of the pods'
+// names) stops it, removes the sandboxes of those pods it left in the runtime and unmounts what it mounted.
+func startUpstreamKubelet(ctx context.Context, client kubernetes.Interface, bin string, env map[string]string,
+	node, dir, endpoint string, maxPods int) (*kubeletChild, func(prefix string), error) {
+	kl := &kubeletChild{logPath: filepath.Join(dir, "kubelet.log")}
+	stop := func(prefix string) {
+		kl.stop()
+		removePods(endpoint, prefix)
+		unmountBelow(dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return kl, stop, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return kl, stop, err
+	}
+	config := filepath.Join(dir, "kubelet.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(upstreamKubeletConfig, port, env["CONTROL_PLANE_CA"], endpoint, upstreamCgroupRoot, maxPods)), 0o644); err != nil {
+		return kl, stop, err
+	}
+	_ = client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	if err := kl.spawn(bin, []string{"--config", config, "--kubeconfig", env["CONTROL_PLANE_NODE_KUBECONFIG"],
+		"--hostname-override", node, "--root-dir", filepath.Join(dir, "root"), "--cert-dir", filepath.Join(dir, "pki")}); err != nil {
+		return kl, stop, err
+	}
+	return kl, stop, kl.waitNodeReady(ctx, client, node, 2*time.Minute)
+}
+
+// upstreamKubeletConfig: port, client CA, CRI endpoint, cgroup root, maximum pods. No eviction or image GC in the way.
 const upstreamKubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
@@ -224,7 +234,7 @@ evictionHard: {memory.available: 1Mi}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
-maxPods: 110
+maxPods: %d
 `
 
 // controlPlaneEnv starts the real control plane (idempotent) and returns what it printed.
