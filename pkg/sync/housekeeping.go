@@ -19,9 +19,26 @@ import (
 // orphan until the sync loop has applied the initial list of every pod source and the PLEG has relisted
 // once: a kubelet restarted while its API server is away keeps every pod running.
 func (k *Kubelet) housekeeping(ctx context.Context) {
+	// No pod is added while the orphans are decided (see orphanMu); the directories, whose removal waits on
+	// volume unmounts, are removed after.
+	k.orphanMu.Lock()
+	podDirs, logDirs, synced := k.decideOrphans(ctx)
+	k.orphanMu.Unlock()
+	if synced {
+		k.removePodDirs(ctx, podDirs)
+		for _, dir := range logDirs {
+			k.removeDir(ctx, dir)
+		}
+		k.cleanupMirrors(ctx)
+	}
+	k.gcBackoffs()
+}
+
+// decideOrphans forgets finished workers, stops orphaned runtime pods, removes orphaned pod cgroups,
+// allocations, devices and claims, and returns the orphaned pod directories (by UID) and log directories.
+// synced is false, and nothing is decided, until the pod sources have synced and the PLEG has relisted.
+func (k *Kubelet) decideOrphans(ctx context.Context) (podDirs []types.UID, logDirs []string, synced bool) {
 	logger := klog.FromContext(ctx)
-	k.orphanMu.Lock() // no pod is added until the orphans are decided and removed
-	defer k.orphanMu.Unlock()
 	desired := map[types.UID]*v1.Pod{}
 	for _, p := range k.pods.all() {
 		if !k.pods.isRejected(p.UID) { // a pod admission refused must not run: what runs of it is an orphan
@@ -37,8 +54,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 	// Before every source's initial list is applied and the runtime has been listed once, a running pod the
 	// kubelet has not been told about yet is indistinguishable from an orphan.
 	if relisted, _ := k.pleg.LastRelist(); !k.sourcesReady.Load() || relisted.IsZero() {
-		k.gcBackoffs()
-		return
+		return nil, nil, false
 	}
 	inRuntime := map[types.UID]bool{}
 	for _, uid := range k.pleg.Cache().UIDs() {
@@ -92,10 +108,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 		_, w := known[uid]
 		return d || w || inRuntime[uid]
 	}
-	k.cleanupPodDirs(ctx, owned)
-	k.cleanupLogDirs(ctx, owned)
-	k.cleanupMirrors(ctx)
-	k.gcBackoffs()
+	return k.orphanedPodDirs(owned), k.orphanedLogDirs(owned), true
 }
 
 func (k *Kubelet) gcBackoffs() {
@@ -104,14 +117,24 @@ func (k *Kubelet) gcBackoffs() {
 	k.puller.backoff.GC(now)
 }
 
-func (k *Kubelet) cleanupPodDirs(ctx context.Context, owned func(types.UID) bool) {
-	entries, err := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
-	if err != nil {
-		return
-	}
+// orphanedPodDirs lists the pod directories of pods not owned.
+func (k *Kubelet) orphanedPodDirs(owned func(types.UID) bool) []types.UID {
+	entries, _ := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
+	var out []types.UID
 	for _, e := range entries {
-		uid := types.UID(e.Name())
-		if !e.IsDir() || owned(uid) {
+		if uid := types.UID(e.Name()); e.IsDir() && !owned(uid) {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+// removePodDirs unmounts the volumes of orphaned pods and removes their directories, but not a pod's that
+// came back since they were decided (a static pod put back has the same UID).
+func (k *Kubelet) removePodDirs(ctx context.Context, uids []types.UID) {
+	for _, uid := range uids {
+		_, desired := k.pods.get(uid)
+		if _, working := k.workers.state(uid); desired || working {
 			continue
 		}
 		if err := volume.CleanSubPaths(filepath.Join(k.podDir(uid), "volume-subpaths")); err != nil {
@@ -127,18 +150,17 @@ func (k *Kubelet) cleanupPodDirs(ctx context.Context, owned func(types.UID) bool
 	}
 }
 
-func (k *Kubelet) cleanupLogDirs(ctx context.Context, owned func(types.UID) bool) {
-	entries, err := os.ReadDir(k.cfg.PodLogsDir)
-	if err != nil {
-		return
-	}
+// orphanedLogDirs lists the log directories ("<namespace>_<name>_<uid>") of pods not owned.
+func (k *Kubelet) orphanedLogDirs(owned func(types.UID) bool) []string {
+	entries, _ := os.ReadDir(k.cfg.PodLogsDir)
+	var out []string
 	for _, e := range entries {
 		i := strings.LastIndexByte(e.Name(), '_')
-		if !e.IsDir() || i < 0 || owned(types.UID(e.Name()[i+1:])) {
-			continue
+		if e.IsDir() && i >= 0 && !owned(types.UID(e.Name()[i+1:])) {
+			out = append(out, filepath.Join(k.cfg.PodLogsDir, e.Name()))
 		}
-		k.removeDir(ctx, filepath.Join(k.cfg.PodLogsDir, e.Name()))
 	}
+	return out
 }
 
 // removeDir removes a directory tree, unless something is mounted inside it (a volume still set up): the

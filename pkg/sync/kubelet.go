@@ -213,7 +213,7 @@ type Kubelet struct {
 	// runs beside the sync loop, and a pod added after its look at the known pods would have its directory,
 	// cgroup, allocation and devices, made meanwhile by its worker, taken for an orphan's (at 250 pods
 	// arriving 10 a second, 8 new pods' directories were removed as they started). handleUpdate holds it
-	// for reading.
+	// for reading; housekeeping holds it while it decides, and removes the orphans' directories after.
 	orphanMu sync.RWMutex
 	// starting counts the syncs under way that create a sandbox or start containers (StartingPods).
 	starting atomic.Int32
