@@ -13,8 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeagent/kubelet/pkg/runtime"
 	"github.com/nodeagent/kubelet/pkg/runtime/remote"
@@ -130,25 +128,7 @@ func (b *kubeletBench) runDense(ctx context.Context, floorRT *runtime.Runtime, l
 // upstreamDense fills upstream's kubelet on containerd's CRI plugin as runDense fills ours, against the floor
 // runDense measured.
 func upstreamDense(ctx context.Context, d *denseRun, kubeletBin string, idle time.Duration) error {
-	env, err := controlPlaneEnv(ctx)
-	if err != nil {
-		return err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", env["CONTROL_PLANE_KUBECONFIG"])
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 1000, 1000
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "nodeagent-bench-dense")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	undo, err := makeCgroupRoot(upstreamCgroupRoot)
+	env, client, dir, undo, err := upstreamSetup(ctx, "nodeagent-bench-dense")
 	defer undo()
 	if err != nil {
 		return err

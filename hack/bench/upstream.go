@@ -42,30 +42,12 @@ func benchUpstream(ctx context.Context, args []string) error {
 	if _, err := os.Stat(*kubeletBin); err != nil {
 		return fmt.Errorf("upstream kubelet: %w (build it with hack/kube-binaries.sh kubelet)", err)
 	}
-	env, err := controlPlaneEnv(ctx)
-	if err != nil {
-		return err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", env["CONTROL_PLANE_KUBECONFIG"])
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 1000, 1000
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	node := env["CONTROL_PLANE_NODE"]
-	dir, err := os.MkdirTemp("", "nodeagent-bench-upstream")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	undo, err := makeCgroupRoot(upstreamCgroupRoot)
+	env, client, dir, undo, err := upstreamSetup(ctx, "nodeagent-bench-upstream")
 	defer undo()
 	if err != nil {
 		return err
 	}
+	node := env["CONTROL_PLANE_NODE"]
 
 	// noderuntime, with busybox imported into its namespace.
 	prep, err := openRuntime(ctx, upstreamNamespace, filepath.Join(dir, "prep"))
@@ -134,6 +116,35 @@ func benchUpstream(ctx context.Context, args []string) error {
 	figure("upstream_kubelet_noderuntime_over_cri_plugin_p50_ratio", 100*median(p50s["noderuntime"])/median(p50s["cri_plugin"]), "%")
 	figure("upstream_kubelet_noderuntime_over_cri_plugin_p99_ratio", 100*median(p99s["noderuntime"])/median(p99s["cri_plugin"]), "%")
 	return nil
+}
+
+// upstreamSetup starts the real control plane (controlPlaneEnv), connects to it, and makes a work directory
+// and upstream's kubelet's cgroup root; undo (always to be called) removes both.
+func upstreamSetup(ctx context.Context, dirPrefix string) (env map[string]string, client kubernetes.Interface, dir string, undo func(), err error) {
+	var undos []func()
+	undo = func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			undos[i]()
+		}
+	}
+	if env, err = controlPlaneEnv(ctx); err != nil {
+		return
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", env["CONTROL_PLANE_KUBECONFIG"])
+	if err != nil {
+		return
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	if client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return
+	}
+	if dir, err = os.MkdirTemp("", dirPrefix); err != nil {
+		return
+	}
+	undos = append(undos, func() { _ = os.RemoveAll(dir) })
+	undoCgroup, err := makeCgroupRoot(upstreamCgroupRoot)
+	undos = append(undos, undoCgroup)
+	return
 }
 
 // upstreamBurst starts upstream's kubelet on the CRI endpoint, waits for its Node to be Ready, creates 30
